@@ -1,0 +1,43 @@
+# The commands users type. CMake does the building; ctest runs the tests.
+BUILD ?= build
+JOBS  ?= $(shell nproc 2>/dev/null || echo 2)
+
+# Debian 12 packages the build, the tests and the demo need.
+DEB_PACKAGES = build-essential cmake pkg-config openssl libssl-dev \
+  protobuf-c-compiler libprotobuf-c-dev libcmocka-dev \
+  collectd-core collectd-dev \
+  ruby ruby-dev ruby-minitest ruby-async puma ruby-heapy \
+  procps psmisc
+
+.PHONY: all deps build test demo bench clean
+
+all: build
+
+deps:
+	@missing=""; \
+	for p in $(DEB_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "memdiag: installing Debian packages:$$missing"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "memdiag: run 'make deps' as root to install:$$missing" >&2; exit 1; fi; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+	else echo "memdiag: all Debian packages present"; fi
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD)
+
+build: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
+
+demo: build
+	./conf/demo/run-demo $(BUILD)
+
+bench: build
+	@for b in tests/bench/*; do [ -x "$$b" ] && { echo "== $$b"; BUILD=$(BUILD) "$$b" || exit 1; }; done
+
+clean:
+	rm -rf $(BUILD)
