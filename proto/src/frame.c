@@ -40,7 +40,7 @@ int md_frame_decode(const uint8_t *buf, size_t len, size_t max_len,
   size_t body;
   Memdiag__V1__Frame *f;
 
-  if(!buf || !out || !consumed)
+  if(!out || !consumed || (!buf && len))
     return MD_EINVAL;
   if(len < MD_FRAME_HEADER)
     return MD_EAGAIN;
