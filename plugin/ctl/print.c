@@ -91,6 +91,17 @@ static void json_workers(mdctl_json *j, Memdiag__V1__WorkerInfo **w, size_t n)
   mdctl_json_end_array(j);
 }
 
+/* Names come from workers; a control character in one must not garble the
+ * operator's terminal or the table. */
+static void print_clean(const char *s, int width)
+{
+  int n = 0;
+  for(; s && *s && n < width; s++, n++)
+    putchar((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s);
+  for(; n < width; n++)
+    putchar(' ');
+}
+
 static int name_width(Memdiag__V1__WorkerInfo **w, size_t n)
 {
   int width = 4;
@@ -135,7 +146,7 @@ static void table_workers(Memdiag__V1__WorkerInfo **w, size_t n, int with_detect
       printf("%-8" PRIu32 " ", x->ppid);
     else
       printf("%-8s ", "-");
-    printf("%-*.*s", nw, nw, x->name ? x->name : "");
+    print_clean(x->name, nw);
     mdctl_format_size(size, sizeof(size), x->rss);
     printf(" %10s", size);
     if(pss) {

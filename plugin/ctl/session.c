@@ -25,10 +25,13 @@ static void explain_socket(const char *socket, const char *detail, char *err, si
   else if(stat(socket, &st) == 0 && !S_ISSOCK(st.st_mode))
     snprintf(err, errlen, "cannot connect to %s: not a socket", socket);
   else if(contains(detail, "refused"))
-    snprintf(err, errlen, "cannot connect to %s: nothing is listening (stale socket? "
-             "is collectd running?): %s", socket, detail);
+    snprintf(err, errlen, "cannot connect to %s: nothing is listening (a stale socket "
+             "left by a stopped collectd?)", socket);
+  else if(contains(detail, "ermission denied"))
+    snprintf(err, errlen, "cannot connect to %s: permission denied (the plugin's "
+             "SocketMode/SocketGroup decide who may connect)", socket);
   else
-    snprintf(err, errlen, "cannot connect to %s: %s", socket, detail);
+    snprintf(err, errlen, "%s", detail);
 }
 
 /* A failure while verifying the plugin's certificate on our side, versus
@@ -145,8 +148,9 @@ fail:
   else if(rc == MD_ETLS)
     explain_tls(s, rc, md_conn_error(s->conn), err, errlen);
   else if(rc == MD_ECLOSED)
-    snprintf(err, errlen, "the plugin closed the connection without answering (it may "
-             "have refused this certificate; see collectd's log)");
+    snprintf(err, errlen, "the plugin closed the connection without answering: it "
+             "probably refused this certificate (signed by another CA, expired, or not an "
+             "operator certificate); collectd's log says why");
   else
     snprintf(err, errlen, "talking to the plugin at %s failed: %s", s->socket,
              md_conn_error(s->conn));
