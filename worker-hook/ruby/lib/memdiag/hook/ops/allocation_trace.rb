@@ -1,0 +1,82 @@
+# frozen_string_literal: true
+
+require "objspace"
+require "time"
+require_relative "failure"
+
+module Memdiag
+  module Hook
+    module Ops
+      # Allocation tracing is process-global, so its state here is too: one
+      # record per process, shared by every Operations instance.
+      module AllocationTrace
+        # :idle, :tracing (memdiag started it), :undumped (memdiag stopped it
+        # but the dump failed, so the metadata is kept for a retry).
+        @state = :idle
+        @started_at = nil
+        @lock = Mutex.new
+
+        class << self
+          attr_reader :state, :started_at
+
+          def start
+            @lock.synchronize do
+              if @state == :tracing
+                raise Failure.refused("allocation tracing is already active: memdiag started it at " \
+                                      "#{@started_at.utc.iso8601}; stop it with allocation_trace_stop first")
+              end
+              if active?
+                raise Failure.refused("allocation tracing is already active, started by another tool in this " \
+                                      "process; memdiag will not interfere with it")
+              end
+
+              ObjectSpace.trace_object_allocations_clear if @state == :undumped
+              ObjectSpace.trace_object_allocations_start
+              @state = :tracing
+              @started_at = Time.now
+            end
+          end
+
+          # Stops tracing (when memdiag started it), yields to dump the heap, then
+          # clears the metadata. When the block fails the metadata is kept and a
+          # later stop can dump it again.
+          def stop
+            @lock.synchronize do
+              if @state == :idle
+                raise Failure.error("allocation tracing was not started by memdiag in this process; " \
+                                    "nothing to stop (run allocation_trace_start first)")
+              end
+
+              if @state == :tracing
+                ObjectSpace.trace_object_allocations_stop
+                @state = :undumped
+              end
+              result = yield
+              ObjectSpace.trace_object_allocations_clear
+              @state = :idle
+              @started_at = nil
+              result
+            end
+          rescue Failure => e
+            raise e unless @state == :undumped
+
+            raise Failure.new(e.status, "#{e.message}; tracing is stopped and the allocation data is kept: " \
+                                        "run allocation_trace_stop again with another path")
+          end
+
+          # Whether anyone in this process is tracing allocations. Ruby 3.1 has
+          # no query for it, so a fresh object is allocated and checked for
+          # allocation data. The generation check rejects data left over from an
+          # earlier object at the same address: such an object was freed by a
+          # GC that ran before this probe, so its generation is older.
+          def active?
+            generation = GC.count
+            probe = Object.new
+            !ObjectSpace.allocation_sourcefile(probe).nil? &&
+              ObjectSpace.allocation_generation(probe).to_i >= generation
+          end
+        end
+      end
+    end
+  end
+end

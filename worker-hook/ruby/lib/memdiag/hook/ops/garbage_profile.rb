@@ -1,0 +1,114 @@
+# frozen_string_literal: true
+
+require "time"
+require_relative "failure"
+
+module Memdiag
+  module Hook
+    module Ops
+      # GC::Profiler is process-global; so is the record of who enabled it.
+      module GarbageProfile
+        @started_at = nil
+        @stat_before = nil
+        @lock = Mutex.new
+
+        class << self
+          def active?
+            !@started_at.nil?
+          end
+
+          def start
+            @lock.synchronize do
+              if @started_at
+                raise Failure.refused("garbage profiling is already running: memdiag started it at " \
+                                      "#{@started_at.utc.iso8601}; stop it with garbage_profile_stop first")
+              end
+              if GC::Profiler.enabled?
+                raise Failure.refused("the GC profiler is already enabled by another tool in this process; " \
+                                      "memdiag will not interfere with it")
+              end
+
+              GC::Profiler.clear
+              @stat_before = GC.stat
+              @started_at = Time.now
+              GC::Profiler.enable
+            end
+          end
+
+          # Builds the report, then disables and clears the profiler.
+          def stop
+            @lock.synchronize do
+              unless @started_at
+                raise Failure.error("garbage profiling was not started by memdiag in this process; " \
+                                    "nothing to stop (run garbage_profile_start first)")
+              end
+
+              begin
+                report(GC.stat)
+              ensure
+                GC::Profiler.disable
+                GC::Profiler.clear
+                @started_at = nil
+                @stat_before = nil
+              end
+            end
+          end
+
+          private
+
+          def report(stat_after)
+            records = GC::Profiler.raw_data || []
+            out = +""
+            out << "memdiag garbage profile: pid #{Process.pid}, ruby #{RUBY_VERSION}\n"
+            out << "started  #{@started_at.utc.iso8601(3)}\n"
+            out << "stopped  #{Time.now.utc.iso8601(3)} (#{format('%.3f', Time.now - @started_at)} s)\n"
+            out << "collections  #{stat_after[:count] - @stat_before[:count]} " \
+                   "(minor #{stat_after[:minor_gc_count] - @stat_before[:minor_gc_count]}, " \
+                   "major #{stat_after[:major_gc_count] - @stat_before[:major_gc_count]})\n"
+            out << summary(records)
+            out << "\n== GC.stat (before, after, delta)\n"
+            out << stat_table(@stat_before, stat_after)
+            out << "\n== GC::Profiler.result\n"
+            out << GC::Profiler.result
+            out
+          end
+
+          def summary(records)
+            return "profiler records  0\n" if records.empty?
+
+            times = records.map { |r| r[:GC_TIME].to_f * 1000.0 }
+            causes = records.map { |r| (r[:GC_FLAGS] || {})[:gc_by] }.compact.tally
+            majors = records.map { |r| (r[:GC_FLAGS] || {})[:major_by] }.compact.tally
+            first = records.first
+            last = records.last
+            out = +""
+            out << "profiler records  #{records.size}\n"
+            out << format("gc time ms  total %.3f  max %.3f  mean %.3f\n",
+                          times.sum, times.max, times.sum / times.size)
+            out << "heap use bytes  first #{first[:HEAP_USE_SIZE]}  last #{last[:HEAP_USE_SIZE]}\n"
+            out << "heap total bytes  first #{first[:HEAP_TOTAL_SIZE]}  last #{last[:HEAP_TOTAL_SIZE]}\n"
+            out << "heap total objects  first #{first[:HEAP_TOTAL_OBJECTS]}  last #{last[:HEAP_TOTAL_OBJECTS]}\n"
+            out << "triggered by  #{tally_text(causes)}\n" unless causes.empty?
+            out << "major because  #{tally_text(majors)}\n" unless majors.empty?
+            out
+          end
+
+          def tally_text(tally)
+            tally.sort_by { |_, n| -n }.map { |k, n| "#{k} #{n}" }.join(", ")
+          end
+
+          def stat_table(before, after)
+            keys = (before.keys | after.keys)
+            width = keys.map { |k| k.to_s.size }.max
+            keys.map do |k|
+              b = before[k]
+              a = after[k]
+              delta = b.is_a?(Numeric) && a.is_a?(Numeric) ? a - b : ""
+              format("%-#{width}s  %16s  %16s  %16s\n", k, b, a, delta)
+            end.join
+          end
+        end
+      end
+    end
+  end
+end

@@ -1,0 +1,129 @@
+# frozen_string_literal: true
+
+require "objspace"
+require_relative "failure"
+require_relative "host_memory"
+require_relative "free_space"
+require_relative "fork_runner"
+
+module Memdiag
+  module Hook
+    module Ops
+      # Writes ObjectSpace.dump_all to a Target, in the worker (inline) or in a
+      # forked copy of it (fork), never leaving a file that looks complete when
+      # the dump fails.
+      class HeapDump
+        MODES = %w[inline fork auto].freeze
+
+        # Ruby heap dumps ran about 2.7 times the worker's RSS in the
+        # reference's measurements.
+        DEFAULT_SIZE_FACTOR = 2.7
+        # A fork may, at worst, end up copying every page of the worker while
+        # the child dumps; the margin covers the child's own allocations.
+        DEFAULT_FORK_HEADROOM_FACTOR = 1.5
+
+        SHAPES_KEYWORD = ObjectSpace.method(:dump_all).parameters.any? { |_, name| name == :shapes }
+        SHAPES_NOTE = "shapes=false is not supported by this Ruby (#{RUBY_VERSION}); " \
+                      "its dumps contain no SHAPE records anyway"
+
+        def initialize(size_factor: DEFAULT_SIZE_FACTOR, fork_headroom_factor: DEFAULT_FORK_HEADROOM_FACTOR)
+          @size_factor = size_factor
+          @fork_headroom_factor = fork_headroom_factor
+        end
+
+        # Returns the reply fields: path, bytes, mode, pause_us (fork only), note.
+        def write(target, shapes:, mode:, timeout_ms:)
+          notes = []
+          chosen, why = choose_mode(mode)
+          notes << why if why
+          notes << SHAPES_NOTE if !shapes && !SHAPES_KEYWORD
+          check_free_space(target)
+          pause_us, bytes = dump(target, chosen, shapes, timeout_ms)
+          notes << "timeout_ms does not apply to an inline dump" if chosen == "inline" && timeout_ms&.positive?
+          { path: target.path, bytes: bytes, mode: chosen, pause_us: pause_us,
+            note: notes.empty? ? nil : notes.join("; ") }
+        end
+
+        private
+
+        def dump(target, chosen, shapes, timeout_ms)
+          partial = target.create_temp
+          begin
+            pause_us = nil
+            if chosen == "fork"
+              result = ForkRunner.new.run(timeout_ms) do
+                write_heap(partial.io, shapes)
+                partial.io.flush
+                partial.io.fsync
+                "dumped"
+              end
+              pause_us = result.pause_us
+            else
+              write_heap(partial.io, shapes)
+            end
+            [pause_us, partial.publish]
+          rescue SystemCallError, IOError => e
+            raise Failure.error("heap dump to #{target.path} failed: #{e.message}; nothing was left behind")
+          rescue Failure => e
+            raise Failure.new(e.status, "heap dump to #{target.path}: #{e.message}; nothing was left behind")
+          ensure
+            partial.discard
+          end
+        end
+
+        def write_heap(io, shapes)
+          if SHAPES_KEYWORD
+            ObjectSpace.dump_all(output: io, shapes: shapes)
+          else
+            ObjectSpace.dump_all(output: io)
+          end
+        end
+
+        def choose_mode(mode)
+          case mode
+          when "inline"
+            ["inline", nil]
+          when "fork"
+            raise Failure.new(:unsupported, "fork mode is not available on this platform") unless ForkRunner.supported?
+
+            ["fork", nil]
+          else
+            choose_automatically
+          end
+        end
+
+        def choose_automatically
+          return ["inline", "auto chose inline: this platform cannot fork"] unless ForkRunner.supported?
+
+          rss = HostMemory.rss_bytes
+          headroom = HostMemory.headroom_bytes
+          return ["inline", "auto chose inline: the host's memory figures are unavailable"] unless rss && headroom
+
+          need = rss * @fork_headroom_factor
+          comparison = "#{HostMemory.mib(headroom)} available for copy-on-write, " \
+                       "#{@fork_headroom_factor} x RSS #{HostMemory.mib(rss)} = #{HostMemory.mib(need)} wanted"
+          if headroom >= need
+            ["fork", "auto chose fork: #{comparison}"]
+          else
+            ["inline", "auto chose inline: #{comparison}"]
+          end
+        end
+
+        def check_free_space(target)
+          return unless @size_factor&.positive?
+
+          rss = HostMemory.rss_bytes
+          available = FreeSpace.available_bytes(target.directory)
+          return unless rss && available
+
+          estimate = rss * @size_factor
+          return if available >= estimate
+
+          raise Failure.refused("not enough free space in #{target.directory}: #{HostMemory.mib(available)} " \
+                                "available, a heap dump of this worker is estimated at #{HostMemory.mib(estimate)} " \
+                                "(#{@size_factor} x RSS #{HostMemory.mib(rss)})")
+        end
+      end
+    end
+  end
+end
