@@ -64,7 +64,9 @@ static void build_operate(const mdctl_cmd *cmd, uint64_t request_id, unsigned ti
   p->operate.request = r;
   r->has_request_id = 1;
   r->request_id = request_id;
-  r->has_timeout_ms = 1;
+  /* Without --timeout the plugin applies its own per-operation default
+   * (its DumpTimeout for dumps); we only override it when asked to. */
+  r->has_timeout_ms = cmd->timeout_s != 0;
   r->timeout_ms = timeout_ms;
   r->op_case = (Memdiag__V1__Request__OpCase)cmd->verb->request_op;
   switch(cmd->verb->request_op) {

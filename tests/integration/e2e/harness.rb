@@ -1,0 +1,321 @@
+# End-to-end harness: a private collectd running the built memdiag plugin,
+# real hooked Ruby workers, memdiagctl, and real certificates, all in one
+# temp directory that is removed when the test process ends.
+#
+# ctest passes the locations of the built pieces in MEMDIAG_E2E_* variables
+# (see tests/integration/e2e.cmake). Set MEMDIAG_E2E_KEEP=1 to keep the temp
+# directory (collectd.log, csv files, worker output) for a post-mortem.
+require "minitest/autorun"
+require "fileutils"
+require "json"
+require "open3"
+require "rbconfig"
+require "socket"
+require "tmpdir"
+
+module E2E
+  HERE = File.expand_path(__dir__)
+
+  def self.setting(name)
+    v = ENV[name]
+    abort "#{name} is not set: run this test through ctest" if v.nil? || v.empty?
+    v
+  end
+
+  CTL = setting("MEMDIAG_E2E_CTL")
+  PLUGIN = setting("MEMDIAG_E2E_PLUGIN")
+  HOOK_LIB = setting("MEMDIAG_E2E_HOOK_LIB")
+  CERTS_TOOL = setting("MEMDIAG_E2E_CERTS_TOOL")
+  COLLECTD = setting("MEMDIAG_E2E_COLLECTD")
+  STOCK_PLUGINS = setting("MEMDIAG_E2E_COLLECTD_PLUGIN_DIR")
+  TYPES_DB = setting("MEMDIAG_E2E_TYPES_DB")
+  RUBY = ENV["MEMDIAG_E2E_RUBY"] || RbConfig.ruby
+
+  # Generous: machines running ctest -j2 are noisy. Nothing asserts a time;
+  # these only bound how long a broken build hangs.
+  WAIT = Integer(ENV.fetch("MEMDIAG_E2E_WAIT", "60"))
+
+  Result = Struct.new(:out, :err, :status) do
+    def ok? = status.success?
+    def code = status.exitstatus
+    def to_s = "exit #{code}\n--- stdout\n#{out}\n--- stderr\n#{err}"
+  end
+
+  # A hooked Ruby worker process.
+  class Worker
+    attr_reader :name, :pid, :tick_file, :dump_dir, :out_path
+
+    def initialize(name:, pid:, tick_file:, dump_dir:, out_path:)
+      @name = name
+      @pid = pid
+      @tick_file = tick_file
+      @dump_dir = dump_dir
+      @out_path = out_path
+    end
+
+    def ticks = File.exist?(@tick_file) ? File.read(@tick_file).to_i : 0
+
+    def alive?
+      Process.waitpid(@pid, Process::WNOHANG).nil?
+    rescue Errno::ECHILD
+      false
+    end
+
+    def vm_rss_bytes
+      line = File.read("/proc/#{@pid}/status")[/^VmRSS:\s+(\d+) kB/, 1]
+      Integer(line) * 1024
+    end
+
+    def output = File.exist?(@out_path) ? File.read(@out_path) : ""
+
+    def stop
+      return unless alive?
+
+      Process.kill("TERM", @pid)
+      deadline = Time.now + 10
+      sleep 0.05 while alive? && Time.now < deadline
+      Process.kill("KILL", @pid) if alive?
+      Process.waitpid(@pid)
+    rescue Errno::ESRCH, Errno::ECHILD
+      nil
+    end
+  end
+
+  # One private collectd with the memdiag plugin, its certificates, its
+  # workers; everything under one temp directory.
+  class Site
+    attr_reader :dir, :certs, :socket, :log_path, :csv_dir, :workers
+
+    def initialize(label)
+      @dir = Dir.mktmpdir("memdiag-e2e-#{label}-")
+      @certs = File.join(@dir, "certs")
+      @socket = File.join(@dir, "supervisor.ipc")
+      @log_path = File.join(@dir, "collectd.log")
+      @csv_dir = File.join(@dir, "csv")
+      @workers = []
+      @collectd = nil
+      run!(CERTS_TOOL, @certs)
+      install_plugins
+    end
+
+    def cert(name) = File.join(@certs, "#{name}.pem")
+    def key(name) = File.join(@certs, "#{name}.key")
+    def ca = File.join(@certs, "ca.pem")
+
+    # Another key pair signed by this site's CA (conf/memdiag-certs --add).
+    def add_cert(name, role)
+      run!(CERTS_TOOL, @certs, "--add", name, role)
+    end
+
+    # A complete CA with its own pairs that this site does not trust.
+    def foreign_certs
+      @foreign_certs ||= File.join(@dir, "foreign-certs").tap { |d| run!(CERTS_TOOL, d) }
+    end
+
+    # ---------------------------------------------------------------- collectd
+
+    def config(extra)
+      <<~CONF
+        Hostname "e2e"
+        FQDNLookup false
+        Interval 1
+        BaseDir "#{@dir}"
+        PluginDir "#{@dir}/plugins"
+        TypesDB "#{TYPES_DB}"
+        LoadPlugin logfile
+        <Plugin logfile>
+          LogLevel info
+          File "#{@log_path}"
+          Timestamp true
+          PrintSeverity true
+        </Plugin>
+        LoadPlugin csv
+        <Plugin csv>
+          DataDir "#{@csv_dir}"
+          StoreRates false
+        </Plugin>
+        LoadPlugin memdiag
+        <Plugin memdiag>
+          Socket "#{@socket}"
+          TLSCertificate "#{cert('plugin')}"
+          TLSKey "#{key('plugin')}"
+          TLSCA "#{ca}"
+        #{extra}
+        </Plugin>
+      CONF
+    end
+
+    def start_collectd(extra_config = "")
+      raise "collectd already running" if collectd_alive?
+
+      conf = File.join(@dir, "collectd.conf")
+      File.write(conf, config(extra_config))
+      @collectd = Process.spawn(COLLECTD, "-f", "-C", conf,
+                                out: [File.join(@dir, "collectd.out"), "a"],
+                                err: [:child, :out])
+      wait_until("collectd's memdiag plugin answers on #{@socket}") do
+        raise "collectd exited at start:\n#{log}" unless collectd_alive?
+
+        File.socket?(@socket) && ctl("workers").ok?
+      end
+    end
+
+    def collectd_pid = @collectd
+
+    def collectd_alive?
+      return false unless @collectd
+
+      Process.waitpid(@collectd, Process::WNOHANG).nil?
+    rescue Errno::ECHILD
+      false
+    end
+
+    def stop_collectd
+      return unless @collectd
+
+      if collectd_alive?
+        Process.kill("TERM", @collectd)
+        deadline = Time.now + WAIT
+        sleep 0.1 while collectd_alive? && Time.now < deadline
+        if collectd_alive?
+          Process.kill("KILL", @collectd)
+          Process.waitpid(@collectd)
+        end
+      end
+      @collectd = nil
+    rescue Errno::ESRCH, Errno::ECHILD
+      @collectd = nil
+    end
+
+    def log = File.exist?(@log_path) ? File.read(@log_path) : ""
+
+    # The plugin's own log lines ("memdiag plugin: ...").
+    def plugin_log = log.lines.grep(/memdiag plugin:/).join
+
+    # ------------------------------------------------------------------ workers
+
+    def start_worker(name, env: {})
+      dump_dir = File.join(@dir, "dumps", name)
+      FileUtils.mkdir_p(dump_dir, mode: 0o700)
+      tick = File.join(@dir, "#{name}.tick")
+      out = File.join(@dir, "#{name}.out")
+      hook_env = {
+        "MEMDIAG_SOCKET" => @socket,
+        "MEMDIAG_CERT" => cert("worker"),
+        "MEMDIAG_KEY" => key("worker"),
+        "MEMDIAG_CA" => ca,
+        "MEMDIAG_NAME" => name,
+        "MEMDIAG_DUMP_DIRECTORY" => dump_dir,
+      }.merge(env)
+      pid = Process.spawn(hook_env, RUBY, "-I", HOOK_LIB, "-r", "memdiag/hook/auto",
+                          File.join(HERE, "worker.rb"), tick, out: [out, "w"], err: [:child, :out])
+      w = Worker.new(name: name, pid: pid, tick_file: tick, dump_dir: dump_dir, out_path: out)
+      @workers << w
+      w
+    end
+
+    # The worker's entry in `memdiagctl workers --json` once it registered.
+    def wait_registered(worker)
+      entry = nil
+      wait_until("worker #{worker.name} (pid #{worker.pid}) registers") do
+        raise "worker #{worker.name} exited:\n#{worker.output}" unless worker.alive?
+
+        entry = workers_json.find { |w| w["pid"] == worker.pid }
+      end
+      entry
+    end
+
+    # ------------------------------------------------------------- memdiagctl
+
+    def operator_env
+      { "MEMDIAG_SOCKET" => @socket, "MEMDIAG_CERT" => cert("operator"),
+        "MEMDIAG_KEY" => key("operator"), "MEMDIAG_CA" => ca }
+    end
+
+    def ctl(*args, env: {})
+      out, err, st = Open3.capture3(operator_env.merge(env), CTL, *args.map(&:to_s))
+      Result.new(out, err, st)
+    end
+
+    def workers_json
+      r = ctl("workers", "--json")
+      raise "memdiagctl workers --json failed: #{r}" unless r.ok?
+
+      JSON.parse(r.out)
+    end
+
+    # ------------------------------------------------------------------ helpers
+
+    def wait_until(what, timeout: WAIT)
+      deadline = Time.now + timeout
+      loop do
+        v = yield
+        return v if v
+        raise "timed out after #{timeout} s waiting until #{what}\n--- collectd.log\n#{log}" if Time.now > deadline
+
+        sleep 0.2
+      end
+    end
+
+    def run!(*cmd)
+      out, st = Open3.capture2e(*cmd)
+      raise "#{cmd.join(' ')} failed:\n#{out}" unless st.success?
+
+      out
+    end
+
+    def cleanup
+      @workers.each(&:stop)
+      stop_collectd
+      if ENV["MEMDIAG_E2E_KEEP"]
+        warn "memdiag e2e: kept #{@dir}"
+      else
+        FileUtils.rm_rf(@dir)
+      end
+    end
+
+    private
+
+    # The plugin is copied, not linked, as collectd would load an installed one.
+    def install_plugins
+      dir = File.join(@dir, "plugins")
+      FileUtils.mkdir_p(dir)
+      FileUtils.cp(PLUGIN, File.join(dir, "memdiag.so"))
+      %w[csv logfile].each { |p| FileUtils.cp(File.join(STOCK_PLUGINS, "#{p}.so"), dir) }
+    end
+  end
+
+  # One site per test file, started on first use, torn down when minitest
+  # finishes (or the process is interrupted).
+  module SharedSite
+    def self.get(label, workers: [], config: "")
+      @sites ||= {}
+      @sites[label] ||= begin
+        site = Site.new(label)
+        @cleanup_registered ||= begin
+          Minitest.after_run { E2E::SharedSite.cleanup }
+          %w[INT TERM].each { |sig| trap(sig) { E2E::SharedSite.cleanup; exit!(1) } }
+          true
+        end
+        site.start_collectd(config)
+        workers.each { |n| site.start_worker(n) }
+        site.workers.each { |w| site.wait_registered(w) }
+        site
+      end
+    end
+
+    def self.cleanup
+      (@sites || {}).each_value(&:cleanup)
+      @sites = {}
+    end
+  end
+
+  # Heap dumps are newline-delimited JSON: one object per line.
+  def self.parse_ndjson(path)
+    File.foreach(path).map.with_index(1) do |line, n|
+      JSON.parse(line)
+    rescue JSON::ParserError => e
+      raise "#{path}:#{n} is not JSON: #{e.message}"
+    end
+  end
+end
