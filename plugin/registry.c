@@ -1,0 +1,293 @@
+/* memdiag plugin: the table of registered workers. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "registry.h"
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static mdp_worker **table; /* sorted by id (ids only grow) */
+static size_t count, cap;
+static uint64_t next_id = 1;
+static mdp_detector_config detector_cfg;
+
+int mdp_registry_init(const mdp_detector_config *detector)
+{
+  pthread_mutex_lock(&lock);
+  detector_cfg = *detector;
+  pthread_mutex_unlock(&lock);
+  return 0;
+}
+
+static void worker_free(mdp_worker *w)
+{
+  if(w->proc_dir >= 0)
+    close(w->proc_dir);
+  for(size_t i = 0; i < w->n_capabilities; i++)
+    free(w->capabilities[i]);
+  free(w->capabilities);
+  free(w);
+}
+
+/* Called with the lock held; frees outside of it would be nicer but the
+ * close() of a /proc handle is cheap. */
+static void unref_locked(mdp_worker *w)
+{
+  if(--w->refs == 0)
+    worker_free(w);
+}
+
+void mdp_registry_destroy(void)
+{
+  pthread_mutex_lock(&lock);
+  for(size_t i = 0; i < count; i++)
+    unref_locked(table[i]);
+  free(table);
+  table = NULL;
+  count = cap = 0;
+  pthread_mutex_unlock(&lock);
+}
+
+void mdp_registry_sanitise(const char *name, char *out, size_t len)
+{
+  size_t i = 0;
+
+  for(; name[i] && i + 1 < len; i++) {
+    char c = name[i];
+    int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+             c == '.' || c == '_' || c == '-';
+    out[i] = ok ? c : '_';
+  }
+  out[i] = '\0';
+  if(i == 0)
+    snprintf(out, len, "worker");
+}
+
+static int name_taken_locked(const char *instance)
+{
+  for(size_t i = 0; i < count; i++)
+    if(strcmp(table[i]->instance, instance) == 0)
+      return 1;
+  return 0;
+}
+
+static int copy_caps(mdp_worker *w, char **caps, size_t n)
+{
+  if(n == 0)
+    return 0;
+  w->capabilities = calloc(n, sizeof(char *));
+  if(!w->capabilities)
+    return -ENOMEM;
+  for(size_t i = 0; i < n; i++) {
+    w->capabilities[i] = strdup(caps[i] ? caps[i] : "");
+    if(!w->capabilities[i])
+      return -ENOMEM;
+    w->n_capabilities = i + 1;
+  }
+  return 0;
+}
+
+int mdp_registry_add(const mdp_worker_hello *h, uint64_t *id)
+{
+  mdp_worker *w = calloc(1, sizeof(*w));
+  char base[100];
+  int rc;
+
+  if(!w)
+    return -ENOMEM;
+  w->proc_dir = -1;
+  w->pid = h->pid;
+  w->ppid = h->ppid;
+  w->uid = h->uid;
+  w->gid = h->gid;
+  snprintf(w->name, sizeof(w->name), "%s", h->name && h->name[0] ? h->name : "worker");
+  snprintf(w->runtime, sizeof(w->runtime), "%s", h->runtime ? h->runtime : "");
+  snprintf(w->runtime_version, sizeof(w->runtime_version), "%s",
+           h->runtime_version ? h->runtime_version : "");
+  snprintf(w->dump_directory, sizeof(w->dump_directory), "%s",
+           h->dump_directory ? h->dump_directory : "");
+  w->connected_at = (uint64_t)time(NULL);
+  rc = copy_caps(w, h->capabilities, h->n_capabilities);
+  if(rc)
+    goto fail;
+  /* Opened here, on the server thread, while the peer is certainly alive. */
+  w->proc_dir = mdp_sampler_open(h->pid);
+  mdp_registry_sanitise(w->name, base, sizeof(base));
+  w->refs = 1;
+
+  pthread_mutex_lock(&lock);
+  if(count == cap) {
+    size_t ncap = cap ? cap * 2 : 64;
+    mdp_worker **nt = realloc(table, ncap * sizeof(*nt));
+    if(!nt) {
+      pthread_mutex_unlock(&lock);
+      rc = -ENOMEM;
+      goto fail;
+    }
+    table = nt;
+    cap = ncap;
+  }
+  mdp_detector_init(&w->detector, &detector_cfg);
+  /* Two live workers with one name would write one series; the second
+   * (and later) ones are told apart by PID. */
+  if(name_taken_locked(base))
+    snprintf(w->instance, sizeof(w->instance), "%s-%ld", base, (long)w->pid);
+  else
+    snprintf(w->instance, sizeof(w->instance), "%s", base);
+  w->id = next_id++;
+  table[count++] = w;
+  *id = w->id;
+  pthread_mutex_unlock(&lock);
+  return 0;
+fail:
+  worker_free(w);
+  return rc;
+}
+
+static mdp_worker *find_locked(uint64_t id, size_t *pos)
+{
+  size_t lo = 0, hi = count;
+
+  while(lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if(table[mid]->id < id)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if(lo < count && table[lo]->id == id) {
+    if(pos)
+      *pos = lo;
+    return table[lo];
+  }
+  return NULL;
+}
+
+int mdp_registry_remove(uint64_t id)
+{
+  size_t pos;
+  mdp_worker *w;
+
+  pthread_mutex_lock(&lock);
+  w = find_locked(id, &pos);
+  if(w) {
+    memmove(&table[pos], &table[pos + 1], (count - pos - 1) * sizeof(*table));
+    count--;
+    unref_locked(w);
+  }
+  pthread_mutex_unlock(&lock);
+  return w ? 0 : -ENOENT;
+}
+
+size_t mdp_registry_count(void)
+{
+  size_t n;
+
+  pthread_mutex_lock(&lock);
+  n = count;
+  pthread_mutex_unlock(&lock);
+  return n;
+}
+
+size_t mdp_registry_snapshot(mdp_worker ***out)
+{
+  mdp_worker **arr;
+  size_t n;
+
+  pthread_mutex_lock(&lock);
+  n = count;
+  arr = malloc((n ? n : 1) * sizeof(*arr));
+  if(!arr) {
+    pthread_mutex_unlock(&lock);
+    *out = NULL;
+    return (size_t)-1;
+  }
+  for(size_t i = 0; i < n; i++) {
+    arr[i] = table[i];
+    arr[i]->refs++;
+  }
+  pthread_mutex_unlock(&lock);
+  *out = arr;
+  return n;
+}
+
+void mdp_registry_release(mdp_worker **workers, size_t n)
+{
+  pthread_mutex_lock(&lock);
+  for(size_t i = 0; i < n; i++)
+    unref_locked(workers[i]);
+  pthread_mutex_unlock(&lock);
+  free(workers);
+}
+
+void mdp_registry_store(mdp_worker *w, const mdp_sample *s, double t, const char *detector_text)
+{
+  pthread_mutex_lock(&lock);
+  w->last = *s;
+  w->sampled_at = t;
+  if(detector_text)
+    snprintf(w->detector_text, sizeof(w->detector_text), "%s", detector_text);
+  pthread_mutex_unlock(&lock);
+}
+
+void mdp_registry_detector_text(const mdp_worker *w, char *buf, size_t len)
+{
+  pthread_mutex_lock(&lock);
+  snprintf(buf, len, "%s", w->detector_text[0] ? w->detector_text : "not sampled yet");
+  pthread_mutex_unlock(&lock);
+}
+
+void mdp_registry_last(const mdp_worker *w, mdp_sample *s, double *t)
+{
+  pthread_mutex_lock(&lock);
+  *s = w->last;
+  *t = w->sampled_at;
+  pthread_mutex_unlock(&lock);
+}
+
+int mdp_registry_info(uint64_t id, mdp_worker_info *out)
+{
+  mdp_worker *w;
+
+  pthread_mutex_lock(&lock);
+  w = find_locked(id, NULL);
+  if(w) {
+    memset(out, 0, sizeof(*out));
+    out->connection_id = w->id;
+    out->pid = w->pid;
+    out->ppid = w->ppid;
+    out->uid = w->uid;
+    out->gid = w->gid;
+    snprintf(out->name, sizeof(out->name), "%s", w->name);
+    snprintf(out->instance, sizeof(out->instance), "%s", w->instance);
+    snprintf(out->runtime, sizeof(out->runtime), "%s", w->runtime);
+    snprintf(out->runtime_version, sizeof(out->runtime_version), "%s", w->runtime_version);
+    snprintf(out->dump_directory, sizeof(out->dump_directory), "%s", w->dump_directory);
+    out->connected_at = w->connected_at;
+    out->rss = w->last.rss;
+    out->pss = w->last.pss;
+    out->private_bytes = w->last.private_bytes;
+    out->swap = w->last.swap;
+    out->sampled_at = w->sampled_at;
+  }
+  pthread_mutex_unlock(&lock);
+  return w ? 0 : -ENOENT;
+}
+
+int mdp_registry_can(uint64_t id, const char *op)
+{
+  mdp_worker *w;
+  int can = 0;
+
+  pthread_mutex_lock(&lock);
+  w = find_locked(id, NULL);
+  for(size_t i = 0; w && i < w->n_capabilities; i++)
+    if(strcmp(w->capabilities[i], op) == 0)
+      can = 1;
+  pthread_mutex_unlock(&lock);
+  return can;
+}
