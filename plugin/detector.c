@@ -22,6 +22,10 @@
  * minima around the fitted line, and be more than allocator noise. */
 #define RISE_OVER_SCATTER 4.0
 #define MIN_RISE (2.0 * MIB)
+/* The lowest level of the last three buckets must stand this share of the
+ * window's rise above any level held before the window: a leak's does by
+ * about three quarters, a climb back to yesterday's peak does not. */
+#define NEW_LEVEL_SHARE 0.25
 /* A new episode starts when memory falls this far below the lower envelope
  * at the time of the fire (memory released, or the process replaced). */
 #define REARM_FRACTION 0.8
@@ -61,35 +65,40 @@ void mdp_detector_init(mdp_detector *d, const mdp_detector_config *cfg)
   d->state = MDP_DETECTOR_WARMING;
 }
 
-/* Forgets the current episode but keeps the folded history: the level held
- * before still tells a return to it from new growth. */
+/* Forgets everything: after memory fell well below where the detector
+ * fired, levels held before say nothing about the growth to come. */
 static void start_episode(mdp_detector *d, double t)
 {
-  memset(d->ring, 0, sizeof(d->ring));
-  d->head = 0;
+  mdp_detector_config cfg = d->cfg;
+  mdp_detector_init(d, &cfg);
   d->filled = 1;
-  d->nbucket = 0;
   d->origin = t;
-  d->samples = 0;
-  d->fold_n = 0;
-  d->state = MDP_DETECTOR_WARMING;
-  memset(&d->last_eval, 0, sizeof(d->last_eval));
-  d->last_eval.time_to_limit = -1;
 }
 
+/* Keeps, for a bucket leaving the window, the level held around it. */
 static void remember(mdp_detector *d, const mdp_detector_bucket *b)
 {
   if(!b->count)
     return;
-  if(d->fold_n == 0 || b->min < d->fold_min)
-    d->fold_min = b->min;
+  uint64_t low = b->min;
+  for(unsigned i = 0; i < d->evicted_n; i++)
+    if(d->evicted[i] < low)
+      low = d->evicted[i];
+  if(d->evicted_n == MDP_DETECTOR_FOLD - 1) {
+    memmove(d->evicted, d->evicted + 1, sizeof(d->evicted) - sizeof(d->evicted[0]));
+    d->evicted_n--;
+    if(low > d->fold_max)
+      d->fold_max = low;
+  }
+  d->evicted[d->evicted_n++] = b->min;
   if(++d->fold_n < MDP_DETECTOR_FOLD)
     return;
-  d->history[d->hist_head] = d->fold_min;
+  d->history[d->hist_head] = d->fold_max;
   d->hist_head = (d->hist_head + 1) % MDP_DETECTOR_HISTORY;
   if(d->hist_n < MDP_DETECTOR_HISTORY)
     d->hist_n++;
   d->fold_n = 0;
+  d->fold_max = 0;
 }
 
 /* Moves the open bucket forward to index idx; returns 1 if a bucket closed. */
@@ -134,6 +143,35 @@ static uint64_t history_high(const mdp_detector *d)
     if(d->history[i] > hi)
       hi = d->history[i];
   return hi;
+}
+
+/* Returns the slope recorded one window ago (0 if none) and records the
+ * current one in its place. */
+static double remembered_slope(mdp_detector *d, double slope)
+{
+  unsigned slot = (unsigned)(d->nbucket % NB);
+  double before = d->past_at[slot] == d->nbucket - NB + 1 ? d->past_slope[slot] : 0;
+  d->past_slope[slot] = slope;
+  d->past_at[slot] = d->nbucket + 1;
+  return before;
+}
+
+/* Seconds until the trend climbs `room` bytes; -1 if it never does. Growth
+ * that slowed since one window ago (a warm-up) is extrapolated as an
+ * exponential approach to a plateau, with the time constant that slowdown
+ * implies; growth that held or sped up, as a straight line at the present
+ * slope. */
+static double time_to_reach(double room, double slope, double before, double window)
+{
+  if(room <= 0)
+    return 0;
+  if(before <= 0 || slope >= before)
+    return room / slope;
+  double tau = window / log(before / slope);
+  double reach = slope * tau; /* total growth still to come */
+  if(room >= reach)
+    return -1;
+  return -tau * log(1 - room / reach);
 }
 
 /* Fits the closed buckets of the window; fills ev and returns 1 when the
@@ -186,21 +224,27 @@ static int evaluate_growth(mdp_detector *d, double t, mdp_decision *ev)
   double now = t - d->origin;
   double envelope = intercept + slope * now;
   double rise = slope * NB * d->bucket_len;
+  double before = remembered_slope(d, slope);
+  double recent_low = y[n - 1];
+  for(unsigned i = n - 1; i > n - MDP_DETECTOR_FOLD; i--)
+    if(y[i - 1] < recent_low)
+      recent_low = y[i - 1];
 
   ev->time = t;
   ev->envelope = envelope > 0 ? (uint64_t)envelope : 0;
   ev->slope = slope;
   ev->slope_recent = slope_new;
+  ev->slope_before = before;
   ev->samples = samples;
   ev->window = NB * d->bucket_len;
 
   int growing = slope > 0 && slope_new >= RECENT_MIN_SHARE * slope &&
                 slope_old >= OLDER_MIN_SHARE * slope && rise >= RISE_OVER_SCATTER * scatter &&
-                rise >= MIN_RISE && envelope > (double)history_high(d);
-  if(growing && c->memory_limit) {
-    double room = (double)c->memory_limit - (envelope + excursion);
-    ev->time_to_limit = room > 0 ? room / slope : 0;
-  }
+                rise >= MIN_RISE &&
+                recent_low >= (double)history_high(d) + NEW_LEVEL_SHARE * rise;
+  if(growing && c->memory_limit)
+    ev->time_to_limit = time_to_reach((double)c->memory_limit - (envelope + excursion), slope,
+                                      before, NB * d->bucket_len);
   if(now < c->warmup) {
     d->state = MDP_DETECTOR_WARMING;
     return 0;
@@ -211,7 +255,7 @@ static int evaluate_growth(mdp_detector *d, double t, mdp_decision *ev)
   if(c->min_growth_rate > 0 && slope < c->min_growth_rate)
     return 0;
   if(c->memory_limit)
-    return ev->time_to_limit <= c->horizon;
+    return ev->time_to_limit >= 0 && ev->time_to_limit <= c->horizon;
   /* Without a limit there is nothing to project onto: only an explicit
    * MinGrowthRate says which growth is too much. */
   return c->min_growth_rate > 0;

@@ -18,9 +18,10 @@
 #include <stdint.h>
 
 #define MDP_DETECTOR_BUCKETS 12
-/* Older bucket minima, folded three at a time, remembered for about a day
- * at the default window: a rise that only climbs back to a level already
- * held (a traffic cycle) is not new growth. */
+/* Levels held before the window: the highest minimum over any three
+ * consecutive buckets, one entry per three buckets, remembered for about a
+ * day at the default window. A rise that only climbs back to a level
+ * already held (a traffic cycle) is not new growth. */
 #define MDP_DETECTOR_HISTORY 100
 #define MDP_DETECTOR_FOLD 3
 
@@ -81,6 +82,7 @@ typedef struct {
   uint64_t envelope;           /* lower envelope at `time` (fitted) */
   double slope;                /* bytes/s over the window (Theil-Sen on bucket minima) */
   double slope_recent;         /* bytes/s over the window's second half */
+  double slope_before;         /* bytes/s over the window before; 0 if unknown */
   uint32_t samples;            /* samples inside the window */
   double window;               /* seconds of history used */
   double time_to_limit;        /* seconds until the trend plus the usual
@@ -100,10 +102,16 @@ typedef struct {
   uint64_t last_v;
   uint64_t samples;       /* since the episode began */
   int have_last;
-  uint64_t fold_min;      /* minimum of the buckets being folded */
+  uint64_t evicted[MDP_DETECTOR_FOLD - 1]; /* minima of the last buckets to leave */
+  unsigned evicted_n;
+  uint64_t fold_max;      /* highest three-bucket minimum in the current fold */
   unsigned fold_n;
-  uint64_t history[MDP_DETECTOR_HISTORY]; /* folded minima, oldest overwritten */
+  uint64_t history[MDP_DETECTOR_HISTORY]; /* fold maxima, oldest overwritten */
   unsigned hist_head, hist_n;
+  /* The window's slope at each of the last NB bucket closes, so that the
+   * slope now can be compared with the slope one window ago. */
+  double past_slope[MDP_DETECTOR_BUCKETS];
+  uint64_t past_at[MDP_DETECTOR_BUCKETS]; /* bucket index + 1; 0 = empty */
   mdp_detector_state state;
   uint64_t rearm_below;   /* FIRED until a sample drops below this */
   mdp_decision last_eval; /* last growth evaluation, for the state text */

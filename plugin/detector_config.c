@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -33,22 +34,26 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 }
 
 /* Unsigned decimal with an optional fraction; no sign, exponent, hex or
- * "inf", which strtod would let through. Returns the end or NULL. */
+ * "inf", which strtod alone would let through. Returns the end or NULL. */
 static const char *parse_decimal(const char *s, double *out)
 {
-  double v = 0, scale = 1;
-  int digits = 0;
+  char buf[64];
+  size_t n = 0;
+  int digits = 0, dot = 0;
 
   while(*s == ' ' || *s == '\t')
     s++;
-  for(; *s >= '0' && *s <= '9'; s++, digits++)
-    v = v * 10 + (*s - '0');
-  if(*s == '.')
-    for(s++; *s >= '0' && *s <= '9'; s++, digits++)
-      v += (*s - '0') * (scale /= 10);
+  for(; (*s >= '0' && *s <= '9') || (*s == '.' && !dot); s++) {
+    if(n + 1 >= sizeof(buf))
+      return NULL;
+    digits += *s != '.';
+    dot |= *s == '.';
+    buf[n++] = *s;
+  }
   if(!digits)
     return NULL;
-  *out = v;
+  buf[n] = '\0';
+  *out = strtod(buf, NULL);
   return s;
 }
 

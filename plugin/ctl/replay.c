@@ -23,8 +23,9 @@ static void print_fire(const mdp_decision *d)
          (unsigned long long)d->rss);
   if(strcmp(d->reason, MDP_REASON_GROWTH) == 0) {
     printf(",\"envelope\":%llu,\"slope_bytes_per_s\":%.1f,\"slope_recent_bytes_per_s\":%.1f,"
-           "\"samples\":%u,\"window_s\":%.15g",
-           (unsigned long long)d->envelope, d->slope, d->slope_recent, d->samples, d->window);
+           "\"slope_before_bytes_per_s\":%.1f,\"samples\":%u,\"window_s\":%.15g",
+           (unsigned long long)d->envelope, d->slope, d->slope_recent, d->slope_before, d->samples,
+           d->window);
     if(d->time_to_limit >= 0)
       printf(",\"time_to_limit_s\":%.0f,\"projected_limit_time\":%.15g", d->time_to_limit,
              d->time + d->time_to_limit);
