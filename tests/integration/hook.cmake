@@ -1,0 +1,16 @@
+# Worker hook integration tests: real Ruby, real TLS, a small C server that
+# plays the plugin's side (tests/integration/hook/test_server.c).
+add_executable(mdh-test-server hook/test_server.c hook/json_out.c)
+target_link_libraries(mdh-test-server PRIVATE mdproto)
+
+set(MDH_TEST_ENV
+  "MEMDIAG_TEST_SERVER=$<TARGET_FILE:mdh-test-server>"
+  "MEMDIAG_HOOK_LIB=${MEMDIAG_HOOK_RUBY_LIB}"
+  "MEMDIAG_CERTS_TOOL=${MEMDIAG_CONF_DIR}/memdiag-certs")
+
+file(GLOB _mdh_tests CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/hook/test_*.rb)
+foreach(_t ${_mdh_tests})
+  get_filename_component(_n ${_t} NAME_WE)
+  add_test(NAME hook_${_n} COMMAND ${RUBY_EXECUTABLE} ${_t})
+  set_tests_properties(hook_${_n} PROPERTIES ENVIRONMENT "${MDH_TEST_ENV}" TIMEOUT 600)
+endforeach()

@@ -1,0 +1,173 @@
+/* libmemdiag-hook (prefix mdh_): the runtime-neutral core of the worker hook.
+ *
+ * A hook owns one I/O thread. That thread connects to the plugin's AF_UNIX
+ * socket over mutual TLS, says hello, keeps the connection alive with
+ * heartbeats, reconnects with jittered exponential backoff when the plugin
+ * goes away, and moves requests and replies between the socket and two
+ * queues. It never calls into the runtime: the runtime pops requests with
+ * mdh_next_request() from a thread of its own and answers with mdh_reply().
+ * A hook that cannot connect keeps retrying and logs to stderr (rate
+ * limited); it never stops the worker.
+ *
+ * Fork: the library registers pthread_atfork handlers. In a child every hook
+ * inherited from the parent is dropped: its file descriptors are closed, no
+ * TLS call is made on its session, and every mdh_* call on it returns
+ * MDH_EFORKED (mdh_stop() releases what is safe to release). Starting a new
+ * hook in the child is the runtime binding's decision (a dump child must not
+ * register), so the library never does it on its own.
+ *
+ * Ownership: an mdh_hook is owned by the caller of mdh_start() and released
+ * by mdh_stop(). mdh_start() copies every string of the config. An
+ * mdh_request filled by mdh_next_request() is owned by the caller and
+ * released with mdh_request_clear(). mdh_reply() copies the reply.
+ */
+#ifndef MEMDIAG_HOOK_H
+#define MEMDIAG_HOOK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MDH_VERSION "0.1.0"
+
+/* Errors are negative; 0 is success. */
+enum {
+  MDH_OK = 0,
+  MDH_ETIMEDOUT = -1, /* no request within the timeout */
+  MDH_EINTR = -2,     /* mdh_wakeup() interrupted the wait */
+  MDH_ESTOPPED = -3,  /* mdh_stop() was called */
+  MDH_ENOMEM = -4,
+  MDH_EINVAL = -5,
+  MDH_EFORKED = -6,   /* the hook belongs to the parent of this process */
+  MDH_ETHREAD = -7,   /* the I/O thread could not be started */
+  MDH_ESTALE = -8,    /* the reply's connection is gone; reply dropped */
+};
+
+const char *mdh_strerror(int err);
+
+typedef struct {
+  const char *socket_path;    /* the plugin's AF_UNIX socket */
+  const char *certificate;    /* PEM, OU=worker */
+  const char *key;
+  const char *ca;             /* the only CA trusted for the plugin */
+  const char *name;           /* operator-facing name */
+  const char *runtime;        /* "ruby" */
+  const char *runtime_version;
+  const char *hook_version;   /* NULL: MDH_VERSION */
+  const char *dump_directory; /* NULL: none announced */
+  const char *const *capabilities; /* operation names */
+  size_t n_capabilities;
+  unsigned backoff_min_ms;    /* 0: 100 */
+  unsigned backoff_max_ms;    /* 0: 30000 */
+  unsigned handshake_timeout_ms; /* connect + TLS + welcome; 0: 5000 */
+  unsigned queue_capacity;    /* pending requests; 0: 16 */
+} mdh_config;
+
+typedef enum {
+  MDH_OP_PING = 1,
+  MDH_OP_MEMORY_DUMP,
+  MDH_OP_ALLOCATION_TRACE_START,
+  MDH_OP_ALLOCATION_TRACE_STOP,
+  MDH_OP_GARBAGE_PROFILE_START,
+  MDH_OP_GARBAGE_PROFILE_STOP,
+  MDH_OP_SCHEDULER_DUMP,
+  MDH_OP_THREAD_DUMP,
+} mdh_op;
+
+typedef enum {
+  MDH_MODE_INLINE = 0,
+  MDH_MODE_FORK = 1,
+  MDH_MODE_AUTO = 2,
+} mdh_mode;
+
+/* Operation name as used on the wire and in the Ruby binding. */
+const char *mdh_op_name(mdh_op op);
+const char *mdh_mode_name(mdh_mode mode);
+
+typedef struct {
+  uint64_t connection_id; /* connection the request came on */
+  uint64_t id;            /* request_id, echoed in the reply */
+  mdh_op op;
+  uint32_t timeout_ms;    /* 0: the operation's default */
+  char *path;             /* NULL when the request names none */
+  int shapes;             /* memory_dump, allocation_trace_stop */
+  mdh_mode mode;          /* memory_dump */
+  uint8_t *payload;       /* ping */
+  size_t payload_len;
+} mdh_request;
+
+void mdh_request_clear(mdh_request *req);
+
+typedef enum {
+  MDH_STATUS_OK = 0,
+  MDH_STATUS_ERROR = 1,
+  MDH_STATUS_REFUSED = 2,
+  MDH_STATUS_TIMEOUT = 3,
+  MDH_STATUS_UNSUPPORTED = 5,
+  MDH_STATUS_BAD_REQUEST = 7,
+} mdh_status;
+
+/* Absent fields are NULL (strings, data) or have their has_ flag 0. */
+typedef struct {
+  uint64_t connection_id; /* from the request */
+  uint64_t request_id;
+  mdh_status status;
+  const char *error;
+  const char *path;
+  const uint8_t *data;
+  size_t data_len;
+  int has_bytes, has_duration_us, has_pause_us;
+  uint64_t bytes, duration_us, pause_us;
+  const char *note;
+  const char *mode;
+} mdh_reply_t;
+
+typedef struct mdh_hook mdh_hook;
+
+/* Validate and copy the config, start the I/O thread. The I/O thread
+ * connects in the background: a plugin that is not there is not an error. */
+int mdh_start(mdh_hook **out, const mdh_config *config);
+
+/* Wait up to timeout_ms (<0: forever) for the next request and move it into
+ * *req. MDH_ETIMEDOUT, MDH_EINTR (mdh_wakeup) and MDH_ESTOPPED leave *req
+ * zeroed. The request counts as running until its reply is queued: the
+ * heartbeat reports it as busy. */
+int mdh_next_request(mdh_hook *hook, mdh_request *req, int timeout_ms);
+
+/* Make one mdh_next_request() wait (current or next) return MDH_EINTR.
+ * Safe from any thread; meant for a runtime's "unblock" callback. */
+void mdh_wakeup(mdh_hook *hook);
+
+/* Queue a reply for the I/O thread to send. A reply whose data would not
+ * fit in one frame is replaced by an error reply saying so. MDH_ESTALE when
+ * the connection the request came on has closed since (the plugin forgot
+ * the request with it). */
+int mdh_reply(mdh_hook *hook, const mdh_reply_t *reply);
+
+/* Connection ID of the current connection; 0 while not connected. */
+uint64_t mdh_connection_id(const mdh_hook *hook);
+
+/* Number of welcomes received so far (reconnections + 1). */
+uint64_t mdh_connections(const mdh_hook *hook);
+
+/* Stop the I/O thread (close_notify, close) and make every current and
+ * future mdh_next_request() return MDH_ESTOPPED. The hook stays valid, so a
+ * runtime thread still waiting on it can return before mdh_stop() frees it.
+ * Idempotent. */
+void mdh_shutdown(mdh_hook *hook);
+
+/* mdh_shutdown() and free the hook; no other thread may still use it. On a
+ * hook inherited across fork only plain memory is released. NULL is a
+ * no-op. */
+void mdh_stop(mdh_hook *hook);
+
+/* 1 when this hook was inherited from a parent process (see Fork above). */
+int mdh_forked_away(const mdh_hook *hook);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

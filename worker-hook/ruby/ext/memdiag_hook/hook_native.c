@@ -1,0 +1,341 @@
+/* Ruby binding of libmemdiag-hook: Memdiag::Hook::Native.
+ *
+ * A thin layer: it turns Ruby hashes into mdh_config and mdh_reply_t and
+ * mdh_request into a Ruby hash. Waiting for a request happens with the GVL
+ * released and can be interrupted (Thread#kill, Thread#raise, process exit)
+ * through mdh_wakeup(). Operations themselves run in Ruby (memdiag/hook). */
+#include <ruby.h>
+#include <ruby/thread.h>
+
+#include "memdiag/hook.h"
+
+typedef struct {
+  mdh_hook *hook; /* owned; NULL once stopped */
+} native;
+
+static void native_free(void *p)
+{
+  native *n = p;
+  /* Not RUBY_TYPED_FREE_IMMEDIATELY: stopping joins the I/O thread, which
+   * is not something to do in the middle of a GC sweep. */
+  mdh_stop(n->hook);
+  xfree(n);
+}
+
+static size_t native_size(const void *p)
+{
+  (void)p;
+  return sizeof(native);
+}
+
+static const rb_data_type_t native_type = {
+  .wrap_struct_name = "Memdiag::Hook::Native",
+  .function = { .dmark = NULL, .dfree = native_free, .dsize = native_size },
+  .flags = 0,
+};
+
+static VALUE native_alloc(VALUE klass)
+{
+  native *n;
+  return TypedData_Make_Struct(klass, native, &native_type, n);
+}
+
+static native *get_native(VALUE self)
+{
+  native *n;
+  TypedData_Get_Struct(self, native, &native_type, n);
+  return n;
+}
+
+static mdh_hook *live_hook(VALUE self)
+{
+  native *n = get_native(self);
+  if(!n->hook)
+    rb_raise(rb_eRuntimeError, "memdiag hook already stopped");
+  return n->hook;
+}
+
+static VALUE sym(const char *name)
+{
+  return ID2SYM(rb_intern(name));
+}
+
+/* String option or NULL; raises if required and missing. */
+static const char *opt_cstr(VALUE opts, const char *key, int required)
+{
+  VALUE v = rb_hash_aref(opts, sym(key));
+  if(NIL_P(v)) {
+    if(required)
+      rb_raise(rb_eArgError, "memdiag hook: %s: is required", key);
+    return NULL;
+  }
+  return StringValueCStr(v);
+}
+
+static unsigned opt_uint(VALUE opts, const char *key)
+{
+  VALUE v = rb_hash_aref(opts, sym(key));
+  return NIL_P(v) ? 0 : NUM2UINT(v);
+}
+
+/* Native.new(socket:, certificate:, key:, ca:, name:, runtime_version:,
+ *            hook_version:, dump_directory:, capabilities:, backoff_min_ms:,
+ *            backoff_max_ms:, handshake_timeout_ms:, queue_capacity:) */
+static VALUE native_initialize(VALUE self, VALUE opts)
+{
+  native *n = get_native(self);
+  mdh_config c = { 0 };
+  VALUE caps;
+  const char **names = NULL;
+  long i, ncaps = 0;
+  int rc;
+
+  Check_Type(opts, T_HASH);
+  if(n->hook)
+    rb_raise(rb_eRuntimeError, "memdiag hook already started");
+  c.socket_path = opt_cstr(opts, "socket", 1);
+  c.certificate = opt_cstr(opts, "certificate", 1);
+  c.key = opt_cstr(opts, "key", 1);
+  c.ca = opt_cstr(opts, "ca", 1);
+  c.name = opt_cstr(opts, "name", 1);
+  c.runtime = "ruby";
+  c.runtime_version = opt_cstr(opts, "runtime_version", 0);
+  c.hook_version = opt_cstr(opts, "hook_version", 0);
+  c.dump_directory = opt_cstr(opts, "dump_directory", 0);
+  c.backoff_min_ms = opt_uint(opts, "backoff_min_ms");
+  c.backoff_max_ms = opt_uint(opts, "backoff_max_ms");
+  c.handshake_timeout_ms = opt_uint(opts, "handshake_timeout_ms");
+  c.queue_capacity = opt_uint(opts, "queue_capacity");
+
+  caps = rb_hash_aref(opts, sym("capabilities"));
+  if(!NIL_P(caps)) {
+    Check_Type(caps, T_ARRAY);
+    ncaps = RARRAY_LEN(caps);
+    names = ALLOCA_N(const char *, ncaps + 1);
+    for(i = 0; i < ncaps; i++) {
+      VALUE s = rb_ary_entry(caps, i);
+      names[i] = StringValueCStr(s);
+    }
+  }
+  c.capabilities = names;
+  c.n_capabilities = (size_t)ncaps;
+
+  rc = mdh_start(&n->hook, &c);
+  RB_GC_GUARD(opts);
+  RB_GC_GUARD(caps);
+  if(rc)
+    rb_raise(rb_eRuntimeError, "memdiag hook: cannot start: %s", mdh_strerror(rc));
+  return self;
+}
+
+struct wait_args {
+  mdh_hook *hook;
+  mdh_request req;
+  int timeout_ms;
+  int rc;
+};
+
+static void *wait_without_gvl(void *p)
+{
+  struct wait_args *a = p;
+  a->rc = mdh_next_request(a->hook, &a->req, a->timeout_ms);
+  return NULL;
+}
+
+static void unblock(void *p)
+{
+  mdh_wakeup(p);
+}
+
+static VALUE opt_str_or_nil(const char *s)
+{
+  return s ? rb_utf8_str_new_cstr(s) : Qnil;
+}
+
+static VALUE request_hash(VALUE arg)
+{
+  const mdh_request *r = (const mdh_request *)arg;
+  VALUE h = rb_hash_new();
+  rb_hash_aset(h, sym("connection_id"), ULL2NUM(r->connection_id));
+  rb_hash_aset(h, sym("id"), ULL2NUM(r->id));
+  rb_hash_aset(h, sym("op"), rb_utf8_str_new_cstr(mdh_op_name(r->op)));
+  rb_hash_aset(h, sym("path"), opt_str_or_nil(r->path));
+  rb_hash_aset(h, sym("shapes"), r->shapes ? Qtrue : Qfalse);
+  rb_hash_aset(h, sym("mode"), rb_utf8_str_new_cstr(mdh_mode_name(r->mode)));
+  rb_hash_aset(h, sym("timeout_ms"), UINT2NUM(r->timeout_ms));
+  rb_hash_aset(h, sym("payload"),
+               r->op == MDH_OP_PING ? rb_str_new((const char *)r->payload, (long)r->payload_len)
+                                    : Qnil);
+  return h;
+}
+
+/* next_request(timeout_ms) -> Hash, nil (nothing yet, or interrupted) or
+ * false (the hook is stopped or belongs to the parent process). */
+static VALUE native_next_request(VALUE self, VALUE timeout)
+{
+  struct wait_args a;
+  VALUE h;
+
+  memset(&a, 0, sizeof a);
+  a.hook = live_hook(self);
+  a.timeout_ms = NUM2INT(timeout);
+  a.rc = MDH_EINTR; /* stays so if Ruby skips the call for a pending interrupt */
+  rb_thread_call_without_gvl(wait_without_gvl, &a, unblock, a.hook);
+  switch(a.rc) {
+  case MDH_OK:
+    break;
+  case MDH_ETIMEDOUT:
+  case MDH_EINTR:
+    return Qnil;
+  default:
+    return Qfalse;
+  }
+  h = rb_protect(request_hash, (VALUE)&a.req, &a.rc);
+  mdh_request_clear(&a.req);
+  if(a.rc)
+    rb_jump_tag(a.rc);
+  return h;
+}
+
+static mdh_status status_from(VALUE v)
+{
+  const char *s;
+  if(SYMBOL_P(v))
+    v = rb_sym2str(v);
+  if(!RB_TYPE_P(v, T_STRING))
+    return MDH_STATUS_ERROR;
+  s = StringValueCStr(v);
+  if(!strcmp(s, "ok")) return MDH_STATUS_OK;
+  if(!strcmp(s, "refused")) return MDH_STATUS_REFUSED;
+  if(!strcmp(s, "timeout")) return MDH_STATUS_TIMEOUT;
+  if(!strcmp(s, "unsupported")) return MDH_STATUS_UNSUPPORTED;
+  if(!strcmp(s, "bad_request")) return MDH_STATUS_BAD_REQUEST;
+  return MDH_STATUS_ERROR;
+}
+
+/* Optional String field: NULL when absent; anything else is converted
+ * with to_s so that an operation returning a Pathname still works. */
+static const char *field_cstr(VALUE reply, const char *key, VALUE *keep)
+{
+  VALUE v = rb_hash_aref(reply, sym(key));
+  if(NIL_P(v))
+    return NULL;
+  if(!RB_TYPE_P(v, T_STRING))
+    v = rb_obj_as_string(v);
+  *keep = v;
+  return StringValueCStr(v);
+}
+
+static int field_u64(VALUE reply, const char *key, uint64_t *out)
+{
+  VALUE v = rb_hash_aref(reply, sym(key));
+  if(NIL_P(v))
+    return 0;
+  *out = NUM2ULL(v);
+  return 1;
+}
+
+/* reply(connection_id, request_id, reply_hash) -> true when queued, false
+ * when the connection it belongs to has gone (or the hook stopped). */
+static VALUE native_reply(VALUE self, VALUE conn_id, VALUE req_id, VALUE reply)
+{
+  mdh_hook *hook = live_hook(self);
+  mdh_reply_t r;
+  VALUE keep[5] = { Qnil, Qnil, Qnil, Qnil, Qnil };
+  VALUE data;
+  int rc;
+
+  Check_Type(reply, T_HASH);
+  memset(&r, 0, sizeof r);
+  r.connection_id = NUM2ULL(conn_id);
+  r.request_id = NUM2ULL(req_id);
+  r.status = status_from(rb_hash_aref(reply, sym("status")));
+  r.error = field_cstr(reply, "error", &keep[0]);
+  r.path = field_cstr(reply, "path", &keep[1]);
+  r.note = field_cstr(reply, "note", &keep[2]);
+  r.mode = field_cstr(reply, "mode", &keep[3]);
+  data = rb_hash_aref(reply, sym("data"));
+  if(!NIL_P(data)) {
+    StringValue(data);
+    keep[4] = data;
+    r.data = (const uint8_t *)RSTRING_PTR(data);
+    r.data_len = (size_t)RSTRING_LEN(data);
+  }
+  r.has_bytes = field_u64(reply, "bytes", &r.bytes);
+  r.has_duration_us = field_u64(reply, "duration_us", &r.duration_us);
+  r.has_pause_us = field_u64(reply, "pause_us", &r.pause_us);
+
+  rc = mdh_reply(hook, &r);
+  RB_GC_GUARD(keep[0]);
+  RB_GC_GUARD(keep[1]);
+  RB_GC_GUARD(keep[2]);
+  RB_GC_GUARD(keep[3]);
+  RB_GC_GUARD(keep[4]);
+  if(rc == MDH_ENOMEM)
+    rb_raise(rb_eNoMemError, "memdiag hook: out of memory queueing a reply");
+  return rc == MDH_OK ? Qtrue : Qfalse;
+}
+
+static VALUE native_connection_id(VALUE self)
+{
+  native *n = get_native(self);
+  return ULL2NUM(n->hook ? mdh_connection_id(n->hook) : 0);
+}
+
+static VALUE native_connections(VALUE self)
+{
+  native *n = get_native(self);
+  return ULL2NUM(n->hook ? mdh_connections(n->hook) : 0);
+}
+
+static VALUE native_forked_away(VALUE self)
+{
+  native *n = get_native(self);
+  return n->hook && mdh_forked_away(n->hook) ? Qtrue : Qfalse;
+}
+
+static void *shutdown_without_gvl(void *p)
+{
+  mdh_shutdown(p);
+  return NULL;
+}
+
+/* Stop the I/O thread; waiters return false. The object stays usable for
+ * the calls above until #close. */
+static VALUE native_shutdown(VALUE self)
+{
+  native *n = get_native(self);
+  if(n->hook)
+    rb_thread_call_without_gvl(shutdown_without_gvl, n->hook, RUBY_UBF_IO, NULL);
+  return Qnil;
+}
+
+/* Free the hook. Only once no Ruby thread waits in #next_request. */
+static VALUE native_close(VALUE self)
+{
+  native *n = get_native(self);
+  mdh_hook *h = n->hook;
+  n->hook = NULL;
+  if(h && !mdh_forked_away(h))
+    rb_thread_call_without_gvl(shutdown_without_gvl, h, RUBY_UBF_IO, NULL);
+  mdh_stop(h);
+  return Qnil;
+}
+
+RUBY_FUNC_EXPORTED void Init_hook_native(void)
+{
+  VALUE mMemdiag = rb_define_module("Memdiag");
+  VALUE mHook = rb_define_module_under(mMemdiag, "Hook");
+  VALUE cNative = rb_define_class_under(mHook, "Native", rb_cObject);
+
+  rb_define_const(cNative, "VERSION", rb_str_freeze(rb_utf8_str_new_cstr(MDH_VERSION)));
+  rb_define_alloc_func(cNative, native_alloc);
+  rb_define_method(cNative, "initialize", native_initialize, 1);
+  rb_define_method(cNative, "next_request", native_next_request, 1);
+  rb_define_method(cNative, "reply", native_reply, 3);
+  rb_define_method(cNative, "connection_id", native_connection_id, 0);
+  rb_define_method(cNative, "connections", native_connections, 0);
+  rb_define_method(cNative, "forked_away?", native_forked_away, 0);
+  rb_define_method(cNative, "shutdown", native_shutdown, 0);
+  rb_define_method(cNative, "close", native_close, 0);
+}

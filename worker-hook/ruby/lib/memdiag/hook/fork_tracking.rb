@@ -1,0 +1,23 @@
+# frozen_string_literal: true
+
+module Memdiag
+  module Hook
+    # Prepended to Process.singleton_class: Ruby 3.1 routes every Ruby-level
+    # fork (Kernel#fork, Process.fork, IO.popen("-")) through Process._fork,
+    # which is what preforking servers (Puma, Unicorn, Sidekiq) use.
+    module ForkTracking
+      def _fork
+        Memdiag::Hook.before_fork
+        pid = super
+        Memdiag::Hook.after_fork_child if pid.zero?
+        pid
+      end
+    end
+  end
+end
+
+if Process.respond_to?(:_fork)
+  Process.singleton_class.prepend(Memdiag::Hook::ForkTracking)
+else
+  Memdiag::Hook::Log.warn("this Ruby has no Process._fork: forked children stay unhooked")
+end

@@ -1,0 +1,109 @@
+# frozen_string_literal: true
+
+module Memdiag
+  module Hook
+    # One running hook: the native I/O core plus the Ruby thread
+    # "memdiag-hook" that takes requests from it, runs them and replies.
+    # Everything an operation raises becomes an error reply.
+    class Runner
+      TUNING = %i[backoff_min_ms backoff_max_ms handshake_timeout_ms queue_capacity].freeze
+      WAIT_MS = 1000
+      OPERATION_KEYS = %i[id op path shapes mode timeout_ms payload].freeze
+
+      def initialize(config)
+        @operations, ops_problem = load_operations(config[:dump_directory])
+        @ops_problem = ops_problem
+        capabilities = ["ping"]
+        capabilities |= Operations::CAPABILITIES.map(&:to_s) if @operations
+        @native = Native.new(
+          socket: config[:socket], certificate: config[:certificate], key: config[:key],
+          ca: config[:ca], name: config[:name], dump_directory: config[:dump_directory],
+          runtime_version: RUBY_VERSION, hook_version: VERSION, capabilities: capabilities,
+          **config.slice(*TUNING)
+        )
+        @stopping = false
+        @thread = Thread.new { run }
+        @thread.name = "memdiag-hook"
+        @thread.report_on_exception = false
+      end
+
+      def connection_id
+        @native.connection_id
+      end
+
+      def connections
+        @native.connections
+      end
+
+      def stop
+        @stopping = true
+        @native.shutdown
+        @thread.join(5) unless Thread.current.equal?(@thread)
+        @native.close
+      end
+
+      # In a forked child: the parent's thread does not exist here and the
+      # native hook is already dropped; release what is ours.
+      def abandon
+        @stopping = true
+        @native.close
+      end
+
+      private
+
+      def load_operations(dump_directory)
+        require "memdiag/hook/operations"
+        [Operations.new(dump_directory: dump_directory), nil]
+      rescue LoadError => e
+        [nil, "the operations are not installed (#{e.message})"]
+      rescue Exception => e # rubocop:disable Lint/RescueException
+        Log.warn("operations unavailable: #{e.class}: #{e.message}")
+        [nil, "the operations could not start: #{e.class}: #{e.message}"]
+      end
+
+      def run
+        until @stopping
+          begin
+            request = @native.next_request(WAIT_MS)
+            break if request == false
+            next unless request
+
+            deliver(request, handle(request))
+          rescue Exception => e # rubocop:disable Lint/RescueException
+            break if @stopping
+
+            Log.warn("request loop: #{e.class}: #{e.message}")
+            sleep 0.1
+          end
+        end
+      end
+
+      def handle(request)
+        reply = if request[:op] == "ping"
+                  ping(request)
+                elsif @operations
+                  @operations.call(request.slice(*OPERATION_KEYS))
+                else
+                  { status: :unsupported, error: "#{request[:op]}: #{@ops_problem}" }
+                end
+        return reply if reply.is_a?(Hash)
+
+        { status: :error, error: "#{request[:op]} returned #{reply.class}, not a reply" }
+      rescue Exception => e # rubocop:disable Lint/RescueException
+        { status: :error, error: "#{request[:op]} failed in the worker: #{e.class}: #{e.message}" }
+      end
+
+      def ping(request)
+        payload = request[:payload] || "".b
+        { status: :ok, data: payload, bytes: payload.bytesize, note: "pid #{Process.pid}" }
+      end
+
+      def deliver(request, reply)
+        @native.reply(request[:connection_id], request[:id], reply)
+      rescue Exception => e # rubocop:disable Lint/RescueException
+        @native.reply(request[:connection_id], request[:id],
+                      { status: :error, error: "the worker could not send its reply: #{e.class}: #{e.message}" })
+      end
+    end
+  end
+end
