@@ -1,0 +1,239 @@
+# frozen_string_literal: true
+
+# Shared pieces of the hook's integration tests: certificates made by
+# conf/memdiag-certs in a temp dir, the C test server (test_server.c) as the
+# plugin's side, and Ruby worker processes hooked the way users hook them.
+require "minitest/autorun"
+require "json"
+require "tmpdir"
+require "fileutils"
+require "timeout"
+require "rbconfig"
+
+module HookTest
+  SERVER = ENV.fetch("MEMDIAG_TEST_SERVER")
+  LIB = ENV.fetch("MEMDIAG_HOOK_LIB")
+  CERTS_TOOL = ENV.fetch("MEMDIAG_CERTS_TOOL")
+  RUBY = RbConfig.ruby
+  # Long enough for a loaded CI machine; every wait ends as soon as the
+  # awaited line shows up.
+  WAIT = Integer(ENV.fetch("MEMDIAG_TEST_WAIT", "60"))
+
+  # The plugin's side: mdh-test-server, its events read as JSON lines.
+  class Server
+    attr_reader :events, :socket
+
+    def initialize(dir, socket:, cert: "plugin", ca: "ca.pem", certs: File.join(dir, "certs"),
+                   heartbeat_ms: 200, first_id: 1, on_hello: [])
+      @socket = socket
+      @events = []
+      @mutex = Mutex.new
+      @cond = ConditionVariable.new
+      @stderr = File.join(dir, "server-#{first_id}-#{Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)}.err")
+      args = [SERVER, "--socket", socket, "--cert", File.join(certs, "#{cert}.pem"),
+              "--key", File.join(certs, "#{cert}.key"), "--ca", File.join(certs, ca),
+              "--heartbeat-ms", heartbeat_ms.to_s, "--first-id", first_id.to_s]
+      on_hello.each { |spec| args += ["--on-hello", spec] }
+      @io = IO.popen(args, "r+", err: [@stderr, "w"])
+      @reader = Thread.new { read_events }
+      wait_for("listening") { true }
+    end
+
+    def pid
+      @io.pid
+    end
+
+    def command(line)
+      @io.puts(line)
+      @io.flush
+    end
+
+    # Send a request and return its reply event.
+    def request(conn, op, **params)
+      args = params.map { |k, v| "#{k}=#{v}" }.join(" ")
+      before = count("sent")
+      command("request #{conn} #{op} #{args}".strip)
+      sent = wait_for("sent", after: before) { |e| e["conn"] == conn }
+      wait_for("reply") { |e| e["conn"] == conn && e["request_id"] == sent["request_id"] }
+    end
+
+    def count(kind)
+      @mutex.synchronize { @events.count { |e| e["event"] == kind } }
+    end
+
+    def all(kind)
+      @mutex.synchronize { @events.select { |e| e["event"] == kind } }
+    end
+
+    # The first event of kind (after the first `after` of them) for which the
+    # block is true; fails the test after WAIT seconds.
+    def wait_for(kind, after: 0, timeout: WAIT)
+      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
+      @mutex.synchronize do
+        loop do
+          found = @events.select { |e| e["event"] == kind }.drop(after).find { |e| yield(e) }
+          return found if found
+
+          left = deadline - Process.clock_gettime(Process::CLOCK_MONOTONIC)
+          raise Minitest::Assertion, "no #{kind} event within #{timeout} s; server saw:\n#{tail}" if left <= 0
+
+          @cond.wait(@mutex, [left, 1].min)
+        end
+      end
+    end
+
+    def stop
+      return unless @io
+
+      begin
+        command("quit")
+      rescue IOError, Errno::EPIPE
+        nil
+      end
+      begin
+        Timeout.timeout(10) { Process.wait(@io.pid) }
+      rescue Timeout::Error, Errno::ECHILD
+        Process.kill(:KILL, @io.pid) rescue nil
+        Process.wait(@io.pid) rescue nil
+      end
+      @reader.join(5)
+      @io.close unless @io.closed?
+      @io = nil
+    end
+
+    def stderr
+      File.exist?(@stderr) ? File.read(@stderr) : ""
+    end
+
+    private
+
+    def tail
+      @events.last(20).map { |e| JSON.generate(e)[0, 300] }.join("\n") + "\nstderr: #{stderr}"
+    end
+
+    def read_events
+      @io.each_line do |line|
+        event = JSON.parse(line)
+        @mutex.synchronize do
+          @events << event
+          @cond.broadcast
+        end
+      end
+    rescue IOError
+      nil
+    end
+  end
+
+  # A Ruby process with the hook, running `script`; its stdout and stderr
+  # go to files so the test can read what the worker printed.
+  class Worker
+    attr_reader :pid, :out_path, :err_path
+
+    def initialize(dir, script, env: {}, name: "worker", args: [], ruby_args: nil, stdin: File::NULL)
+      @out_path = File.join(dir, "#{name}.out")
+      @err_path = File.join(dir, "#{name}.err")
+      path = File.join(dir, "#{name}.rb")
+      File.write(path, script)
+      cmd = ruby_args ? [RUBY, *ruby_args, path, *args] : [RUBY, "-I", LIB, path, *args]
+      @pid = Process.spawn(env, *cmd, in: stdin, out: [@out_path, "w"], err: [@err_path, "w"], pgroup: true)
+    end
+
+    def out
+      File.read(@out_path)
+    end
+
+    def err
+      File.read(@err_path)
+    end
+
+    # Wait until the worker's stdout has a line matching re.
+    def wait_out(re, timeout: WAIT)
+      wait_file(@out_path, re, timeout)
+    end
+
+    def wait_err(re, timeout: WAIT)
+      wait_file(@err_path, re, timeout)
+    end
+
+    def alive?
+      Process.waitpid(@pid, Process::WNOHANG).nil?
+    rescue Errno::ECHILD
+      false
+    end
+
+    def wait(timeout: WAIT)
+      Timeout.timeout(timeout) { Process.wait2(@pid)[1] }
+    end
+
+    def stop
+      Process.kill(:TERM, -@pid)
+      begin
+        Timeout.timeout(15) { Process.wait(@pid) }
+      rescue Timeout::Error
+        Process.kill(:KILL, -@pid)
+        Process.wait(@pid)
+      end
+    rescue Errno::ESRCH, Errno::ECHILD
+      nil
+    end
+
+    private
+
+    def wait_file(path, re, timeout)
+      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
+      loop do
+        text = File.exist?(path) ? File.read(path) : ""
+        m = text.match(re)
+        return m if m
+        if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+          raise Minitest::Assertion, "#{File.basename(path)} has no #{re.inspect} within #{timeout} s:\n#{text[-3000..] || text}"
+        end
+
+        sleep 0.05
+      end
+    end
+  end
+
+  # Per-test temp dir with certificates, torn down with every process the
+  # test started.
+  module Fixture
+    def setup
+      # AF_UNIX paths are limited to 107 bytes: keep the dir short.
+      @dir = Dir.mktmpdir("mdh")
+      @certs = File.join(@dir, "certs")
+      system(CERTS_TOOL, @certs, out: File::NULL, err: File::NULL) || flunk("memdiag-certs failed")
+      @socket = File.join(@dir, "plugin.sock")
+      @dumps = File.join(@dir, "dumps")
+      @servers = []
+      @workers = []
+    end
+
+    def teardown
+      @workers.each(&:stop)
+      @servers.each(&:stop)
+      FileUtils.rm_rf(@dir)
+    end
+
+    def start_server(**kw)
+      Server.new(@dir, socket: @socket, **kw).tap { |s| @servers << s }
+    end
+
+    def hook_env(name: nil, socket: @socket, extra: {})
+      env = {
+        "MEMDIAG_SOCKET" => socket,
+        "MEMDIAG_CERT" => File.join(@certs, "worker.pem"),
+        "MEMDIAG_KEY" => File.join(@certs, "worker.key"),
+        "MEMDIAG_CA" => File.join(@certs, "ca.pem"),
+        "MEMDIAG_DUMP_DIRECTORY" => @dumps,
+        "RUBYOPT" => "-I#{LIB} -rmemdiag/hook/auto"
+      }
+      env["MEMDIAG_NAME"] = name if name
+      env.merge(extra)
+    end
+
+    # A worker hooked only through RUBYOPT, as users run theirs.
+    def start_worker(script, name: "worker", env: hook_env(name: name), **kw)
+      Worker.new(@dir, script, env: env, name: name, **kw).tap { |w| @workers << w }
+    end
+  end
+end
