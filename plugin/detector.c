@@ -26,6 +26,11 @@
  * window's rise above any level held before the window: a leak's does by
  * about three quarters, a climb back to yesterday's peak does not. */
 #define NEW_LEVEL_SHARE 0.25
+/* Growth is confirmed when the window before grew at least this share of
+ * the present slope; unconfirmed growth fires only when the limit is less
+ * than this share of Horizon away. */
+#define CONFIRM_SHARE 0.5
+#define URGENT_SHARE (1.0 / 3)
 /* A new episode starts when memory falls this far below the lower envelope
  * at the time of the fire (memory released, or the process replaced). */
 #define REARM_FRACTION 0.8
@@ -65,40 +70,48 @@ void mdp_detector_init(mdp_detector *d, const mdp_detector_config *cfg)
   d->state = MDP_DETECTOR_WARMING;
 }
 
-/* Forgets everything: after memory fell well below where the detector
- * fired, levels held before say nothing about the growth to come. */
-static void start_episode(mdp_detector *d, double t)
-{
-  mdp_detector_config cfg = d->cfg;
-  mdp_detector_init(d, &cfg);
-  d->filled = 1;
-  d->origin = t;
-}
-
 /* Keeps, for a bucket leaving the window, the level held around it. */
-static void remember(mdp_detector *d, const mdp_detector_bucket *b)
+static void remember(mdp_detector_levels *h, const mdp_detector_bucket *b)
 {
   if(!b->count)
     return;
   uint64_t low = b->min;
-  for(unsigned i = 0; i < d->evicted_n; i++)
-    if(d->evicted[i] < low)
-      low = d->evicted[i];
-  if(d->evicted_n == MDP_DETECTOR_FOLD - 1) {
-    memmove(d->evicted, d->evicted + 1, sizeof(d->evicted) - sizeof(d->evicted[0]));
-    d->evicted_n--;
-    if(low > d->fold_max)
-      d->fold_max = low;
+  for(unsigned i = 0; i < h->evicted_n; i++)
+    if(h->evicted[i] < low)
+      low = h->evicted[i];
+  if(h->evicted_n == MDP_DETECTOR_FOLD - 1) {
+    memmove(h->evicted, h->evicted + 1, sizeof(h->evicted) - sizeof(h->evicted[0]));
+    h->evicted_n--;
+    if(low > h->fold_max)
+      h->fold_max = low;
   }
-  d->evicted[d->evicted_n++] = b->min;
-  if(++d->fold_n < MDP_DETECTOR_FOLD)
+  h->evicted[h->evicted_n++] = b->min;
+  if(++h->fold_n < MDP_DETECTOR_FOLD)
     return;
-  d->history[d->hist_head] = d->fold_max;
-  d->hist_head = (d->hist_head + 1) % MDP_DETECTOR_HISTORY;
-  if(d->hist_n < MDP_DETECTOR_HISTORY)
-    d->hist_n++;
-  d->fold_n = 0;
-  d->fold_max = 0;
+  h->history[h->head] = h->fold_max;
+  h->head = (h->head + 1) % MDP_DETECTOR_HISTORY;
+  if(h->n < MDP_DETECTOR_HISTORY)
+    h->n++;
+  h->fold_n = 0;
+  h->fold_max = 0;
+}
+
+/* Starts over after memory fell well below where the detector fired, but
+ * keeps the levels held so far: within one process, memory that fell and
+ * climbs back to where it was (a traffic cycle) is not new growth. A new
+ * process gets a new detector. */
+static void start_episode(mdp_detector *d, double t)
+{
+  mdp_detector_config cfg = d->cfg;
+  mdp_detector_levels held = d->held;
+
+  if(d->have_last)
+    for(unsigned k = d->filled; k-- > 0;)
+      remember(&held, &d->ring[(d->head + RING - k) % RING]);
+  mdp_detector_init(d, &cfg);
+  d->held = held;
+  d->filled = 1;
+  d->origin = t;
 }
 
 /* Moves the open bucket forward to index idx; returns 1 if a bucket closed. */
@@ -112,7 +125,7 @@ static int advance(mdp_detector *d, uint64_t idx)
   for(uint64_t s = 0; s < steps; s++) {
     d->head = (d->head + 1) % RING;
     if(d->filled == RING)
-      remember(d, &d->ring[d->head]);
+      remember(&d->held, &d->ring[d->head]);
     else
       d->filled++;
     memset(&d->ring[d->head], 0, sizeof(d->ring[d->head]));
@@ -136,12 +149,12 @@ static void add_sample(mdp_detector *d, double t, uint64_t v)
   d->samples++;
 }
 
-static uint64_t history_high(const mdp_detector *d)
+static uint64_t history_high(const mdp_detector_levels *h)
 {
   uint64_t hi = 0;
-  for(unsigned i = 0; i < d->hist_n; i++)
-    if(d->history[i] > hi)
-      hi = d->history[i];
+  for(unsigned i = 0; i < h->n; i++)
+    if(h->history[i] > hi)
+      hi = h->history[i];
   return hi;
 }
 
@@ -241,7 +254,7 @@ static int evaluate_growth(mdp_detector *d, double t, mdp_decision *ev)
   int growing = slope > 0 && slope_new >= RECENT_MIN_SHARE * slope &&
                 slope_old >= OLDER_MIN_SHARE * slope && rise >= RISE_OVER_SCATTER * scatter &&
                 rise >= MIN_RISE &&
-                recent_low >= (double)history_high(d) + NEW_LEVEL_SHARE * rise;
+                recent_low >= (double)history_high(&d->held) + NEW_LEVEL_SHARE * rise;
   if(growing && c->memory_limit)
     ev->time_to_limit = time_to_reach((double)c->memory_limit - (envelope + excursion), slope,
                                       before, NB * d->bucket_len);
@@ -254,11 +267,16 @@ static int evaluate_growth(mdp_detector *d, double t, mdp_decision *ev)
     return 0;
   if(c->min_growth_rate > 0 && slope < c->min_growth_rate)
     return 0;
+  /* Growth seen over two windows in a row is confirmed; over one window
+   * only, it may be the rising side of a traffic cycle, so it fires alone
+   * only when waiting a window would eat much of the lead. */
+  int confirmed = before >= CONFIRM_SHARE * slope;
   if(c->memory_limit)
-    return ev->time_to_limit >= 0 && ev->time_to_limit <= c->horizon;
+    return ev->time_to_limit >= 0 && ev->time_to_limit <= c->horizon &&
+           (confirmed || ev->time_to_limit <= URGENT_SHARE * c->horizon);
   /* Without a limit there is nothing to project onto: only an explicit
    * MinGrowthRate says which growth is too much. */
-  return c->min_growth_rate > 0;
+  return c->min_growth_rate > 0 && confirmed;
 }
 
 /* Both this sample and the one before at or above the threshold: a single

@@ -67,6 +67,16 @@ typedef struct {
   uint32_t count;   /* 0 = no sample fell in this bucket */
 } mdp_detector_bucket;
 
+/* Levels the process held before the window, kept across episodes. */
+typedef struct {
+  uint64_t evicted[MDP_DETECTOR_FOLD - 1]; /* minima of the last buckets to leave */
+  unsigned evicted_n;
+  uint64_t fold_max;      /* highest three-bucket minimum in the current fold */
+  unsigned fold_n;
+  uint64_t history[MDP_DETECTOR_HISTORY]; /* fold maxima, oldest overwritten */
+  unsigned head, n;
+} mdp_detector_levels;
+
 typedef enum {
   MDP_DETECTOR_WARMING, /* less than one GrowthWindow of history */
   MDP_DETECTOR_STABLE,
@@ -102,12 +112,7 @@ typedef struct {
   uint64_t last_v;
   uint64_t samples;       /* since the episode began */
   int have_last;
-  uint64_t evicted[MDP_DETECTOR_FOLD - 1]; /* minima of the last buckets to leave */
-  unsigned evicted_n;
-  uint64_t fold_max;      /* highest three-bucket minimum in the current fold */
-  unsigned fold_n;
-  uint64_t history[MDP_DETECTOR_HISTORY]; /* fold maxima, oldest overwritten */
-  unsigned hist_head, hist_n;
+  mdp_detector_levels held;
   /* The window's slope at each of the last NB bucket closes, so that the
    * slope now can be compared with the slope one window ago. */
   double past_slope[MDP_DETECTOR_BUCKETS];
