@@ -12,9 +12,12 @@
 #define PATH MDCTL_KEY_PATH
 #define SHAPES MDCTL_KEY_SHAPES
 #define MODE MDCTL_KEY_MODE
+#define DUMP_WAIT_S (24u * 3600u)
 
 /* Dumps of a large, busy worker take minutes (70 s for 300 MB measured
- * inline), so their default wait is long; a ping's is not. */
+ * inline). The plugin bounds every operation itself (DumpTimeout, up to a
+ * day) and answers "timeout", so heap dumps wait as long as the plugin may;
+ * a ping does not. */
 const mdctl_verb mdctl_verbs[] = {
   {"workers", MDCTL_KIND_WORKERS, 0, 0, 0, 15, "",
    "list the registered workers and their memory"},
@@ -25,14 +28,14 @@ const mdctl_verb mdctl_verbs[] = {
   {"ping", MDCTL_KIND_OPERATE, MEMDIAG__V1__REQUEST__OP_PING, ID, ID, 15,
    "connection_id=N", "check that a worker answers"},
   {"memory_dump", MDCTL_KIND_OPERATE, MEMDIAG__V1__REQUEST__OP_MEMORY_DUMP,
-   ID | PATH | SHAPES | MODE, ID | PATH, 3600,
+   ID | PATH | SHAPES | MODE, ID | PATH, DUMP_WAIT_S,
    "connection_id=N path=P [shapes=false] [mode=inline|fork|auto]",
    "write the worker's heap as newline-delimited JSON"},
   {"allocation_trace_start", MDCTL_KIND_OPERATE,
    MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_START, ID, ID, 60,
    "connection_id=N", "record allocation sites from now on"},
   {"allocation_trace_stop", MDCTL_KIND_OPERATE,
-   MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_STOP, ID | PATH | SHAPES, ID | PATH, 3600,
+   MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_STOP, ID | PATH | SHAPES, ID | PATH, DUMP_WAIT_S,
    "connection_id=N path=P [shapes=false]",
    "stop tracing, dump the heap with allocation sites, clear them"},
   {"garbage_profile_start", MDCTL_KIND_OPERATE,

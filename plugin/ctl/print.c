@@ -113,8 +113,15 @@ static int name_width(Memdiag__V1__WorkerInfo **w, size_t n)
   return width > 40 ? 40 : width;
 }
 
-/* Columns for PSS, private and swap appear only when the plugin samples
- * them (Memory pss/private/swap), so the default table stays narrow. */
+static void runtime_text(char *buf, size_t len, const Memdiag__V1__WorkerInfo *x)
+{
+  snprintf(buf, len, "%s%s%s", x->runtime ? x->runtime : "-",
+           x->runtime_version ? " " : "", x->runtime_version ? x->runtime_version : "");
+}
+
+/* Columns for PSS, private and swap appear only when some worker has a
+ * figure for them (the plugin samples them with Memory pss/private/swap),
+ * so the default table stays narrow. */
 static void table_workers(Memdiag__V1__WorkerInfo **w, size_t n, int with_detector)
 {
   int nw = name_width(w, n);
@@ -122,10 +129,18 @@ static void table_workers(Memdiag__V1__WorkerInfo **w, size_t n, int with_detect
   time_t now = time(NULL);
   char size[32];
 
+  int dw = 8, rw = 7;
+  char rt[64];
+
   for(size_t i = 0; i < n; i++) {
-    pss |= w[i]->has_pss;
-    priv |= w[i]->has_private_bytes;
-    swap |= w[i]->has_swap;
+    pss |= w[i]->has_pss && w[i]->pss;
+    priv |= w[i]->has_private_bytes && w[i]->private_bytes;
+    swap |= w[i]->has_swap && w[i]->swap;
+    if(w[i]->detector_state && (int)strlen(w[i]->detector_state) > dw)
+      dw = (int)strlen(w[i]->detector_state);
+    runtime_text(rt, sizeof(rt), w[i]);
+    if((int)strlen(rt) > rw)
+      rw = (int)strlen(rt);
   }
   printf("%-4s %-8s %-8s %-*s %10s", "ID", "PID", "PPID", nw, "NAME", "RSS");
   if(pss)
@@ -134,13 +149,13 @@ static void table_workers(Memdiag__V1__WorkerInfo **w, size_t n, int with_detect
     printf(" %10s", "PRIVATE");
   if(swap)
     printf(" %10s", "SWAP");
-  printf(" %-8s %s", "UPTIME", "RUNTIME");
+  printf(" %-8s %-*s", "UPTIME", with_detector ? rw : 0, "RUNTIME");
   if(with_detector)
-    printf("  %-12s %s", "DETECTOR", "PLAN");
+    printf("  %-*s %s", dw, "DETECTOR", "PLAN");
   putchar('\n');
   for(size_t i = 0; i < n; i++) {
     const Memdiag__V1__WorkerInfo *x = w[i];
-    char age[32] = "-", rt[64];
+    char age[32] = "-";
     printf("%-4" PRIu64 " %-8" PRIu32 " ", x->connection_id, x->pid);
     if(x->has_ppid)
       printf("%-8" PRIu32 " ", x->ppid);
@@ -163,11 +178,10 @@ static void table_workers(Memdiag__V1__WorkerInfo **w, size_t n, int with_detect
     }
     if(x->has_connected_at && (uint64_t)now >= x->connected_at)
       format_age(age, sizeof(age), (uint64_t)now - x->connected_at);
-    snprintf(rt, sizeof(rt), "%s%s%s", x->runtime ? x->runtime : "-",
-             x->runtime_version ? " " : "", x->runtime_version ? x->runtime_version : "");
-    printf(" %-8s %s", age, rt);
+    runtime_text(rt, sizeof(rt), x);
+    printf(" %-8s %-*s", age, with_detector ? rw : 0, rt);
     if(with_detector)
-      printf("  %-12s %s", x->detector_state ? x->detector_state : "-",
+      printf("  %-*s %s", dw, x->detector_state ? x->detector_state : "-",
              x->plan_state && *x->plan_state ? x->plan_state : "-");
     putchar('\n');
   }

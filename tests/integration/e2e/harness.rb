@@ -298,8 +298,8 @@ module E2E
           true
         end
         site.start_collectd(config)
-        workers.each { |n| site.start_worker(n) }
-        site.workers.each { |w| site.wait_registered(w) }
+        # One after the other, so connection IDs follow the list's order.
+        workers.each { |n| site.wait_registered(site.start_worker(n)) }
         site
       end
     end

@@ -9,7 +9,8 @@ class E2ELifecycleTest < Minitest::Test
     leaver, stayer = site.workers
     before = site.workers_json
     stayer_id = before.find { |w| w["pid"] == stayer.pid }.fetch("connection_id")
-    assert before.any? { |w| w["pid"] == leaver.pid }
+    leaver_id = before.find { |w| w["pid"] == leaver.pid }.fetch("connection_id")
+    assert_operator stayer_id, :>, leaver_id, "the stayer registered second"
 
     leaver.stop
     site.wait_until("the exited worker disappears from workers") do
