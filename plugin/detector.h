@@ -46,7 +46,8 @@ void mdp_detector_config_init(mdp_detector_config *cfg);
 /* Sets one key (case-insensitive, collectd spelling) from its text value,
  * e.g. ("MemoryLimit", "1G"). Returns 0, -ENOENT for an unknown key or
  * -EINVAL for a bad value; on error writes a one-line message naming the key
- * into err (may be NULL). Used by the collectd config and by replay. */
+ * into err (may be NULL). Used by the collectd config (numbers passed as
+ * their decimal text) and by replay. */
 int mdp_detector_config_set(mdp_detector_config *cfg, const char *key, const char *value,
                             char *err, size_t errlen);
 
@@ -122,7 +123,9 @@ typedef struct {
   mdp_decision last_eval; /* last growth evaluation, for the state text */
 } mdp_detector;
 
-/* Starts a detector with a copy of cfg. */
+/* Starts a detector with a copy of cfg. One detector per worker process:
+ * it remembers the levels the process held, so a restarted worker (a new
+ * process) needs a fresh one. */
 void mdp_detector_init(mdp_detector *d, const mdp_detector_config *cfg);
 
 /* Feeds one sample (t in seconds, any epoch; value in bytes). Returns 1 and
