@@ -8,6 +8,12 @@ set(_md_e2e ${CMAKE_CURRENT_SOURCE_DIR}/e2e)
 add_executable(e2e-rawclient ${_md_e2e}/rawclient.c)
 target_link_libraries(e2e-rawclient PRIVATE mdproto)
 
+# memdiagctl's JSON writer on its own: escaping and arbitrary bytes.
+add_executable(e2e_memdiagctl_json ${_md_e2e}/json_test.c ${PROJECT_SOURCE_DIR}/plugin/ctl/json.c)
+target_include_directories(e2e_memdiagctl_json PRIVATE ${PROJECT_SOURCE_DIR}/plugin/ctl)
+target_link_libraries(e2e_memdiagctl_json PRIVATE PkgConfig::CMOCKA)
+add_test(NAME e2e_memdiagctl_json COMMAND e2e_memdiagctl_json)
+
 if(TARGET memdiagctl)
   add_test(NAME e2e_memdiagctl_usage COMMAND ${RUBY_EXECUTABLE} ${_md_e2e}/usage_test.rb)
   set_tests_properties(e2e_memdiagctl_usage PROPERTIES ENVIRONMENT
