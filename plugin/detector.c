@@ -65,7 +65,9 @@ void mdp_detector_init(mdp_detector *d, const mdp_detector_config *cfg)
 {
   memset(d, 0, sizeof(*d));
   d->cfg = *cfg;
-  d->bucket_len = cfg->growth_window / NB;
+  /* config_set refuses shorter windows; this only keeps a hand-made
+   * config from dividing by zero. */
+  d->bucket_len = (cfg->growth_window >= NB ? cfg->growth_window : 3600) / NB;
   d->last_eval.time_to_limit = -1;
   d->state = MDP_DETECTOR_WARMING;
 }
@@ -293,7 +295,7 @@ int mdp_detector_feed(mdp_detector *d, double t, uint64_t value, mdp_decision *o
   const char *reason = NULL;
   int fire = 0;
 
-  if(d->have_last && t < d->last_t)
+  if(!isfinite(t) || (d->have_last && t < d->last_t))
     return -EINVAL;
   if(!d->have_last || (d->state == MDP_DETECTOR_FIRED && value < d->rearm_below))
     start_episode(d, t);

@@ -130,7 +130,7 @@ void mdp_detector_init(mdp_detector *d, const mdp_detector_config *cfg);
 
 /* Feeds one sample (t in seconds, any epoch; value in bytes). Returns 1 and
  * fills out when a capture should start, 0 when not, -EINVAL when t goes
- * backwards (the sample is ignored). out may be NULL. */
+ * backwards or is not finite (the sample is ignored). out may be NULL. */
 int mdp_detector_feed(mdp_detector *d, double t, uint64_t value, mdp_decision *out);
 
 const char *mdp_detector_state_name(mdp_detector_state s);
