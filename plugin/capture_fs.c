@@ -425,7 +425,7 @@ static void write_manifest(FILE *f, const mdp_manifest_info_t *in,
   fputs(",\n  \"trigger\": {\"reason\": ", f);
   json_str(f, plan->reason);
   fprintf(f, ", \"manual\": %s, \"rss\": %" PRIu64 ", \"samples\": [",
-          in->manual ? "true" : "false", plan->rss);
+          in->manual ? "true" : "false", plan->trigger_rss);
   for (size_t i = 0; i < plan->n_samples; i++)
     fprintf(f, "%s{\"time\": %.3f, \"rss\": %" PRIu64 "}", i ? ", " : "",
             plan->samples[i].time, plan->samples[i].value);

@@ -168,6 +168,7 @@ static void init_common(mdp_plan_t *plan, const mdp_plan_params_t *p,
   memset(plan, 0, sizeof(*plan));
   plan->p = *p;
   plan->rss = rss;
+  plan->trigger_rss = rss;
   snprintf(plan->reason, sizeof(plan->reason), "%s", reason ? reason : "");
 }
 

@@ -78,7 +78,8 @@ typedef struct mdp_plan {
   bool waiting_space, in_flight, waiting_timer;
   bool finished, complete;
   uint64_t timer_id;    /* stale timers are ignored */
-  uint64_t rss;
+  uint64_t rss;         /* latest, for the space check */
+  uint64_t trigger_rss; /* when the plan was asked for */
   int64_t started_ms, finished_ms;
   char reason[256];
   char end[64];         /* "finished", "worker gone", "memory limit", ... */

@@ -167,7 +167,7 @@ static void manifest_parses(void **state) {
                    "m[\"worker\"][\"connection_id\"] == 3 and "
                    "m[\"trigger\"][\"reason\"].startswith(\"capture-size \\\"quoted\\\"\\nline2\") and "
                    "len(m[\"trigger\"][\"samples\"]) == 2 and "
-                   "m[\"trigger\"][\"samples\"][1][\"rss\"] == 2000 and "
+                   "m[\"trigger\"][\"samples\"][1][\"rss\"] == 2000 and m[\"trigger\"][\"rss\"] == 2000 and "
                    "m[\"complete\"] is False and m[\"end\"] == \"worker gone\" and "
                    "m[\"restart\"][\"signal\"] == \"TERM\" and m[\"restart\"][\"sent\"] is None and "
                    "[s[\"file\"] for s in m[\"steps\"]] == [\"heap-1.json\", \"scheduler.txt\", None, \"heap-2.json\"] and "

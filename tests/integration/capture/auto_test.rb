@@ -1,0 +1,69 @@
+# A leaking worker is captured by itself: the detector's CaptureSize fires,
+# the default plan runs (three heap dumps, GC profile, scheduler and thread
+# dumps), the manifest says complete, collectd logs a WARNING when the capture
+# starts and an OKAY when it completes, and the counters reach csv.
+require_relative "helper"
+
+class CaptureAutoTest < Minitest::Test
+  def setup
+    @bench = Capture::Bench.new("capture-auto", <<~KEYS)
+      CaptureSize "100M"
+      CaptureInterval 1
+    KEYS
+  end
+
+  def teardown
+    @bench&.cleanup
+  end
+
+  def test_capture_starts_by_itself_and_completes
+    w = @bench.start_leaker("leaky-auto")
+    dir, m = @bench.wait_manifest(w, "the plan ended", timeout: 3 * E2E::WAIT) { |x| x["end"] }
+
+    assert_equal true, m["complete"], JSON.pretty_generate(m)
+    assert_equal "finished", m["end"]
+    assert_equal "leaky-auto", m["worker"]["name"]
+    assert_equal w.pid, m["worker"]["pid"]
+    assert_match(/capture-size/, m["trigger"]["reason"])
+    refute_empty m["trigger"]["samples"]
+    assert_operator m["trigger"]["rss"], :>=, 100 * Capture::MiB
+    assert_equal %w[dump gc_start wait scheduler threads gc_stop dump wait dump],
+                 m["steps"].map { |s| s["step"] }
+    m["steps"].each do |s|
+      assert_equal "ok", s["status"], s.inspect
+      refute_nil s["started"]
+      refute_nil s["finished"]
+    end
+    assert_equal 0o700, File.stat(dir).mode & 0o7777
+
+    # Three heap dumps that parse line by line and hold the leak's objects.
+    %w[heap-1.json heap-2.json heap-3.json].each do |f|
+      path = File.join(dir, f)
+      assert File.file?(path), "#{f} missing in #{dir}: #{Dir.children(dir)}"
+      step = m["steps"].find { |s| s["file"] == f }
+      assert_equal File.size(path), step["bytes"]
+      lines = Capture.heap_lines(path)
+      assert lines.any? { |o| o["type"] == "OBJECT" }, "#{f} has no objects"
+    end
+    %w[gc.txt scheduler.txt threads.txt].each do |f|
+      assert File.size?(File.join(dir, f)), "#{f} missing or empty"
+    end
+    # No temporary or partial file is left behind.
+    assert_empty Dir.children(dir).grep(/partial|\.tmp/), Dir.children(dir).inspect
+
+    started = @bench.wait_note("WARNING", /capture of worker leaky-auto .*capture started: capture-size/)
+    assert_match(/RSS \d+ bytes/, started.message)
+    done = @bench.wait_note("OKAY", /capture of worker leaky-auto .*capture complete/)
+    assert_includes done.message, dir
+
+    @bench.site.wait_until("csv shows captures_completed 1") do
+      @bench.csv_value("captures_completed") == 1.0
+    end
+    assert_equal 1.0, @bench.csv_value("captures_started")
+    assert_equal 0.0, @bench.csv_value("captures_failed")
+
+    # The worker was never signalled: RestartAfterCapture is off.
+    assert w.alive?
+    refute File.exist?(w.tick_file)
+  end
+end

@@ -1,0 +1,96 @@
+# Shared by the capture-plan tests: a private collectd (the e2e harness's
+# Site: certificates, plugin copy, logfile with PrintSeverity, csv) whose
+# memdiag block adds capture keys, and leaking Ruby workers hooked through
+# `-r memdiag/hook/auto` that write into the capture directory.
+require_relative "../e2e/harness"
+
+module Capture
+  HERE = File.expand_path(__dir__)
+  MiB = 1024 * 1024
+
+  # A notification as collectd's logfile plugin writes it.
+  Note = Struct.new(:severity, :message)
+
+  class Bench
+    attr_reader :site, :captures
+
+    def initialize(label, keys)
+      @site = E2E::Site.new(label)
+      @captures = File.join(@site.dir, "captures")
+      @site.start_collectd(<<~KEYS)
+        CaptureDirectory "#{@captures}"
+        #{keys}
+      KEYS
+    end
+
+    # A hooked worker that leaks `rate` bytes/s up to `max` bytes.
+    def start_leaker(name, rate: 8 * MiB, max: 300 * MiB)
+      marker = File.join(@site.dir, "#{name}.term")
+      out = File.join(@site.dir, "#{name}.out")
+      env = {
+        "MEMDIAG_SOCKET" => @site.socket,
+        "MEMDIAG_CERT" => @site.cert("worker"),
+        "MEMDIAG_KEY" => @site.key("worker"),
+        "MEMDIAG_CA" => @site.ca,
+        "MEMDIAG_NAME" => name,
+        "MEMDIAG_DUMP_DIRECTORY" => @captures,
+        "LEAK_BYTES_PER_SECOND" => rate.to_s,
+        "LEAK_MAX_BYTES" => max.to_s,
+      }
+      pid = Process.spawn(env, E2E::RUBY, "-I", E2E::HOOK_LIB, "-r", "memdiag/hook/auto",
+                          File.join(HERE, "leaker.rb"), marker, out: [out, "w"], err: [:child, :out])
+      w = E2E::Worker.new(name: name, pid: pid, tick_file: marker, dump_dir: @captures, out_path: out)
+      @site.workers << w
+      @site.wait_registered(w)
+      w
+    end
+
+    def notes
+      @site.log.lines.filter_map do |l|
+        m = l.match(/Notification: severity = (\w+),.*message = (.*)$/)
+        m && Note.new(m[1], m[2])
+      end
+    end
+
+    def wait_note(severity, pattern)
+      @site.wait_until("a #{severity} notification matching #{pattern.inspect}") do
+        notes.find { |n| n.severity == severity && n.message.match?(pattern) }
+      end
+    end
+
+    # Capture folders of one worker (name-pid-time).
+    def folders(worker)
+      Dir.glob(File.join(@captures, "#{worker.name}-#{worker.pid}-*")).select { |d| File.directory?(d) }
+    end
+
+    def manifest(dir)
+      path = File.join(dir, "capture.json")
+      File.exist?(path) ? JSON.parse(File.read(path)) : nil
+    end
+
+    # Waits for the worker's capture folder and a manifest the block accepts.
+    def wait_manifest(worker, what, timeout: E2E::WAIT)
+      found = nil
+      @site.wait_until("the manifest of #{worker.name}: #{what}", timeout: timeout) do
+        found = folders(worker).map { |d| [d, manifest(d)] }.find { |_d, m| m && yield(m) }
+      end
+      found
+    end
+
+    def csv_value(type_instance)
+      files = Dir.glob(File.join(@site.csv_dir, "*", "memdiag", "counter-#{type_instance}-*"))
+      return nil if files.empty?
+
+      last = File.readlines(files.max).last
+      last && last !~ /^epoch/ ? last.split(",")[1].to_f : nil
+    end
+
+    def cleanup
+      @site.cleanup
+    end
+  end
+
+  def self.heap_lines(path)
+    E2E.parse_ndjson(path)
+  end
+end
