@@ -269,6 +269,7 @@ static int apply_own(mdp_config *cfg, const oconfig_item_t *ci, int *memory_seen
 int mdp_config_apply(mdp_config *cfg, const oconfig_item_t *block)
 {
   int memory_seen = 0;
+  int failed = 0;
 
   for(int i = 0; i < block->children_num; i++) {
     const oconfig_item_t *ci = &block->children[i];
@@ -289,15 +290,14 @@ int mdp_config_apply(mdp_config *cfg, const oconfig_item_t *block)
     if(rc == -ENOENT)
       rc = mdp_capture_config_item(&cfg->capture, ci);
 #endif
-    if(rc == -ENOENT) {
+    /* Keep going: one start should name every bad key, not the first. */
+    if(rc == -ENOENT)
       ERROR("memdiag plugin: unknown configuration key \"%s\" in <Plugin memdiag> "
             "(see docs/plugin.md for the keys)", ci->key);
-      return -EINVAL;
-    }
     if(rc)
-      return -EINVAL;
+      failed = 1;
   }
-  return 0;
+  return failed ? -EINVAL : 0;
 }
 
 int mdp_config_check(const mdp_config *cfg)

@@ -4,11 +4,13 @@
  *
  *   md-test-worker worker   [options]   hello, heartbeats, answers requests
  *   md-test-worker control  [options] list|status|ping ID|thread_dump ID|capture ID
+ *   md-test-worker garbage  --socket P  bytes that are not TLS; waits for the close
  *
  * Options: --socket P --cert C --key K --ca A (or MEMDIAG_SOCKET, ...),
  * --name N, --claim-pid P (hello names another PID), --skip-hello,
  * --control-after-hello (a worker certificate sends a Control),
- * --allocate-mb M (touch M MiB so that RSS shows it), --fork N (N workers,
+ * --allocate-mb M (touch M MiB so that RSS shows it), --big-hello N (a
+ * hello with an N-byte name), --fork N (N workers,
  * one process each; the parent waits), --exit-after S.
  *
  * Output: "welcome connection_id=N pid=P" once registered; for control,
@@ -31,7 +33,7 @@ typedef struct {
   const char *socket, *cert, *key, *ca, *name;
   long claim_pid;
   int skip_hello, control_after_hello;
-  long allocate_mb, fork_n, exit_after;
+  long allocate_mb, fork_n, exit_after, big_hello;
 } opts;
 
 static int usage(void)
@@ -116,6 +118,7 @@ static int run_worker(const opts *o)
   char *caps[] = {"ping", "thread_dump"};
   uint32_t heartbeat_ms = 1000;
   uint64_t seq = 0, next_beat, end_at = 0;
+  char *big = NULL;
   int rc;
 
   if(o->allocate_mb > 0) {
@@ -131,6 +134,17 @@ static int run_worker(const opts *o)
     goto out;
   if(!o->skip_hello) {
     h.name = (char *)o->name;
+    if(o->big_hello > 0) {
+      /* A hello larger than the plugin's MaxFrameSize. */
+      big = malloc((size_t)o->big_hello + 1);
+      if(!big) {
+        rc = 1;
+        goto out;
+      }
+      memset(big, 'x', (size_t)o->big_hello);
+      big[o->big_hello] = '\0';
+      h.name = big;
+    }
     h.has_pid = 1;
     h.pid = (uint32_t)(o->claim_pid ? o->claim_pid : getpid());
     h.has_ppid = 1;
@@ -222,6 +236,7 @@ static int run_worker(const opts *o)
     in = NULL;
   }
 out:
+  free(big);
   md_frame_free(in);
   md_conn_free(c);
   md_tls_ctx_free(ctx);
@@ -345,6 +360,42 @@ out:
   return rc;
 }
 
+/* Bytes that are not TLS, then wait for the plugin to hang up. */
+static int run_garbage(const opts *o)
+{
+  static const char junk[] = "GET / HTTP/1.0\r\n\r\n\x00\xff\x13\x37 not a memdiag frame";
+  char err[256], buf[256];
+  struct pollfd p;
+  int fd = md_unix_connect(o->socket, err, sizeof(err));
+  ssize_t n;
+
+  if(fd < 0) {
+    fprintf(stderr, "md-test-worker: connect %s: %s\n", o->socket, err);
+    return 1;
+  }
+  p.fd = fd;
+  p.events = POLLOUT;
+  poll(&p, 1, 5000);
+  if(write(fd, junk, sizeof(junk) - 1) < 0) {
+    close(fd);
+    return 1;
+  }
+  p.events = POLLIN;
+  for(;;) {
+    if(poll(&p, 1, 10000) <= 0) {
+      fprintf(stderr, "md-test-worker: the plugin kept the connection open\n");
+      close(fd);
+      return 1;
+    }
+    n = read(fd, buf, sizeof(buf));
+    if(n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+      break;
+  }
+  close(fd);
+  printf("closed by the plugin\n");
+  return 0;
+}
+
 int main(int argc, char **argv)
 {
   opts o = {.socket = getenv("MEMDIAG_SOCKET"), .cert = getenv("MEMDIAG_CERT"),
@@ -385,14 +436,18 @@ int main(int argc, char **argv)
       o.allocate_mb = atol(v);
     else if(strcmp(a, "--fork") == 0)
       o.fork_n = atol(v);
+    else if(strcmp(a, "--big-hello") == 0)
+      o.big_hello = atol(v);
     else if(strcmp(a, "--exit-after") == 0)
       o.exit_after = atol(v);
     else
       return usage();
   }
+  signal(SIGPIPE, SIG_IGN);
+  if(o.socket && strcmp(mode, "garbage") == 0)
+    return run_garbage(&o);
   if(!o.socket || !o.cert || !o.key || !o.ca)
     return usage();
-  signal(SIGPIPE, SIG_IGN);
   if(strcmp(mode, "control") == 0)
     return run_control(&o, argc - i, argv + i);
   if(strcmp(mode, "worker") != 0)
