@@ -290,18 +290,26 @@ module E2E
   module SharedSite
     def self.get(label, workers: [], config: "")
       @sites ||= {}
-      @sites[label] ||= begin
-        site = Site.new(label)
-        @cleanup_registered ||= begin
-          Minitest.after_run { E2E::SharedSite.cleanup }
-          %w[INT TERM].each { |sig| trap(sig) { E2E::SharedSite.cleanup; exit!(1) } }
-          true
-        end
+      @failed ||= {}
+      raise @failed[label] if @failed[label]
+      return @sites[label] if @sites[label]
+
+      @cleanup_registered ||= begin
+        Minitest.after_run { E2E::SharedSite.cleanup }
+        %w[INT TERM].each { |sig| trap(sig) { E2E::SharedSite.cleanup; exit!(1) } }
+        true
+      end
+      # Registered before anything starts, so a failed start is cleaned up too.
+      site = @sites[label] = Site.new(label)
+      begin
         site.start_collectd(config)
         # One after the other, so connection IDs follow the list's order.
         workers.each { |n| site.wait_registered(site.start_worker(n)) }
-        site
+      rescue StandardError => e
+        @failed[label] = e # every test of the file reports the same cause
+        raise
       end
+      site
     end
 
     def self.cleanup
