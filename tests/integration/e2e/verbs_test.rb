@@ -165,6 +165,26 @@ class E2EVerbsTest < Minitest::Test
     assert_equal "unknown_connection", JSON.parse(j.out)["status"]
   end
 
+  # A worker that does not answer in time (here: stopped with SIGSTOP, so
+  # even its hook thread is frozen) gives a clear timeout and exit 1.
+  def test_timeout_is_a_clear_message_and_exit_1
+    frozen = site.start_worker("e2e-frozen")
+    id = site.wait_registered(frozen).fetch("connection_id")
+    Process.kill("STOP", frozen.pid)
+    begin
+      r = site.ctl("--timeout", "1", "thread_dump", "connection_id=#{id}")
+    ensure
+      Process.kill("CONT", frozen.pid)
+    end
+    assert_equal 1, r.code, r.to_s
+    assert_match(/^memdiagctl: thread_dump on connection #{id} timed out: /, r.err)
+    assert_includes r.err, "raise --timeout"
+    ping = site.ctl("ping", "connection_id=#{id_of(bystander)}")
+    assert ping.ok?, ping.to_s
+  ensure
+    frozen&.stop
+  end
+
   # Running a capture plan belongs to the capture tests (issue 5); here only
   # memdiagctl's side: an unknown connection is a clear message and exit 1.
   def test_capture_on_an_unknown_connection
