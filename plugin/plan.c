@@ -415,8 +415,8 @@ void mdp_plan_space(mdp_plan_t *plan, int64_t now_ms, uint64_t avail,
     fmt_bytes(avail, b3, sizeof(b3));
     fmt_bytes(plan->rss, b4, sizeof(b4));
     snprintf(why, sizeof(why),
-             "not enough free space: the dump needs %s (RSS %s x %.1f) and "
-             "KeepFree %s must stay free, only %s available",
+             "not enough free space: dump needs %s (RSS %s x %.1f) + KeepFree %s, "
+             "%s available",
              b1, b4, plan->p.space_factor, b2, b3);
   } else if (plan->p.max_use && used + need > plan->p.max_use) {
     fmt_bytes(need, b1, sizeof(b1));

@@ -1,0 +1,39 @@
+# A worker killed in the middle of its plan ends the plan cleanly: the
+# manifest marks what completed and what never ran, says "complete": false,
+# and no later dump appears.
+require_relative "helper"
+
+class CaptureKilledTest < Minitest::Test
+  def setup
+    @bench = Capture::Bench.new("capture-killed", <<~KEYS)
+      CaptureSize "80M"
+      CaptureInterval 60
+    KEYS
+  end
+
+  def teardown
+    @bench&.cleanup
+  end
+
+  def test_killed_worker_leaves_an_honest_manifest
+    w = @bench.start_leaker("leaky-killed")
+    dir, = @bench.wait_manifest(w, "the first dump is done and the plan waits",
+                                timeout: 3 * E2E::WAIT) do |x|
+      x["steps"][0]["status"] == "ok" && x["steps"][2]["step"] == "wait" &&
+        x["steps"][2]["status"] == "running"
+    end
+    Process.kill("KILL", w.pid)
+    _, m = @bench.wait_manifest(w, "the plan ended") { |x| x["end"] }
+
+    assert_equal "worker gone", m["end"], JSON.pretty_generate(m)
+    assert_equal false, m["complete"]
+    assert_equal %w[ok ok not_run not_run not_run not_run not_run not_run not_run],
+                 m["steps"].map { |s| s["status"] }
+    m["steps"].drop(2).each { |s| assert_equal "worker gone", s["error"] }
+    assert Capture.heap_lines(File.join(dir, "heap-1.json")).any?
+    refute File.exist?(File.join(dir, "heap-2.json"))
+    refute File.exist?(File.join(dir, "heap-3.json"))
+    assert_empty Dir.children(dir).grep(/partial|\.tmp/), Dir.children(dir).inspect
+    @bench.wait_note("FAILURE", /leaky-killed .*capture incomplete \(worker gone\)/)
+  end
+end
