@@ -77,7 +77,7 @@ int mdctl_replay(int argc, char **argv)
     } else if(arg[0] == '-' && arg[1]) {
       fprintf(stderr, "memdiagctl replay: unknown option %s\n%s", arg, usage);
       return 2;
-    } else if(eq) {
+    } else if(eq && !memchr(arg, '/', (size_t)(eq - arg))) { /* a path may hold '=' */
       *eq = '\0';
       rc = mdp_detector_config_set(&cfg, arg, eq + 1, err, sizeof(err));
       *eq = '=';
