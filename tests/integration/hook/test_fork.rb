@@ -1,0 +1,64 @@
+# frozen_string_literal: true
+
+# Preforking: a hooked process forks; the child registers as a worker of its
+# own (own connection, own TLS session, name and ppid telling whose it is)
+# while the parent's connection goes on untouched.
+require_relative "helper"
+
+class HookForkTest < Minitest::Test
+  include HookTest::Fixture
+
+  WORKER = <<~RUBY
+    $stdout.sync = true
+    sleep 0.05 until Memdiag::Hook.connection_id
+    children = Array.new(2) do
+      fork do
+        sleep 0.05 until Memdiag::Hook.connection_id
+        puts "child pid=\#{Process.pid} name=\#{Memdiag::Hook.name} connection_id=\#{Memdiag::Hook.connection_id}"
+        if ARGV.include?("grandchild")
+          fork { sleep 0.05 until Memdiag::Hook.connection_id; puts "grandchild name=\#{Memdiag::Hook.name}"; sleep }
+        end
+        sleep
+      end
+    end
+    puts "parent pid=\#{Process.pid} connection_id=\#{Memdiag::Hook.connection_id} children=\#{children.join(",")}"
+    # short-lived children that exit at once must not disturb anyone
+    5.times { Process.wait(fork { exit 0 }) }
+    puts "churned"
+    sleep
+  RUBY
+
+  def test_parent_and_children_register_as_separate_workers
+    server = start_server
+    worker = start_worker(WORKER, name: "forker", args: ["grandchild"])
+    parent = Integer(worker.wait_out(/parent pid=(\d+)/)[1])
+    worker.wait_out(/churned/)
+
+    parent_hello = server.wait_for("hello") { |e| e["pid"] == parent }
+    assert_equal "forker", parent_hello["name"]
+    kids = %w[forker/worker-1 forker/worker-2].map do |name|
+      server.wait_for("hello") { |e| e["name"] == name }
+    end
+    kids.each do |kid|
+      assert_equal parent, kid["ppid"], "hello carries the parent's pid"
+      assert_equal kid["pid"], kid["peer_pid"]
+      refute_equal parent, kid["pid"]
+      refute_equal parent_hello["conn"], kid["conn"]
+      worker.wait_out(/child pid=#{kid["pid"]} name=#{kid["name"]} connection_id=#{kid["conn"]}/)
+    end
+    grandchild = server.wait_for("hello") { |e| e["name"].start_with?("forker/worker-") && e["name"].count("/") == 2 }
+    assert_includes [kids[0]["pid"], kids[1]["pid"]], grandchild["ppid"]
+
+    # every connection answers for its own process; the parent's TLS session
+    # survived all the forks
+    [parent_hello, *kids, grandchild].each do |hello|
+      reply = server.request(hello["conn"], "ping", payload: "p#{hello["pid"]}")
+      assert_equal "ok", reply["status"]
+      assert_equal "pid #{hello["pid"]}", reply["note"]
+    end
+    # only the parent, two children, the grandchild and the five short-lived
+    # children ever said hello, each once at most
+    assert_operator server.count("hello"), :<=, 9
+    assert_equal 1, server.all("hello").count { |e| e["pid"] == parent }
+  end
+end
