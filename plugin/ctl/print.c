@@ -424,7 +424,10 @@ void mdctl_print_failure(const mdctl_cmd *cmd, Memdiag__V1__Status status, const
     break;
   case MEMDIAG__V1__STATUS__STATUS_TIMEOUT:
     fprintf(stderr, "memdiagctl: %s on connection %" PRIu64 " timed out: %s "
-            "(raise --timeout for large heaps)\n", verb, id, why);
+            "(--timeout SECONDS gives the worker longer%s)\n", verb, id, why,
+            cmd->verb->request_op == MEMDIAG__V1__REQUEST__OP_MEMORY_DUMP ||
+            cmd->verb->request_op == MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_STOP
+              ? "; large heaps take minutes, or try mode=fork" : "");
     break;
   case MEMDIAG__V1__STATUS__STATUS_UNSUPPORTED:
     fprintf(stderr, "memdiagctl: connection %" PRIu64 " cannot run %s: %s\n", id, verb, why);

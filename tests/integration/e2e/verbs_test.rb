@@ -178,7 +178,7 @@ class E2EVerbsTest < Minitest::Test
     end
     assert_equal 1, r.code, r.to_s
     assert_match(/^memdiagctl: thread_dump on connection #{id} timed out: /, r.err)
-    assert_includes r.err, "raise --timeout"
+    assert_includes r.err, "--timeout SECONDS gives the worker longer"
     ping = site.ctl("ping", "connection_id=#{id_of(bystander)}")
     assert ping.ok?, ping.to_s
   ensure
