@@ -48,6 +48,13 @@ class CaptureAutoTest < Minitest::Test
     %w[gc.txt scheduler.txt threads.txt].each do |f|
       assert File.size?(File.join(dir, f)), "#{f} missing or empty"
     end
+    # heapy's three-snapshot diff sees the leak retained across the dumps.
+    heapy = ENV.fetch("PATH", "").split(":").map { |d| File.join(d, "heapy") }.find { |f| File.executable?(f) }
+    if heapy
+      out, st = Open3.capture2e(heapy, "diff", *%w[heap-1.json heap-2.json heap-3.json].map { |f| File.join(dir, f) })
+      assert st.success?, out
+      assert_match(/Retained ARRAY/, out)
+    end
     # No temporary or partial file is left behind.
     assert_empty Dir.children(dir).grep(/partial|\.tmp/), Dir.children(dir).inspect
 
