@@ -864,7 +864,9 @@ int mdp_server_start(const mdp_config *config)
     rc = -EINVAL;
     goto fail;
   }
-  listen_fd = md_unix_listen(cfg->socket, cfg->socket_mode, 128, err, sizeof(err));
+  /* Workers of a preforking server start together: a short backlog would
+   * refuse some of them. */
+  listen_fd = md_unix_listen(cfg->socket, cfg->socket_mode, SOMAXCONN, err, sizeof(err));
   if(listen_fd < 0) {
     ERROR("memdiag plugin: Socket \"%s\": %s", cfg->socket, err);
     rc = -EINVAL;

@@ -55,7 +55,14 @@ static int connect_tls(const opts *o, md_tls_ctx **ctx, md_conn **c)
     fprintf(stderr, "md-test-worker: TLS setup: %s\n", err);
     return 1;
   }
-  rc = md_client_connect(c, *ctx, o->socket, 10000, err, sizeof(err));
+  /* Many workers starting at once can fill the listen backlog (AF_UNIX
+   * connect then fails with EAGAIN): try again for a while. */
+  for(int attempt = 0; attempt < 100; attempt++) {
+    rc = md_client_connect(c, *ctx, o->socket, 10000, err, sizeof(err));
+    if(rc == 0 || (!strstr(err, "unavailable") && !strstr(err, "timed out")))
+      break;
+    usleep(50000 + (useconds_t)(getpid() % 100) * 1000);
+  }
   if(rc) {
     fprintf(stderr, "md-test-worker: connect %s: %s\n", o->socket, err);
     return 1;
