@@ -129,12 +129,16 @@ module HookTest
   class Worker
     attr_reader :pid, :out_path, :err_path
 
-    def initialize(dir, script, env: {}, name: "worker", args: [], ruby_args: nil, stdin: File::NULL)
+    # script: Ruby source run as NAME.rb; or command: any argv (e.g. puma).
+    def initialize(dir, script = nil, env: {}, name: "worker", args: [], command: nil, stdin: File::NULL)
       @out_path = File.join(dir, "#{name}.out")
       @err_path = File.join(dir, "#{name}.err")
-      path = File.join(dir, "#{name}.rb")
-      File.write(path, script)
-      cmd = ruby_args ? [RUBY, *ruby_args, path, *args] : [RUBY, "-I", LIB, path, *args]
+      cmd = command
+      unless cmd
+        path = File.join(dir, "#{name}.rb")
+        File.write(path, script)
+        cmd = [RUBY, path, *args]
+      end
       @pid = Process.spawn(env, *cmd, in: stdin, out: [@out_path, "w"], err: [@err_path, "w"], pgroup: true)
     end
 
