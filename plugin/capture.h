@@ -107,7 +107,8 @@ typedef struct mdp_capture_sample {
  * Returns 0 when the plan started, 1 when it is queued behind
  * CaptureConcurrency, or a negative errno with a message in err:
  * -EBUSY (a plan already runs or is queued for this worker), -EALREADY
- * (CaptureCooldown for this worker name), -ENOSPC, -EIO (folder could not
+ * (CaptureCooldown for this worker name), -EPERM (CaptureDirectory is
+ * outside the dump directory the worker announced), -EIO (folder could not
  * be made). Refusals are logged and counted as skipped. On 0, dir (if not
  * NULL) receives the capture folder. */
 int mdp_capture_start(const mdp_capture_worker_t *w, const char *reason,

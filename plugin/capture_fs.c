@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,22 @@ void mdp_capfs_sanitize(const char *in, char *out, size_t outlen) {
     j = 6;
   }
   out[j] = '\0';
+}
+
+static bool prefix_of(const char *path, const char *dir) {
+  size_t l = strlen(dir);
+  while (l > 1 && dir[l - 1] == '/')
+    l--;
+  if (l == 1 && dir[0] == '/')
+    return path[0] == '/';
+  return strncmp(path, dir, l) == 0 && (path[l] == '\0' || path[l] == '/');
+}
+
+bool mdp_capfs_inside(const char *path, const char *dir) {
+  char rp[PATH_MAX], rd[PATH_MAX];
+  const char *p = realpath(path, rp) ? rp : path;
+  const char *d = realpath(dir, rd) ? rd : dir;
+  return prefix_of(p, d) || prefix_of(path, dir);
 }
 
 int mdp_capfs_ensure_root(const char *root) {

@@ -72,6 +72,12 @@ typedef struct mdp_manifest_info {
 int mdp_capfs_write_manifest(const char *dir, const mdp_manifest_info_t *info,
                              const mdp_plan_t *plan);
 
+/* True when path is dir itself or lies below it, compared component by
+ * component after resolving both where they exist ("/a/bc" is not inside
+ * "/a/b"). Used to tell whether a worker's dump directory admits the
+ * capture folders. */
+bool mdp_capfs_inside(const char *path, const char *dir);
+
 /* Worker names become part of a path: keep [A-Za-z0-9._-], map the rest to
  * '_', never start with '.'. */
 void mdp_capfs_sanitize(const char *in, char *out, size_t outlen);

@@ -599,8 +599,18 @@ int mdp_capture_start(const mdp_capture_worker_t *w, const char *reason,
     rc = -ENOENT;
     goto out;
   }
-  rc = mdp_sched_admit(&sched, w->connection_id, info.name, now_ms(), manual, why,
-                       sizeof(why));
+  if (info.dump_directory[0] && !mdp_capfs_inside(cfg.directory, info.dump_directory)) {
+    /* Every file step would be refused by the hook: say why once. */
+    if (snprintf(why, sizeof(why),
+                 "CaptureDirectory %s is outside the worker's dump directory %s "
+                 "(MEMDIAG_DUMP_DIRECTORY): the worker may not write there",
+                 cfg.directory, info.dump_directory) >= (int)sizeof(why))
+      snprintf(why, sizeof(why), "CaptureDirectory is outside the worker's dump directory");
+    rc = -EPERM;
+  } else {
+    rc = mdp_sched_admit(&sched, w->connection_id, info.name, now_ms(), manual, why,
+                         sizeof(why));
+  }
   if (rc < 0) {
     snprintf(err, errlen, "%s", why);
     counters.skipped++;
@@ -762,6 +772,15 @@ void mdp_capture_get_counters(mdp_capture_counters_t *out) {
   pthread_mutex_unlock(&lock);
 }
 
+/* A worker that restarted has a new connection but its name's cooldown. */
+static bool cooled(const mdp_sched_conn_t *c, uint64_t connection_id) {
+  mdp_worker_info info;
+  const char *name = c ? c->name : NULL;
+  if (!name && mdp_server_worker(connection_id, &info) == 0)
+    name = info.name;
+  return name && mdp_sched_cooldown_left(&sched, name, now_ms()) > 0;
+}
+
 void mdp_capture_plan_state(uint64_t connection_id, char *buf, size_t len) {
   pthread_mutex_lock(&lock);
   const run_t *r = ready ? find_run(connection_id) : NULL;
@@ -772,7 +791,7 @@ void mdp_capture_plan_state(uint64_t connection_id, char *buf, size_t len) {
     snprintf(buf, len, r->begun ? "running: %s" : "%s", step);
   } else if (c && c->limit_seen && cfg.restart_after_capture) {
     snprintf(buf, len, "limit reached");
-  } else if (c && ready && mdp_sched_cooldown_left(&sched, c->name, now_ms())) {
+  } else if (ready && cooled(c, connection_id)) {
     snprintf(buf, len, "cooldown");
   } else {
     snprintf(buf, len, "idle");

@@ -252,6 +252,22 @@ static void avail_reports_space(void **state) {
   assert_int_equal(mdp_capfs_avail("/nonexistent/memdiag", &avail), -ENOENT);
 }
 
+static void inside_checks_components(void **state) {
+  (void)state;
+  char sub[600], link[600];
+  assert_true(mdp_capfs_inside("/var/tmp/memdiag", "/var/tmp/memdiag"));
+  assert_true(mdp_capfs_inside("/var/tmp/memdiag/captures", "/var/tmp/memdiag/"));
+  assert_true(mdp_capfs_inside("/srv/x", "/"));
+  assert_false(mdp_capfs_inside("/var/tmp/memdiag2", "/var/tmp/memdiag"));
+  assert_false(mdp_capfs_inside("/var/tmp", "/var/tmp/memdiag"));
+  /* Through a symbolic link to the same place. */
+  snprintf(sub, sizeof(sub), "%s/real", root);
+  snprintf(link, sizeof(link), "%s/alias", root);
+  assert_int_equal(mkdir(sub, 0700), 0);
+  assert_int_equal(symlink(sub, link), 0);
+  assert_true(mdp_capfs_inside(link, sub));
+}
+
 static void sanitize_names(void **state) {
   (void)state;
   char out[72];
@@ -272,6 +288,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(manifest_ignores_planted_temp, setup, teardown),
       cmocka_unit_test_setup_teardown(prune_oldest_first, setup, teardown),
       cmocka_unit_test_setup_teardown(avail_reports_space, setup, teardown),
+      cmocka_unit_test_setup_teardown(inside_checks_components, setup, teardown),
       cmocka_unit_test(sanitize_names),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -24,7 +24,8 @@ module Capture
     end
 
     # A hooked worker that leaks `rate` bytes/s up to `max` bytes.
-    def start_leaker(name, rate: 8 * MiB, max: 300 * MiB)
+    # dump_dir: the worker's MEMDIAG_DUMP_DIRECTORY (default: the captures).
+    def start_leaker(name, rate: 8 * MiB, max: 300 * MiB, dump_dir: @captures)
       marker = File.join(@site.dir, "#{name}.term")
       out = File.join(@site.dir, "#{name}.out")
       env = {
@@ -33,7 +34,7 @@ module Capture
         "MEMDIAG_KEY" => @site.key("worker"),
         "MEMDIAG_CA" => @site.ca,
         "MEMDIAG_NAME" => name,
-        "MEMDIAG_DUMP_DIRECTORY" => @captures,
+        "MEMDIAG_DUMP_DIRECTORY" => dump_dir,
         "LEAK_BYTES_PER_SECOND" => rate.to_s,
         "LEAK_MAX_BYTES" => max.to_s,
       }

@@ -51,4 +51,17 @@ class CaptureManualTest < Minitest::Test
     unknown = site.ctl("capture", "connection_id=999")
     refute unknown.ok?
   end
+
+  def test_worker_that_may_not_write_there_is_refused_up_front
+    elsewhere = File.join(@bench.site.dir, "elsewhere")
+    w = @bench.start_leaker("fenced-manual", rate: 1024 * 1024, max: 10 * Capture::MiB,
+                                             dump_dir: elsewhere)
+    site = @bench.site
+    id = site.workers_json.find { |x| x["pid"] == w.pid }["connection_id"]
+    r = site.ctl("capture", "connection_id=#{id}")
+    refute r.ok?, r.to_s
+    assert_match(/outside the worker's dump directory/, r.out + r.err)
+    assert_empty @bench.folders(w)
+    @bench.wait_note("FAILURE", /fenced-manual .*skipped.*outside the worker's dump directory/)
+  end
 end
