@@ -75,9 +75,9 @@ int mdp_capture_config_check(const mdp_capture_config_t *cfg, char *err,
 
 /* ---------------------------------------------------------------- lifecycle */
 
-/* Copy the config and get ready; creates CaptureDirectory (0700) if missing.
- * Call from the plugin's init callback, after the server is up. Returns 0 or
- * a negative errno (logged). */
+/* Copy the config and get ready. CaptureDirectory is created (0711) at the
+ * first capture. Call from the plugin's init callback, after the server is
+ * up. Returns 0 or a negative errno (logged). */
 int mdp_capture_init(const mdp_capture_config_t *cfg);
 
 /* Ends every plan (manifests say "complete": false, "plugin shutdown"). */

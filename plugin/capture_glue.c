@@ -526,11 +526,8 @@ int mdp_capture_init(const mdp_capture_config_t *c) {
     ERROR("memdiag plugin: %s", err);
     goto out;
   }
-  rc = mdp_capfs_ensure_root(cfg.directory);
-  if (rc) {
-    ERROR("memdiag plugin: CaptureDirectory %s: %s", cfg.directory, strerror(-rc));
-    goto out;
-  }
+  /* CaptureDirectory is made at the first capture, not here: a plugin that
+   * never captures leaves the file system alone. */
   mdp_sched_init(&sched, cfg.concurrency, cfg.cooldown_ms, cfg.restart_after_capture);
   memset(&counters, 0, sizeof(counters));
   ready = true;
