@@ -15,4 +15,11 @@ if(TARGET memdiag)
       ENVIRONMENT "MDP_PLUGIN=$<TARGET_FILE:memdiag>;MDP_TEST_WORKER=$<TARGET_FILE:md-test-worker>;MDP_CERTS=${PROJECT_SOURCE_DIR}/conf/memdiag-certs;MDP_COLLECTD=${COLLECTD_EXECUTABLE};MDP_COLLECTD_PLUGINS=${COLLECTD_PLUGIN_DIR};MDP_TYPES_DB=${COLLECTD_TYPES_DB};MDP_RUBY=${RUBY_EXECUTABLE};MDP_BUILD=${PROJECT_BINARY_DIR};MDP_SOURCE=${PROJECT_SOURCE_DIR}"
       TIMEOUT 300)
   endforeach()
+
+  # The benchmark with tiny sizes: it runs, it prints its table.
+  add_test(NAME bench.sample_cost.smoke
+    COMMAND env BUILD=${PROJECT_BINARY_DIR} WORKERS=5 WINDOW=2 INTERVAL=1
+            sh ${PROJECT_SOURCE_DIR}/tests/bench/sample-cost)
+  set_tests_properties(bench.sample_cost.smoke PROPERTIES TIMEOUT 300
+    PASS_REGULAR_EXPRESSION "pss +[0-9.]+ +[0-9.]+")
 endif()
