@@ -11,7 +11,7 @@
 
 #include "detector.h"
 
-#define MIN_WINDOW 120.0
+#define MIN_WINDOW 60.0
 
 void mdp_detector_config_init(mdp_detector_config *cfg)
 {

@@ -90,7 +90,7 @@ static void test_durations(void **s)
 static void test_bad_durations(void **s)
 {
   (void)s;
-  assert_int_equal(set("GrowthWindow", "60"), -EINVAL); /* too short for 12 buckets */
+  assert_int_equal(set("GrowthWindow", "59"), -EINVAL); /* too short for 12 buckets */
   assert_non_null(strstr(err, "GrowthWindow"));
   assert_int_equal(set("GrowthWindow", "1 fortnight"), -EINVAL);
   assert_int_equal(set("Horizon", "0"), -EINVAL);
