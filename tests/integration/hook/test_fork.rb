@@ -62,4 +62,27 @@ class HookForkTest < Minitest::Test
     assert_equal hellos.uniq, hellos, "no process said hello twice: nobody lost its connection"
     assert_operator hellos.size, :<=, 10, hellos.inspect
   end
+
+  def test_a_daemonized_process_registers_again_under_its_name
+    server = start_server
+    worker = start_worker(<<~RUBY, name: "daemon")
+      $stdout.sync = true
+      sleep 0.05 until Memdiag::Hook.connection_id
+      Process.daemon(true, true)
+      sleep 0.05 until Memdiag::Hook.connection_id
+      puts "daemon pid=\#{Process.pid} connection_id=\#{Memdiag::Hook.connection_id}"
+      sleep
+    RUBY
+    daemon = Integer(worker.wait_out(/daemon pid=(\d+)/)[1])
+    begin
+      before = server.wait_for("hello") { |e| e["pid"] == worker.pid }
+      after = server.wait_for("hello") { |e| e["pid"] == daemon }
+      assert_equal "daemon", before["name"]
+      assert_equal "daemon", after["name"], "a daemon is the same application, not a worker of it"
+      assert_match(/connection_id=#{after["conn"]}/, worker.out)
+      assert_equal "ok", server.request(after["conn"], "ping", payload: "d")["status"]
+    ensure
+      Process.kill(:KILL, daemon) # setsid put it out of the test's process group
+    end
+  end
 end

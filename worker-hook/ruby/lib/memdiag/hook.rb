@@ -113,7 +113,7 @@ module Memdiag
       # parent's socket and dropped its TLS session; here the parent's runner
       # is forgotten and, unless this child only exists to write a dump, a
       # new hook registers the child as a worker of its own.
-      def after_fork_child # :nodoc:
+      def after_fork_child(rename: true) # :nodoc:
         runner = @runner
         return unless runner
 
@@ -121,7 +121,7 @@ module Memdiag
         runner.abandon
         return if Thread.current[:memdiag_dump_child]
 
-        @config = @config.merge(name: "#{@config[:name]}/worker-#{@forks}")
+        @config = @config.merge(name: "#{@config[:name]}/worker-#{@forks}") if rename
         @forks = 0
         @runner = Runner.new(@config)
       rescue Exception => e # rubocop:disable Lint/RescueException

@@ -13,11 +13,23 @@ module Memdiag
         pid
       end
     end
+
+    # Process.daemon forks below Ruby's _fork; the daemon is the same
+    # application under a new pid, so it registers again under its own name.
+    module DaemonTracking
+      def daemon(*args)
+        before = Process.pid
+        result = super
+        Memdiag::Hook.after_fork_child(rename: false) if Process.pid != before
+        result
+      end
+    end
   end
 end
 
 if Process.respond_to?(:_fork)
   Process.singleton_class.prepend(Memdiag::Hook::ForkTracking)
+  Process.singleton_class.prepend(Memdiag::Hook::DaemonTracking)
 else
   Memdiag::Hook::Log.warn("this Ruby has no Process._fork: forked children stay unhooked")
 end
