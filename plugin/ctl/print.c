@@ -92,11 +92,11 @@ static void json_workers(mdctl_json *j, Memdiag__V1__WorkerInfo **w, size_t n)
 }
 
 /* Names come from workers; a control character in one must not garble the
- * operator's terminal or the table. */
+ * operator's terminal or the table. width 0: no padding or truncation. */
 static void print_clean(const char *s, int width)
 {
   int n = 0;
-  for(; s && *s && n < width; s++, n++)
+  for(; s && *s && (width == 0 || n < width); s++, n++)
     putchar((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s);
   for(; n < width; n++)
     putchar(' ');
@@ -220,15 +220,27 @@ static void json_capture(mdctl_json *j, const Memdiag__V1__CaptureInfo *c)
   mdctl_json_end_object(j);
 }
 
-static void human_capture(const Memdiag__V1__CaptureInfo *c)
+/* One capture in progress: who, which step, why, where. */
+static void human_capture(const Memdiag__V1__CaptureInfo *c, const char *indent,
+                          int in_progress)
 {
-  printf("connection %" PRIu64 " (%s): %s", c->connection_id,
-         c->worker ? c->worker : "?", c->step && *c->step ? c->step : "started");
-  if(c->reason && *c->reason)
-    printf(", reason: %s", c->reason);
+  char age[32];
+  time_t now = time(NULL);
+
+  printf("%sconnection %" PRIu64 " (", indent, c->connection_id);
+  print_clean(c->worker ? c->worker : "?", 0);
+  printf(")");
+  if(in_progress && c->step && *c->step)
+    printf(": step %s", c->step);
+  if(in_progress && c->has_started_at && c->started_at && (uint64_t)now >= c->started_at) {
+    format_age(age, sizeof(age), (uint64_t)now - c->started_at);
+    printf(", running for %s", age);
+  }
   putchar('\n');
+  if(c->reason && *c->reason)
+    printf("%s  reason: %s\n", indent, c->reason);
   if(c->directory && *c->directory)
-    printf("  directory: %s\n", c->directory);
+    printf("%s  directory: %s\n", indent, c->directory);
 }
 
 void mdctl_print_status(const mdctl_cmd *cmd, const Memdiag__V1__StatusReport *r)
@@ -271,10 +283,8 @@ void mdctl_print_status(const mdctl_cmd *cmd, const Memdiag__V1__StatusReport *r
     return;
   }
   printf("captures in progress:\n");
-  for(size_t i = 0; i < r->n_captures; i++) {
-    printf("  ");
-    human_capture(r->captures[i]);
-  }
+  for(size_t i = 0; i < r->n_captures; i++)
+    human_capture(r->captures[i], "  ", 1);
 }
 
 void mdctl_print_capture(const mdctl_cmd *cmd, const Memdiag__V1__CaptureInfo *info)
@@ -291,7 +301,7 @@ void mdctl_print_capture(const mdctl_cmd *cmd, const Memdiag__V1__CaptureInfo *i
     return;
   }
   printf("capture started on ");
-  human_capture(info);
+  human_capture(info, "", 0);
 }
 
 static const char *mode_name(const Memdiag__V1__Reply *r)
