@@ -1,0 +1,49 @@
+# frozen_string_literal: true
+
+require_relative "helper"
+
+# A dump child that dies or hangs ends in an error reply and leaves nothing
+# that looks like a finished dump.
+class ForkFailureTest < Minitest::Test
+  include OpsTestHelper
+
+  def setup
+    super
+    @heap = big_heap
+  end
+
+  def test_child_killed_by_a_signal
+    killer = when_child_appears { |pid| Process.kill(:KILL, pid) }
+    reply = assert_status(:error, call("memory_dump", path: "killed.json", mode: "fork"),
+                          /dump child failed: killed by signal KILL/)
+    killer.join
+    assert_nil reply[:path]
+    assert_empty files_in
+    assert_empty child_pids
+  end
+
+  def test_child_over_its_timeout_is_killed
+    stopper = when_child_appears { |pid| Process.kill(:STOP, pid) }
+    reply = assert_status(:error, call("memory_dump", path: "slow.json", mode: "fork", timeout_ms: 200),
+                          /did not finish within 200 ms and was killed/)
+    stopper.join
+    assert_empty files_in
+    assert_empty child_pids
+  end
+
+  def test_other_requests_are_refused_while_a_dump_runs_but_ping_answers
+    replies = {}
+    holder = when_child_appears do |pid|
+      Process.kill(:STOP, pid)
+      replies[:ping] = call("ping", payload: "still here")
+      replies[:threads] = call("thread_dump")
+      Process.kill(:CONT, pid)
+    end
+    dump = assert_ok(call("memory_dump", path: "held.json", mode: "fork"))
+    holder.join
+    assert_equal "still here", assert_ok(replies[:ping])[:data]
+    assert_status(:refused, replies[:threads], /another operation \(memory_dump\) is still running/)
+    refute_empty heap_records(dump[:path]) { |r| r["type"] == "ROOT" }
+    assert_equal ["held.json"], files_in
+  end
+end
