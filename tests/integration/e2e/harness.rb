@@ -296,6 +296,8 @@ module E2E
 
       @cleanup_registered ||= begin
         Minitest.after_run { E2E::SharedSite.cleanup }
+        # Minitest skips after_run when the process exits with an exception.
+        at_exit { E2E::SharedSite.cleanup }
         %w[INT TERM].each { |sig| trap(sig) { E2E::SharedSite.cleanup; exit!(1) } }
         true
       end
