@@ -49,6 +49,7 @@ class E2EVerbsTest < Minitest::Test
     r = while_bystander_serves { site.ctl("memory_dump", "connection_id=#{id_of(target)}", "path=#{path}") }
     assert r.ok?, r.to_s
     assert_match(/^path: #{Regexp.escape(path)} \(.*(B|KiB|MiB|GiB)/, r.out)
+    assert_includes r.out, "mode inline", "without mode= the dump runs inline, as in the reference"
     records = E2E.parse_ndjson(path)
     klass = records.find { |x| x["type"] == "CLASS" && x["name"] == "E2EMarker" }
     refute_nil klass, "no CLASS record for E2EMarker in #{path}"
