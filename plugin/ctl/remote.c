@@ -10,7 +10,10 @@
 #include "print.h"
 #include "session.h"
 
+/* The build may pass the project's version; this matches CMakeLists.txt. */
+#ifndef MDCTL_VERSION
 #define MDCTL_VERSION "0.1.0"
+#endif
 
 /* The plugin enforces the operation's timeout and answers "timeout"; we
  * wait a little longer so that its answer, not our guess, is what the
