@@ -691,9 +691,15 @@ void mdp_capture_observe(const mdp_capture_worker_t *w, bool limit_reached) {
       fill_identity(r, w);
     }
     mdp_plan_params_t p = params();
+    run_t who = *r; /* begin_run frees r when it fails */
     mdp_plan_init_limit(&r->plan, &p, w->rss);
-    if (begin_run(r, err, sizeof(err)) == 0)
+    if (begin_run(r, err, sizeof(err)) == 0) {
       settle(r);
+    } else {
+      /* No evidence can be taken; the restart that was asked for still
+       * happens, or the worker would grow on. */
+      signal_worker(&who, err);
+    }
     break;
   }
   case MDP_LIMIT_SIGNAL: {
