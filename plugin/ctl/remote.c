@@ -177,7 +177,7 @@ static int run(const mdctl_cmd *cmd)
   Memdiag__V1__StatusRequest status = MEMDIAG__V1__STATUS_REQUEST__INIT;
   Memdiag__V1__CaptureNow capture = MEMDIAG__V1__CAPTURE_NOW__INIT;
   Memdiag__V1__Frame *in = NULL;
-  mdctl_session s;
+  mdctl_session s = {0};
   op_parts parts;
   char err[1024];
   unsigned timeout_ms = mdctl_cmd_timeout_s(cmd) * 1000u;
@@ -220,12 +220,11 @@ static int run(const mdctl_cmd *cmd)
   rc = mdctl_session_call(&s, &control, wait_ms, &in, err, sizeof(err));
   if(rc) {
     fprintf(stderr, "memdiagctl: %s\n", err);
-    goto close;
+    goto out;
   }
   code = show(cmd, in->control_reply, md_now_us() - t0);
-close:
-  mdctl_session_close(&s);
 out:
+  mdctl_session_close(&s);
   if(in)
     md_frame_free(in);
   if(fflush(stdout) != 0 && code == EXIT_DONE) {

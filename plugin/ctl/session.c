@@ -99,6 +99,33 @@ out:
   return rc;
 }
 
+/* Why an exchange with the plugin failed, for the operator. */
+static void explain_exchange(const mdctl_session *s, int rc, int timeout_ms,
+                             char *err, size_t errlen)
+{
+  if(rc == MD_ETIMEDOUT)
+    snprintf(err, errlen, "no answer from the plugin within %d s (raise --timeout?)",
+             timeout_ms / 1000);
+  else if(rc == MD_ETLS)
+    explain_tls(s, rc, md_conn_error(s->conn), err, errlen);
+  else if(rc == MD_ECLOSED)
+    snprintf(err, errlen, "the plugin closed the connection without answering: it "
+             "probably refused this certificate (signed by another CA, expired, or not an "
+             "operator certificate); collectd's log says why");
+  else
+    snprintf(err, errlen, "talking to the plugin at %s failed: %s", s->socket,
+             md_conn_error(s->conn));
+}
+
+/* 1 when `in` ends the wait: our ControlReply or the plugin's Goodbye. */
+static int is_answer(const Memdiag__V1__Frame *in, uint64_t request_id)
+{
+  if(in->body_case == MEMDIAG__V1__FRAME__BODY_GOODBYE)
+    return 1;
+  return in->body_case == MEMDIAG__V1__FRAME__BODY_CONTROL_REPLY && in->control_reply &&
+         (!in->control_reply->has_request_id || in->control_reply->request_id == request_id);
+}
+
 int mdctl_session_call(mdctl_session *s, Memdiag__V1__Control *control,
                        int timeout_ms, Memdiag__V1__Frame **out,
                        char *err, size_t errlen)
@@ -112,48 +139,33 @@ int mdctl_session_call(mdctl_session *s, Memdiag__V1__Control *control,
   frame.body_case = MEMDIAG__V1__FRAME__BODY_CONTROL;
   frame.control = control;
   rc = md_conn_send_wait(s->conn, &frame, timeout_ms);
-  if(rc)
-    goto fail;
-  for(;;) {
+  /* Anything else (a heartbeat, a stale reply) is not our answer. */
+  while(rc == MD_OK) {
     uint64_t now = md_now_ms();
     if(now >= deadline) {
       rc = MD_ETIMEDOUT;
-      goto fail;
+      break;
     }
     rc = md_conn_recv_wait(s->conn, &in, (int)(deadline - now));
-    if(rc)
-      goto fail;
-    if(in->body_case == MEMDIAG__V1__FRAME__BODY_CONTROL_REPLY && in->control_reply &&
-       (!in->control_reply->has_request_id ||
-        in->control_reply->request_id == control->request_id)) {
-      *out = in;
-      return MD_OK;
-    }
-    if(in->body_case == MEMDIAG__V1__FRAME__BODY_GOODBYE) {
-      Memdiag__V1__Goodbye *g = in->goodbye;
-      snprintf(err, errlen, "the plugin refused this connection (%s): %s",
-               g && g->has_status ? md_status_name(g->status) : "goodbye",
-               g && g->reason ? g->reason : "no reason given");
-      rc = MD_EROLE;
-      goto out;
-    }
-    /* Anything else (a heartbeat, a stale reply) is not our answer. */
+    if(rc || is_answer(in, control->request_id))
+      break;
     md_frame_free(in);
     in = NULL;
   }
-fail:
-  if(rc == MD_ETIMEDOUT)
-    snprintf(err, errlen, "no answer from the plugin within %d s (raise --timeout?)",
-             timeout_ms / 1000);
-  else if(rc == MD_ETLS)
-    explain_tls(s, rc, md_conn_error(s->conn), err, errlen);
-  else if(rc == MD_ECLOSED)
-    snprintf(err, errlen, "the plugin closed the connection without answering: it "
-             "probably refused this certificate (signed by another CA, expired, or not an "
-             "operator certificate); collectd's log says why");
-  else
-    snprintf(err, errlen, "talking to the plugin at %s failed: %s", s->socket,
-             md_conn_error(s->conn));
+  if(rc) {
+    explain_exchange(s, rc, timeout_ms, err, errlen);
+    goto out;
+  }
+  if(in->body_case == MEMDIAG__V1__FRAME__BODY_GOODBYE) {
+    Memdiag__V1__Goodbye *g = in->goodbye;
+    snprintf(err, errlen, "the plugin refused this connection (%s): %s",
+             g && g->has_status ? md_status_name(g->status) : "goodbye",
+             g && g->reason ? g->reason : "no reason given");
+    rc = MD_EROLE;
+    goto out;
+  }
+  *out = in;
+  in = NULL;
 out:
   if(in)
     md_frame_free(in);
