@@ -285,6 +285,18 @@ static int remove_folder(const char *root, const char *name) {
     goto out;
   }
   fd = -1;
+  /* All or nothing: a folder holding a directory is left whole rather than
+   * emptied of its evidence and kept. */
+  for (struct dirent *e; (e = readdir(d));) {
+    struct stat st;
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+      continue;
+    if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || S_ISDIR(st.st_mode)) {
+      rc = -ENOTEMPTY;
+      goto out;
+    }
+  }
+  rewinddir(d);
   for (struct dirent *e; (e = readdir(d));) {
     if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
       continue;
@@ -333,9 +345,10 @@ int mdp_capfs_prune(const char *root, uint64_t limit, const char *const *keep,
   for (size_t i = 0; i < n && total > limit; i++) {
     if (kept(root, v[i].name, keep, n_keep))
       continue;
-    rc = remove_folder(root, v[i].name);
-    if (rc)
-      goto out;
+    /* A folder that cannot be removed whole (the worker made a directory
+     * in it) stays; the next oldest goes instead. */
+    if (remove_folder(root, v[i].name) != 0)
+      continue;
     total -= v[i].bytes;
     gone++;
   }

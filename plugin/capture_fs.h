@@ -44,7 +44,8 @@ int mdp_capfs_avail(const char *root, uint64_t *avail);
 int mdp_capfs_usage(const char *root, uint64_t *used);
 
 /* Remove the oldest capture folders (least recently modified first) until
- * the captures hold at most `limit` bytes. Folders named in keep (full
+ * the captures hold at most `limit` bytes; one that cannot be removed whole
+ * (a directory inside) is passed over. Folders named in keep (full
  * paths, n_keep of them: captures in progress) are never removed; neither
  * is anything without a capture.json. *used gets the bytes left; *removed
  * (may be NULL) the number of folders removed. Returns 0 or a negative

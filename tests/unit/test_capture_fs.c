@@ -212,7 +212,7 @@ static void make_capture(const char *name, size_t bytes, time_t mtime, bool mani
 }
 
 static bool exists(const char *name) {
-  char dir[1200];
+  char dir[1300];
   snprintf(dir, sizeof(dir), "%s/%s", root, name);
   return access(dir, F_OK) == 0;
 }
@@ -239,6 +239,18 @@ static void prune_oldest_first(void **state) {
   assert_true(exists("c-new"));
   assert_true(exists("c-ancient-running")); /* in progress: never removed */
   assert_true(exists("not-a-capture"));     /* not ours */
+  /* A capture the worker put a directory into is passed over, whole. */
+  make_capture("c-newer", 1000, 4000, true);
+  char sub[1300];
+  snprintf(sub, sizeof(sub), "%s/c-new/subdir", root);
+  assert_int_equal(mkdir(sub, 0700), 0);
+  assert_int_equal(mdp_capfs_prune(root, 1500, keep, 1, &used, &removed), 0);
+  assert_int_equal(removed, 1);
+  assert_true(exists("c-new"));
+  assert_true(exists("c-new/capture.json")); /* left whole, not emptied */
+  assert_true(exists("c-new/heap-1.json"));
+  assert_false(exists("c-newer"));
+  assert_int_equal(used, 2000);
   /* Under the bound: nothing more goes. */
   assert_int_equal(mdp_capfs_prune(root, 2500, keep, 1, &used, &removed), 0);
   assert_int_equal(removed, 0);
