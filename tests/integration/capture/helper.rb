@@ -25,20 +25,34 @@ module Capture
 
     # A hooked worker that leaks `rate` bytes/s up to `max` bytes.
     # dump_dir: the worker's MEMDIAG_DUMP_DIRECTORY (default: the captures).
-    def start_leaker(name, rate: 8 * MiB, max: 300 * MiB, dump_dir: @captures)
+    # uid: run the worker under this uid/gid (setpriv) with its own copy of
+    # the worker certificate; the site's socket must admit it (SocketMode).
+    def start_leaker(name, rate: 8 * MiB, max: 300 * MiB, dump_dir: @captures, uid: nil)
       marker = File.join(@site.dir, "#{name}.term")
       out = File.join(@site.dir, "#{name}.out")
+      cert, key, ca = @site.cert("worker"), @site.key("worker"), @site.ca
+      prefix = []
+      if uid
+        File.chmod(0o711, @site.dir)
+        own = File.join(@site.dir, "certs-#{uid}")
+        FileUtils.mkdir_p(own)
+        cert, key, ca = [cert, key, ca].map do |f|
+          File.join(own, File.basename(f)).tap { |c| FileUtils.cp(f, c) }
+        end
+        FileUtils.chown_R(uid, uid, own)
+        prefix = ["setpriv", "--reuid=#{uid}", "--regid=#{uid}", "--clear-groups", "--"]
+      end
       env = {
         "MEMDIAG_SOCKET" => @site.socket,
-        "MEMDIAG_CERT" => @site.cert("worker"),
-        "MEMDIAG_KEY" => @site.key("worker"),
-        "MEMDIAG_CA" => @site.ca,
+        "MEMDIAG_CERT" => cert,
+        "MEMDIAG_KEY" => key,
+        "MEMDIAG_CA" => ca,
         "MEMDIAG_NAME" => name,
         "MEMDIAG_DUMP_DIRECTORY" => dump_dir,
         "LEAK_BYTES_PER_SECOND" => rate.to_s,
         "LEAK_MAX_BYTES" => max.to_s,
       }
-      pid = Process.spawn(env, E2E::RUBY, "-I", E2E::HOOK_LIB, "-r", "memdiag/hook/auto",
+      pid = Process.spawn(env, *prefix, E2E::RUBY, "-I", E2E::HOOK_LIB, "-r", "memdiag/hook/auto",
                           File.join(HERE, "leaker.rb"), marker, out: [out, "w"], err: [:child, :out])
       w = E2E::Worker.new(name: name, pid: pid, tick_file: marker, dump_dir: @captures, out_path: out)
       @site.workers << w
