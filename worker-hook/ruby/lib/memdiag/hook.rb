@@ -34,6 +34,7 @@ module Memdiag
       def start(socket:, certificate:, key:, ca:, name: nil, dump_directory: nil, **tuning)
         unknown = tuning.keys - Runner::TUNING
         raise ArgumentError, "unknown keyword(s): #{unknown.join(", ")}" unless unknown.empty?
+        forget_inherited_runner
         raise Error, "memdiag hook already running as #{@config[:name].inspect}" if @runner
 
         @config = {
@@ -77,6 +78,7 @@ module Memdiag
       end
 
       def running?
+        forget_inherited_runner
         !@runner.nil?
       end
 
@@ -129,6 +131,15 @@ module Memdiag
       end
 
       private
+
+      # A fork that bypassed Process._fork (a C extension calling fork(2))
+      # leaves the parent's runner here; the C core has already dropped it.
+      def forget_inherited_runner
+        return unless @runner&.forked_away?
+
+        @runner.abandon
+        @runner = nil
+      end
 
       def blank_to_nil(value)
         value.nil? || value.empty? ? nil : value

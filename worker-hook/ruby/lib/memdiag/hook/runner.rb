@@ -35,10 +35,20 @@ module Memdiag
         @native.connections
       end
 
+      # True in a child for a runner inherited from the parent through a
+      # fork that did not go through Process._fork.
+      def forked_away?
+        @native.forked_away?
+      end
+
       def stop
         @stopping = true
         @native.shutdown
-        @thread.join(5) unless Thread.current.equal?(@thread)
+        begin
+          @thread.join(5) unless Thread.current.equal?(@thread)
+        rescue ThreadError
+          nil # called from a trap handler: the thread ends on its own
+        end
         @native.close
       end
 
