@@ -3,10 +3,13 @@
  * runtime thread of its own and forks many times while its I/O thread is
  * busy, checking in every child that the inherited hook is dropped.
  *
- *   mdh-core-worker SOCKET CERT KEY CA FORKS
+ *   mdh-core-worker SOCKET CERT KEY CA FORKS [hold]
  *
  * Prints "connected id=N", one "child K connected id=N" for the first two
- * children (which start hooks of their own), then "forks=N failures=F". */
+ * children (which start hooks of their own), then "forks=N failures=F".
+ * With "hold", requests are only taken from the queue once a line arrives
+ * on stdin, so a test can fill the queue or close the connection under
+ * requests that have not run yet. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,9 +39,14 @@ static uint64_t wait_connected(mdh_hook *h)
   return id;
 }
 
+static int hold;
+
 static void *serve(void *arg)
 {
   mdh_hook *h = arg;
+  char line[64];
+  if(hold && !fgets(line, sizeof line, stdin))
+    return NULL;
   for(;;) {
     mdh_request req;
     mdh_reply_t r = { 0 };
@@ -84,10 +92,11 @@ int main(int argc, char **argv)
   pthread_t runtime;
   int forks, i, failures = 0;
 
-  if(argc != 6) {
-    fprintf(stderr, "usage: mdh-core-worker SOCKET CERT KEY CA FORKS\n");
+  if(argc < 6 || argc > 7) {
+    fprintf(stderr, "usage: mdh-core-worker SOCKET CERT KEY CA FORKS [hold]\n");
     return 2;
   }
+  hold = argc == 7 && !strcmp(argv[6], "hold");
   setvbuf(stdout, NULL, _IOLBF, 0);
   forks = atoi(argv[5]);
   c = config(argv, "core");
