@@ -7,9 +7,9 @@
  *
  * Prints "connected id=N", one "child K connected id=N" for the first two
  * children (which start hooks of their own), then "forks=N failures=F".
- * With "hold", requests are only taken from the queue once a line arrives
- * on stdin, so a test can fill the queue or close the connection under
- * requests that have not run yet. */
+ * With "hold", the first request is taken from the queue and then held
+ * until a line arrives on stdin: a test sees the worker busy with it, can
+ * fill the queue behind it, or close the connection under it. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,8 +45,6 @@ static void *serve(void *arg)
 {
   mdh_hook *h = arg;
   char line[64];
-  if(hold && !fgets(line, sizeof line, stdin))
-    return NULL;
   for(;;) {
     mdh_request req;
     mdh_reply_t r = { 0 };
@@ -55,6 +53,11 @@ static void *serve(void *arg)
       continue;
     if(rc)
       return NULL;
+    if(hold) {
+      hold = 0;
+      if(!fgets(line, sizeof line, stdin))
+        return NULL;
+    }
     r.connection_id = req.connection_id;
     r.request_id = req.id;
     if(req.op == MDH_OP_PING) {

@@ -25,23 +25,30 @@ class HookCoreQueueTest < Minitest::Test
     super
   end
 
-  def test_a_full_queue_refuses_at_once_and_the_rest_run_later
-    server = start_server
+  def test_busy_worker_queues_16_and_refuses_the_rest_at_once
+    server = start_server(heartbeat_ms: 50)
     _worker, conn = start_core(server)
+    server.command("request #{conn} ping payload=first")
+    first = server.wait_for("sent") { true }
+    server.wait_for("heartbeat") { |e| e["busy_request_id"] == first["request_id"] }
+
     20.times { |i| server.command("request #{conn} ping payload=p#{i}") }
     refused = Array.new(4) { |i| server.wait_for("reply", after: i) { |e| e["status"] == "refused" } }
     refused.each { |r| assert_equal "16 requests are already waiting in this worker", r["error"] }
-    assert_equal 0, server.count("reply") - 4, "nothing ran yet: the runtime thread is held"
+    assert_equal 4, server.count("reply"), "nothing else ran: the runtime thread is held"
 
     @release.puts("go")
     @release.flush
+    assert_equal "first", server.wait_for("reply") { |e| e["request_id"] == first["request_id"] }["data"]
     16.times { |i| server.wait_for("reply") { |e| e["data"] == "p#{i}" && e["status"] == "ok" } }
+    idle_after = server.count("heartbeat")
+    server.wait_for("heartbeat", after: idle_after) { |e| e["busy_request_id"].zero? }
   end
 
-  def test_requests_waiting_when_the_connection_closes_are_dropped
+  def test_requests_of_a_closed_connection_get_no_reply_on_the_next
     server = start_server
     worker, conn = start_core(server)
-    3.times { server.command("request #{conn} ping payload=old") }
+    3.times { server.command("request #{conn} ping payload=old") } # one held, two waiting
     server.wait_for("sent", after: 2) { true }
     server.command("close #{conn}")
     again = server.wait_for("hello") { |e| e["conn"] != conn }
@@ -51,6 +58,7 @@ class HookCoreQueueTest < Minitest::Test
     @release.flush
     fresh = server.request(again["conn"], "ping", payload: "new")
     assert_equal "new", fresh["data"]
-    assert_empty server.all("reply").select { |e| e["data"] == "old" }, "no reply to a request of the closed connection reaches the new one"
+    assert_empty server.all("reply").select { |e| e["data"] == "old" },
+                 "no reply to a request of the closed connection reaches the new one"
   end
 end
