@@ -7,7 +7,9 @@ module Memdiag
     # Everything an operation raises becomes an error reply.
     class Runner
       TUNING = %i[backoff_min_ms backoff_max_ms handshake_timeout_ms queue_capacity].freeze
-      WAIT_MS = 1000
+      # Wait without a timeout: stop and Thread#kill interrupt the wait, so
+      # an idle hook never wakes the GVL.
+      WAIT_MS = -1
       OPERATION_KEYS = %i[id op path shapes mode timeout_ms payload].freeze
 
       def initialize(config)
