@@ -6,7 +6,8 @@ add_library(mdp_capture_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/plan.c
   ${CMAKE_CURRENT_LIST_DIR}/plan_sched.c
   ${CMAKE_CURRENT_LIST_DIR}/capture_fs.c
-  ${CMAKE_CURRENT_LIST_DIR}/capture_config.c)
+  ${CMAKE_CURRENT_LIST_DIR}/capture_config.c
+  ${CMAKE_CURRENT_LIST_DIR}/capture_request.c)
 target_include_directories(mdp_capture_core PUBLIC ${CMAKE_CURRENT_LIST_DIR})
 target_link_libraries(mdp_capture_core PUBLIC mdp_detector mdproto m)
 

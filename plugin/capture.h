@@ -106,11 +106,13 @@ typedef struct mdp_capture_sample {
 /* Start the plan on a worker (the detector fired, or an operator asked).
  * Returns 0 when the plan started, 1 when it is queued behind
  * CaptureConcurrency, or a negative errno with a message in err:
- * -EBUSY (a plan already runs or is queued for this worker), -EALREADY
+ * -ENOENT (no such connection), -ESHUTDOWN (module not running), -EBUSY (a
+ * plan already runs or is queued for this worker), -EALREADY
  * (CaptureCooldown for this worker name), -EPERM (CaptureDirectory is
- * outside the dump directory the worker announced), -EIO (folder could not
- * be made). Refusals are logged and counted as skipped. On 0, dir (if not
- * NULL) receives the capture folder. */
+ * outside the dump directory the worker announced): these are refusals,
+ * counted as skipped and notified (FAILURE) except the first two; -EIO: the
+ * capture folder could not be made, counted as failed and notified. On 0,
+ * dir (if not NULL) receives the capture folder. */
 int mdp_capture_start(const mdp_capture_worker_t *w, const char *reason,
                       const mdp_capture_sample_t *samples, size_t n_samples,
                       unsigned flags, char *dir, size_t dirlen, char *err,

@@ -6,6 +6,7 @@
 
 #include "capture.h"
 #include "capture_fs.h"
+#include "capture_request.h"
 #include "md/wire.h"
 #include "plan.h"
 #include "plan_sched.h"
@@ -219,97 +220,17 @@ static void on_reply(const Memdiag__V1__Reply *reply, void *arg);
 static void on_timer(void *arg);
 static void run_actions(run_t *r, const mdp_actions_t *acts);
 
-static void fill_request(const run_t *r, const mdp_step_t *s,
-                         Memdiag__V1__Request *req, char *path, size_t pathlen,
-                         void *ops) {
-  /* ops is caller storage big enough for any one operation message. */
-  snprintf(path, pathlen, "%s/%s", r->dir, s->file);
-  switch (s->kind) {
-  case MDP_STEP_DUMP: {
-    Memdiag__V1__MemoryDump *m = ops;
-    memdiag__v1__memory_dump__init(m);
-    m->path = path;
-    m->has_shapes = 1;
-    m->shapes = cfg.dump_shapes;
-    m->has_mode = 1;
-    m->mode = (Memdiag__V1__DumpMode)cfg.dump_mode;
-    req->op_case = MEMDIAG__V1__REQUEST__OP_MEMORY_DUMP;
-    req->memory_dump = m;
-    break;
-  }
-  case MDP_STEP_TRACE_STOP: {
-    Memdiag__V1__AllocationTraceStop *m = ops;
-    memdiag__v1__allocation_trace_stop__init(m);
-    m->path = path;
-    m->has_shapes = 1;
-    m->shapes = cfg.dump_shapes;
-    req->op_case = MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_STOP;
-    req->allocation_trace_stop = m;
-    break;
-  }
-  case MDP_STEP_TRACE_START: {
-    Memdiag__V1__AllocationTraceStart *m = ops;
-    memdiag__v1__allocation_trace_start__init(m);
-    req->op_case = MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_START;
-    req->allocation_trace_start = m;
-    break;
-  }
-  case MDP_STEP_GC_START: {
-    Memdiag__V1__GarbageProfileStart *m = ops;
-    memdiag__v1__garbage_profile_start__init(m);
-    req->op_case = MEMDIAG__V1__REQUEST__OP_GARBAGE_PROFILE_START;
-    req->garbage_profile_start = m;
-    break;
-  }
-  case MDP_STEP_GC_STOP: {
-    Memdiag__V1__GarbageProfileStop *m = ops;
-    memdiag__v1__garbage_profile_stop__init(m);
-    m->path = path;
-    req->op_case = MEMDIAG__V1__REQUEST__OP_GARBAGE_PROFILE_STOP;
-    req->garbage_profile_stop = m;
-    break;
-  }
-  case MDP_STEP_SCHEDULER: {
-    Memdiag__V1__SchedulerDump *m = ops;
-    memdiag__v1__scheduler_dump__init(m);
-    m->path = path;
-    req->op_case = MEMDIAG__V1__REQUEST__OP_SCHEDULER_DUMP;
-    req->scheduler_dump = m;
-    break;
-  }
-  case MDP_STEP_THREADS: {
-    Memdiag__V1__ThreadDump *m = ops;
-    memdiag__v1__thread_dump__init(m);
-    m->path = path;
-    req->op_case = MEMDIAG__V1__REQUEST__OP_THREAD_DUMP;
-    req->thread_dump = m;
-    break;
-  }
-  case MDP_STEP_WAIT:
-    break;
-  }
-}
-
 static void send_step(run_t *r, size_t idx) {
-  union {
-    Memdiag__V1__MemoryDump md;
-    Memdiag__V1__AllocationTraceStart ts;
-    Memdiag__V1__AllocationTraceStop tp;
-    Memdiag__V1__GarbageProfileStart gs;
-    Memdiag__V1__GarbageProfileStop gp;
-    Memdiag__V1__SchedulerDump sd;
-    Memdiag__V1__ThreadDump td;
-  } ops;
-  Memdiag__V1__Request req = MEMDIAG__V1__REQUEST__INIT;
-  char path[MDP_CAPTURE_PATH_MAX + 80];
+  mdp_capreq_t cr;
   mdp_actions_t acts = {.n = 0};
   const char *why = NULL;
+  token_t *t = NULL;
 
-  fill_request(r, &r->plan.steps[idx], &req, path, sizeof(path), &ops);
-  token_t *t = token(r, 0);
-  if (!t)
+  if (mdp_capreq_build(&cr, &r->plan.steps[idx], r->dir, &cfg) != 0)
+    why = "the step sends no request";
+  else if (!(t = token(r, 0)))
     why = "out of memory";
-  else if (mdp_server_request(r->conn, &req, cfg.step_timeout_ms, on_reply, t) != 0)
+  else if (mdp_server_request(r->conn, &cr.req, cfg.step_timeout_ms, on_reply, t) != 0)
     why = "the server could not send the request";
   if (!why)
     return;
