@@ -527,8 +527,12 @@ static void on_hello(conn *c, const Memdiag__V1__Hello *h)
   c->state = C_WORKER;
   c->worker_id = id;
   c->deadline_ms = 0;
-  snprintf(c->who, sizeof(c->who), "'%s' pid %ld", h->name && h->name[0] ? h->name : "worker",
+  snprintf(c->who, sizeof(c->who), "'%.100s' pid %ld", h->name && h->name[0] ? h->name : "worker",
            (long)c->pid);
+  /* The name is the peer's text: no control characters into collectd's log. */
+  for(char *p = c->who; *p; p++)
+    if((unsigned char)*p < 0x20 || *p == 0x7f)
+      *p = '?';
   w.has_connection_id = 1;
   w.connection_id = id;
   w.has_heartbeat_interval_ms = 1;
