@@ -264,6 +264,13 @@ static void operate(uint64_t serial, const char *who, uint64_t request_id,
     mdp_control_refuse(serial, request_id, MEMDIAG__V1__STATUS__STATUS_UNKNOWN_CONNECTION, err);
     return;
   }
+  /* A worker that announced what it can run is not sent anything else. */
+  if(info.n_capabilities > 0 && !mdp_registry_can(op->connection_id, name)) {
+    snprintf(err, sizeof(err), "worker %" PRIu64 " ('%s' pid %ld) does not offer %s",
+             op->connection_id, info.name, (long)info.pid, name);
+    mdp_control_refuse(serial, request_id, MEMDIAG__V1__STATUS__STATUS_UNSUPPORTED, err);
+    return;
+  }
   ctx = calloc(1, sizeof(*ctx));
   if(!ctx) {
     mdp_control_refuse(serial, request_id, MEMDIAG__V1__STATUS__STATUS_ERROR,

@@ -272,6 +272,7 @@ int mdp_registry_info(uint64_t id, mdp_worker_info *out)
     snprintf(out->runtime_version, sizeof(out->runtime_version), "%s", w->runtime_version);
     snprintf(out->dump_directory, sizeof(out->dump_directory), "%s", w->dump_directory);
     out->connected_at = w->connected_at;
+    out->n_capabilities = w->n_capabilities;
     out->rss = w->last.rss;
     out->pss = w->last.pss;
     out->private_bytes = w->last.private_bytes;

@@ -76,6 +76,7 @@ typedef struct mdp_worker_info {
   char runtime_version[32];
   char dump_directory[512]; /* from its hello, "" if none */
   uint64_t connected_at;    /* unix seconds */
+  size_t n_capabilities;    /* operations announced in its hello */
   /* Latest sample in bytes, 0 until sampled or when not configured. */
   uint64_t rss, pss, private_bytes, swap;
   double sampled_at; /* unix seconds of that sample, 0 if none yet */

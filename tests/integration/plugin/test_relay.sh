@@ -28,6 +28,11 @@ if control ping 999 >"$T/unknown.out"; then fail "ping to 999 succeeded"; fi
 grep -q 'status=unknown' "$T/unknown.out" || fail "unknown ID status: $(cat "$T/unknown.out")"
 grep -q 'no worker with connection ID 999' "$T/unknown.out" || fail "unknown ID message: $(cat "$T/unknown.out")"
 
+note "an operation the worker did not announce is refused by the plugin"
+if control memory_dump "$ID1" >"$T/unsup.out"; then fail "memory_dump to the test worker succeeded"; fi
+grep -q 'status=unsupported' "$T/unsup.out" || fail "unsupported status: $(cat "$T/unsup.out")"
+grep -q "does not offer memory_dump" "$T/unsup.out" || fail "unsupported message: $(cat "$T/unsup.out")"
+
 note "a request the worker never answers times out"
 if control scheduler_dump "$ID1" 1000 >"$T/timeout.out"; then fail "scheduler_dump did not time out"; fi
 grep -q 'status=timeout' "$T/timeout.out" || fail "timeout status: $(cat "$T/timeout.out")"

@@ -122,7 +122,7 @@ static int run_worker(const opts *o)
   Memdiag__V1__Frame f = MEMDIAG__V1__FRAME__INIT;
   Memdiag__V1__Hello h = MEMDIAG__V1__HELLO__INIT;
   Memdiag__V1__Frame *in = NULL;
-  char *caps[] = {"ping", "thread_dump"};
+  char *caps[] = {"ping", "thread_dump", "scheduler_dump"};
   uint32_t heartbeat_ms = 1000;
   uint64_t seq = 0, next_beat, end_at = 0;
   char *big = NULL;
@@ -158,7 +158,7 @@ static int run_worker(const opts *o)
     h.ppid = (uint32_t)getppid();
     h.runtime = "c-test";
     h.runtime_version = "1";
-    h.n_capabilities = 2;
+    h.n_capabilities = 3;
     h.capabilities = caps;
     f.body_case = MEMDIAG__V1__FRAME__BODY_HELLO;
     f.hello = &h;
@@ -288,6 +288,7 @@ static int run_control(const opts *o, int argc, char **argv)
   Memdiag__V1__Ping ping = MEMDIAG__V1__PING__INIT;
   Memdiag__V1__ThreadDump td = MEMDIAG__V1__THREAD_DUMP__INIT;
   Memdiag__V1__SchedulerDump sd = MEMDIAG__V1__SCHEDULER_DUMP__INIT;
+  Memdiag__V1__MemoryDump md = MEMDIAG__V1__MEMORY_DUMP__INIT;
   Memdiag__V1__Frame *in = NULL;
   const char *verb;
   int rc;
@@ -327,6 +328,9 @@ static int run_control(const opts *o, int argc, char **argv)
     } else if(strcmp(verb, "thread_dump") == 0) {
       req.op_case = MEMDIAG__V1__REQUEST__OP_THREAD_DUMP;
       req.thread_dump = &td;
+    } else if(strcmp(verb, "memory_dump") == 0) {
+      req.op_case = MEMDIAG__V1__REQUEST__OP_MEMORY_DUMP;
+      req.memory_dump = &md;
     } else if(strcmp(verb, "scheduler_dump") == 0) {
       req.op_case = MEMDIAG__V1__REQUEST__OP_SCHEDULER_DUMP;
       req.scheduler_dump = &sd;
