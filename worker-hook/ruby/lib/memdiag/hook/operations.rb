@@ -64,6 +64,7 @@ module Memdiag
       private
 
       Request = Struct.new(:id, :op, :path, :shapes, :mode, :timeout_ms, :payload, keyword_init: true)
+      private_constant :Request
 
       def normalize(request)
         raise Ops::Failure.bad_request("request must be a Hash, got #{request.class}") unless request.is_a?(Hash)

@@ -33,6 +33,13 @@ module Memdiag
         def now_us
           Process.clock_gettime(Process::CLOCK_MONOTONIC, :microsecond)
         end
+
+        # CPU time of the calling thread, or nil where the clock is missing.
+        def thread_cpu_us
+          Process.clock_gettime(Process::CLOCK_THREAD_CPUTIME_ID, :microsecond)
+        rescue NameError, SystemCallError
+          nil
+        end
       end
     end
   end

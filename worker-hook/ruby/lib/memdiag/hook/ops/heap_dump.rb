@@ -38,7 +38,11 @@ module Memdiag
           notes << why if why
           notes << SHAPES_NOTE if !shapes && !SHAPES_KEYWORD
           check_free_space(target)
-          pause_us, bytes = dump(target, chosen, shapes, timeout_ms)
+          pause_us, fork_wall_us, bytes = dump(target, chosen, shapes, timeout_ms)
+          if fork_wall_us && fork_wall_us > pause_us + 1000
+            notes << format("the fork call took %.1f ms by the clock, including the wait for the GVL " \
+                            "the application held", fork_wall_us / 1000.0)
+          end
           notes << "timeout_ms does not apply to an inline dump" if chosen == "inline" && timeout_ms&.positive?
           { path: target.path, bytes: bytes, mode: chosen, pause_us: pause_us,
             note: notes.empty? ? nil : notes.join("; ") }
@@ -49,7 +53,7 @@ module Memdiag
         def dump(target, chosen, shapes, timeout_ms)
           partial = target.create_temp
           begin
-            pause_us = nil
+            pause_us = fork_wall_us = nil
             if chosen == "fork"
               result = ForkRunner.new.run(timeout_ms) do
                 write_heap(partial.io, shapes)
@@ -58,10 +62,11 @@ module Memdiag
                 "dumped"
               end
               pause_us = result.pause_us
+              fork_wall_us = result.fork_wall_us
             else
               write_heap(partial.io, shapes)
             end
-            [pause_us, partial.publish]
+            [pause_us, fork_wall_us, partial.publish]
           rescue SystemCallError, IOError => e
             raise Failure.error("heap dump to #{target.path} failed: #{e.message}; nothing was left behind")
           rescue Failure => e
