@@ -11,6 +11,7 @@ set(MDH_TEST_ENV
   "MEMDIAG_TEST_SERVER=$<TARGET_FILE:mdh-test-server>"
   "MEMDIAG_CORE_WORKER=$<TARGET_FILE:mdh-core-worker>"
   "MEMDIAG_HOOK_LIB=${MEMDIAG_HOOK_RUBY_LIB}"
+  "MEMDIAG_HOOK_SOURCE_LIB=${PROJECT_SOURCE_DIR}/worker-hook/ruby/lib"
   "MEMDIAG_CERTS_TOOL=${MEMDIAG_CONF_DIR}/memdiag-certs")
 
 # Each file is its own ctest.

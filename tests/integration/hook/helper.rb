@@ -19,6 +19,23 @@ module HookTest
   # awaited line shows up.
   WAIT = Integer(ENV.fetch("MEMDIAG_TEST_WAIT", "60"))
 
+  # ctest does not build: a hook library copied before the last change to
+  # its sources would make these tests fail in confusing ways.
+  def self.check_build_is_current
+    source = ENV["MEMDIAG_HOOK_SOURCE_LIB"]
+    return unless source
+
+    stale = Dir.glob("**/*", base: source).reject { |f| File.directory?(File.join(source, f)) }.reject do |f|
+      built = File.join(LIB, f)
+      File.exist?(built) && File.binread(built) == File.binread(File.join(source, f))
+    end
+    return if stale.empty?
+
+    abort "the built hook in #{LIB} is older than its sources (#{stale.first(3).join(", ")}): " \
+          "run cmake --build before ctest"
+  end
+  check_build_is_current
+
   # The plugin's side: mdh-test-server, its events read as JSON lines.
   class Server
     attr_reader :events, :socket
