@@ -37,10 +37,13 @@ module Memdiag
         forget_inherited_runner
         raise Error, "memdiag hook already running as #{@config[:name].inspect}" if @runner
 
+        # Files are opened again at every reconnect, possibly after the
+        # application changed directory (Process.daemon, Puma's `directory`).
         @config = {
-          socket: socket.to_s, certificate: certificate.to_s, key: key.to_s, ca: ca.to_s,
+          socket: File.expand_path(socket.to_s), certificate: File.expand_path(certificate.to_s),
+          key: File.expand_path(key.to_s), ca: File.expand_path(ca.to_s),
           name: (name || default_name).to_s,
-          dump_directory: dump_directory&.to_s,
+          dump_directory: dump_directory && File.expand_path(dump_directory.to_s),
           **tuning
         }
         @forks = 0
