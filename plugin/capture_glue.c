@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -240,6 +241,24 @@ static void send_step(run_t *r, size_t idx) {
   run_actions(r, &acts);
 }
 
+/* CaptureDirectory with its symbolic links resolved, once it exists: the
+ * hook refuses paths that pass through a link below its dump directory, and
+ * pruning must name in-progress folders exactly as they were made. */
+static char resolved_root[MDP_CAPTURE_PATH_MAX];
+
+static const char *root_dir(void) {
+  return resolved_root[0] ? resolved_root : cfg.directory;
+}
+
+static int make_root(void) {
+  char buf[PATH_MAX];
+  int rc = mdp_capfs_ensure_root(cfg.directory);
+  if (!rc && !resolved_root[0] && realpath(cfg.directory, buf) &&
+      strlen(buf) < sizeof(resolved_root))
+    memcpy(resolved_root, buf, strlen(buf) + 1);
+  return rc;
+}
+
 static void check_space(run_t *r, uint64_t need) {
   mdp_actions_t acts = {.n = 0};
   uint64_t avail = 0, used = 0;
@@ -255,7 +274,7 @@ static void check_space(run_t *r, uint64_t need) {
       if (runs[i]->begun)
         keep[n_keep++] = runs[i]->dir;
     uint64_t limit = cfg.max_use > need ? cfg.max_use - need : 0;
-    rc = mdp_capfs_prune(cfg.directory, limit, keep, n_keep, &used, &removed);
+    rc = mdp_capfs_prune(root_dir(), limit, keep, n_keep, &used, &removed);
     if (rc)
       WARNING("memdiag plugin: pruning %s: %s", cfg.directory, strerror(-rc));
     if (removed)
@@ -326,9 +345,9 @@ static void pump(void);
 static int begin_run(run_t *r, char *err, size_t errlen) {
   mdp_actions_t acts = {.n = 0};
   int64_t now = now_ms();
-  int rc = mdp_capfs_ensure_root(cfg.directory);
+  int rc = make_root();
   if (!rc)
-    rc = mdp_capfs_make_folder(cfg.directory, r->name, r->pid, now, r->uid, r->gid,
+    rc = mdp_capfs_make_folder(root_dir(), r->name, r->pid, now, r->uid, r->gid,
                                r->dir, sizeof(r->dir));
   if (rc) {
     snprintf(err, errlen, "cannot create a capture folder under %s: %s",
@@ -449,6 +468,7 @@ int mdp_capture_init(const mdp_capture_config_t *c) {
   }
   /* CaptureDirectory is made at the first capture, not here: a plugin that
    * never captures leaves the file system alone. */
+  resolved_root[0] = '\0';
   mdp_sched_init(&sched, cfg.concurrency, cfg.cooldown_ms, cfg.restart_after_capture);
   memset(&counters, 0, sizeof(counters));
   ready = true;

@@ -14,11 +14,19 @@ module Capture
   class Bench
     attr_reader :site, :captures
 
-    def initialize(label, keys)
+    # link: make CaptureDirectory a symbolic link to the real captures
+    # directory (which the workers are given as their dump directory).
+    def initialize(label, keys, link: false)
       @site = E2E::Site.new(label)
       @captures = File.join(@site.dir, "captures")
+      configured = @captures
+      if link
+        FileUtils.mkdir_p(@captures, mode: 0o711)
+        configured = File.join(@site.dir, "captures-link")
+        File.symlink(@captures, configured)
+      end
       @site.start_collectd(<<~KEYS)
-        CaptureDirectory "#{@captures}"
+        CaptureDirectory "#{configured}"
         #{keys}
       KEYS
     end
