@@ -119,7 +119,7 @@ static void sample_worker(mdp_worker *w, cdtime_t now, cdtime_t interval)
   uint64_t v;
   int fired;
 
-  if(w->proc_dir < 0 || mdp_sampler_read(w->proc_dir, cfg.memory, &s) != 0)
+  if(w->proc_fd < 0 || mdp_sampler_read(w->proc_fd, cfg.memory, &s) != 0)
     return; /* exited: the server notices the closed connection */
   if(cfg.memory & MDP_MEM_RSS)
     dispatch(w->instance, "memory", "rss", (double)s.rss, now, interval);
@@ -198,7 +198,7 @@ static int memdiag_init(void)
   }
   if(mdp_config_check(&cfg) != 0)
     goto refuse;
-  rc = mdp_registry_init(&cfg.detector);
+  rc = mdp_registry_init(&cfg.detector, cfg.memory);
   if(rc)
     goto refuse;
   rc = mdp_server_start(&cfg);

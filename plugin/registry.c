@@ -14,19 +14,21 @@ static mdp_worker **table; /* sorted by id (ids only grow) */
 static size_t count, cap;
 static uint64_t next_id = 1;
 static mdp_detector_config detector_cfg;
+static unsigned memory_kinds;
 
-int mdp_registry_init(const mdp_detector_config *detector)
+int mdp_registry_init(const mdp_detector_config *detector, unsigned memory)
 {
   pthread_mutex_lock(&lock);
   detector_cfg = *detector;
+  memory_kinds = memory;
   pthread_mutex_unlock(&lock);
   return 0;
 }
 
 static void worker_free(mdp_worker *w)
 {
-  if(w->proc_dir >= 0)
-    close(w->proc_dir);
+  if(w->proc_fd >= 0)
+    close(w->proc_fd);
   for(size_t i = 0; i < w->n_capabilities; i++)
     free(w->capabilities[i]);
   free(w->capabilities);
@@ -91,7 +93,7 @@ static int copy_caps(mdp_worker *w, char **caps, size_t n)
   return 0;
 }
 
-int mdp_registry_add(const mdp_worker_hello *h, uint64_t *id)
+int mdp_registry_add(const mdp_worker_hello *h, uint64_t *id, int *proc_err)
 {
   mdp_worker *w = calloc(1, sizeof(*w));
   char base[100];
@@ -99,7 +101,7 @@ int mdp_registry_add(const mdp_worker_hello *h, uint64_t *id)
 
   if(!w)
     return -ENOMEM;
-  w->proc_dir = -1;
+  w->proc_fd = -1;
   w->pid = h->pid;
   w->ppid = h->ppid;
   w->uid = h->uid;
@@ -119,7 +121,8 @@ int mdp_registry_add(const mdp_worker_hello *h, uint64_t *id)
   if(rc)
     goto fail;
   /* Opened here, on the server thread, while the peer is certainly alive. */
-  w->proc_dir = mdp_sampler_open(h->pid);
+  w->proc_fd = mdp_sampler_open(h->pid, memory_kinds);
+  *proc_err = w->proc_fd < 0 ? w->proc_fd : 0;
   mdp_registry_sanitise(w->name, base, sizeof(base));
   w->refs = 1;
 

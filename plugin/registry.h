@@ -39,7 +39,7 @@ typedef struct mdp_worker {
   char **capabilities; /* owned */
   size_t n_capabilities;
   uint64_t connected_at;
-  int proc_dir; /* mdp_sampler_open; -1 if it could not be opened */
+  int proc_fd; /* mdp_sampler_open; -1 if it could not be opened */
 
   /* Read thread only (collectd runs one read callback at a time). */
   mdp_detector detector;
@@ -64,12 +64,16 @@ typedef struct mdp_worker_hello {
   size_t n_capabilities;
 } mdp_worker_hello;
 
-int mdp_registry_init(const mdp_detector_config *detector);
+/* memory: the MDP_MEM_* figures sampled (decides which /proc file each
+ * worker's proc_fd is). */
+int mdp_registry_init(const mdp_detector_config *detector, unsigned memory);
 void mdp_registry_destroy(void);
 
 /* Register a worker; assigns the next connection ID (1, 2, 3, ... for the
- * plugin's lifetime, never reused). Returns 0 with *id set, or -ENOMEM. */
-int mdp_registry_add(const mdp_worker_hello *hello, uint64_t *id);
+ * plugin's lifetime, never reused). Returns 0 with *id set, or -ENOMEM.
+ * *proc_err is 0, or the negative errno of opening its /proc file (the
+ * worker is registered but cannot be sampled). */
+int mdp_registry_add(const mdp_worker_hello *hello, uint64_t *id, int *proc_err);
 
 /* Forget a worker. Returns 0 or -ENOENT. */
 int mdp_registry_remove(uint64_t id);

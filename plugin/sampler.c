@@ -10,53 +10,49 @@
 #include "config.h"
 #include "sampler.h"
 
-int mdp_sampler_open(pid_t pid)
+static int uses_rollup(unsigned memory)
+{
+  return (memory & (MDP_MEM_PSS | MDP_MEM_PRIVATE | MDP_MEM_SWAP)) != 0;
+}
+
+int mdp_sampler_open(pid_t pid, unsigned memory)
 {
   char path[64];
   int fd;
 
-  snprintf(path, sizeof(path), "/proc/%ld", (long)pid);
-  fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  snprintf(path, sizeof(path), "/proc/%ld/%s", (long)pid,
+           uses_rollup(memory) ? "smaps_rollup" : "statm");
+  fd = open(path, O_RDONLY | O_CLOEXEC);
   return fd < 0 ? -errno : fd;
 }
 
-/* Read a whole small /proc file relative to the worker's directory. */
-static int read_file(int proc_dir, const char *name, char *buf, size_t len)
+/* Re-read a whole small /proc file from its start. */
+static int read_file(int fd, char *buf, size_t len)
 {
   ssize_t n;
   size_t used = 0;
-  int fd = openat(proc_dir, name, O_RDONLY | O_CLOEXEC);
-  int rc = 0;
 
-  if(fd < 0)
-    return (errno == ENOENT || errno == ESRCH) ? -ESRCH : -errno;
   while(used + 1 < len) {
-    n = read(fd, buf + used, len - 1 - used);
+    n = pread(fd, buf + used, len - 1 - used, (off_t)used);
     if(n < 0) {
       if(errno == EINTR)
         continue;
-      rc = (errno == ESRCH) ? -ESRCH : -errno;
-      goto out;
+      return (errno == ESRCH || errno == ENOENT) ? -ESRCH : -errno;
     }
     if(n == 0)
       break;
     used += (size_t)n;
   }
   buf[used] = '\0';
-  /* A process that exited leaves an empty file behind its open handle. */
-  if(used == 0)
-    rc = -ESRCH;
-out:
-  close(fd);
-  return rc;
+  return used == 0 ? -ESRCH : 0;
 }
 
-static int read_statm(int proc_dir, mdp_sample *out)
+static int read_statm(int fd, mdp_sample *out)
 {
   static long page;
   char buf[256];
   unsigned long long size, resident;
-  int rc = read_file(proc_dir, "statm", buf, sizeof(buf));
+  int rc = read_file(fd, buf, sizeof(buf));
 
   if(rc)
     return rc;
@@ -69,12 +65,12 @@ static int read_statm(int proc_dir, mdp_sample *out)
 }
 
 /* smaps_rollup lines look like "Pss:     1234 kB". */
-static int read_rollup(int proc_dir, mdp_sample *out)
+static int read_rollup(int fd, mdp_sample *out)
 {
   char buf[4096];
   uint64_t priv = 0;
   int found = 0;
-  int rc = read_file(proc_dir, "smaps_rollup", buf, sizeof(buf));
+  int rc = read_file(fd, buf, sizeof(buf));
 
   if(rc)
     return rc;
@@ -108,10 +104,8 @@ static int read_rollup(int proc_dir, mdp_sample *out)
   return 0;
 }
 
-int mdp_sampler_read(int proc_dir, unsigned memory, mdp_sample *out)
+int mdp_sampler_read(int fd, unsigned memory, mdp_sample *out)
 {
   memset(out, 0, sizeof(*out));
-  if(memory & (MDP_MEM_PSS | MDP_MEM_PRIVATE | MDP_MEM_SWAP))
-    return read_rollup(proc_dir, out);
-  return read_statm(proc_dir, out);
+  return uses_rollup(memory) ? read_rollup(fd, out) : read_statm(fd, out);
 }

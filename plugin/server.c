@@ -497,6 +497,7 @@ static void on_hello(conn *c, const Memdiag__V1__Hello *h)
   mdp_worker_hello wh;
   char reason[160];
   uint64_t id;
+  int proc_err = 0;
   int rc;
 
   if(!h->has_pid || (pid_t)h->pid != c->pid) {
@@ -518,7 +519,7 @@ static void on_hello(conn *c, const Memdiag__V1__Hello *h)
   wh.dump_directory = h->dump_directory;
   wh.capabilities = h->capabilities;
   wh.n_capabilities = h->n_capabilities;
-  rc = mdp_registry_add(&wh, &id);
+  rc = mdp_registry_add(&wh, &id, &proc_err);
   if(rc) {
     ERROR("memdiag plugin: cannot register worker pid %ld: %s", (long)c->pid, strerror(-rc));
     goodbye(c, MEMDIAG__V1__STATUS__STATUS_ERROR, "plugin out of memory");
@@ -541,6 +542,10 @@ static void on_hello(conn *c, const Memdiag__V1__Hello *h)
   f.welcome = &w;
   if(send_frame(c, &f) == 0)
     INFO("memdiag plugin: worker %" PRIu64 " registered: %s", id, c->who);
+  if(proc_err)
+    WARNING("memdiag plugin: worker %" PRIu64 " (%s) cannot be sampled: /proc/%ld: %s "
+            "(raise collectd's open file limit if it says too many open files)",
+            id, c->who, (long)c->pid, strerror(-proc_err));
 }
 
 static void on_frame(conn *c, const Memdiag__V1__Frame *f)
