@@ -147,7 +147,8 @@ module HookTest
     attr_reader :pid, :out_path, :err_path
 
     # script: Ruby source run as NAME.rb; or command: any argv (e.g. puma).
-    def initialize(dir, script = nil, env: {}, name: "worker", args: [], command: nil, stdin: File::NULL)
+    def initialize(dir, script = nil, env: {}, name: "worker", args: [], command: nil, stdin: File::NULL,
+                   chdir: Dir.pwd)
       @out_path = File.join(dir, "#{name}.out")
       @err_path = File.join(dir, "#{name}.err")
       cmd = command
@@ -156,7 +157,8 @@ module HookTest
         File.write(path, script)
         cmd = [RUBY, path, *args]
       end
-      @pid = Process.spawn(env, *cmd, in: stdin, out: [@out_path, "w"], err: [@err_path, "w"], pgroup: true)
+      @pid = Process.spawn(env, *cmd, in: stdin, out: [@out_path, "w"], err: [@err_path, "w"], pgroup: true,
+                                          chdir: chdir)
     end
 
     def out

@@ -80,4 +80,27 @@ class HookReconnectTest < Minitest::Test
     again = server.wait_for("hello") { |e| e["conn"] != hello["conn"] }
     assert_equal worker.pid, again["pid"]
   end
+
+  def test_relative_paths_survive_a_chdir_between_connections
+    env = hook_env(name: "wanderer").merge(
+      "MEMDIAG_SOCKET" => "plugin.sock", "MEMDIAG_CERT" => "certs/worker.pem",
+      "MEMDIAG_KEY" => "certs/worker.key", "MEMDIAG_CA" => "certs/ca.pem", "MEMDIAG_DUMP_DIRECTORY" => "dumps"
+    )
+    first = start_server
+    worker = HookTest::Worker.new(@dir, <<~RUBY, env: env, name: "wanderer", chdir: @dir)
+      $stdout.sync = true
+      sleep 0.05 until Memdiag::Hook.connection_id
+      Dir.chdir("/")
+      puts "moved"
+      sleep
+    RUBY
+    @workers << worker
+    hello = first.wait_for("hello") { true }
+    assert_equal @dumps, hello["dump_directory"]
+    worker.wait_out(/moved/)
+
+    first.stop
+    second = start_server(first_id: 7)
+    assert_equal worker.pid, second.wait_for("hello") { true }["pid"]
+  end
 end
