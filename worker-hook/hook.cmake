@@ -31,6 +31,9 @@ set_target_properties(memdiag_hook_native PROPERTIES
 target_include_directories(memdiag_hook_native SYSTEM PRIVATE
   ${MDH_RUBY_rubyarchhdrdir} ${MDH_RUBY_rubyhdrdir})
 target_link_libraries(memdiag_hook_native PRIVATE memdiag_hook)
+# Export Init_hook_native only: the wire and hook symbols linked in from the
+# static libraries must not clash with another extension's.
+target_link_options(memdiag_hook_native PRIVATE "LINKER:--exclude-libs,ALL")
 if(MDH_RUBY_ENABLE_SHARED STREQUAL "yes")
   # as mkmf does for a shared libruby
   target_link_directories(memdiag_hook_native PRIVATE ${MDH_RUBY_libdir})
