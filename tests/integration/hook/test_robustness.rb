@@ -1,8 +1,9 @@
 # frozen_string_literal: true
 
 # Whatever an operation does, the worker lives on and the plugin gets an
-# answer: exceptions (even Exception subclasses and exit), non-Hash results
-# and replies that cannot be encoded all become error replies.
+# answer: exceptions (even Exception subclasses and exit), non-Hash results,
+# replies that cannot be encoded and results too big for one frame all
+# become error replies.
 require_relative "helper"
 
 class HookRobustnessTest < Minitest::Test
@@ -20,6 +21,7 @@ class HookRobustnessTest < Minitest::Test
         when "garbage_profile_stop" then { status: :ok, note: "nul\\0byte" }
         when "allocation_trace_start" then exit 3
         when "allocation_trace_stop" then raise NoMemoryError, "pretend"
+        when "memory_dump" then { status: :ok, data: "x" * (17 << 20) }
         else super
         end
       end
@@ -43,7 +45,8 @@ class HookRobustnessTest < Minitest::Test
       "garbage_profile_start" => /could not send its reply: TypeError/,
       "garbage_profile_stop" => /could not send its reply: ArgumentError: string contains null byte/,
       "allocation_trace_start" => /allocation_trace_start failed in the worker: SystemExit: exit/,
-      "allocation_trace_stop" => /allocation_trace_stop failed in the worker: NoMemoryError: pretend/
+      "allocation_trace_stop" => /allocation_trace_stop failed in the worker: NoMemoryError: pretend/,
+      "memory_dump" => /the result \(\d+ bytes\) does not fit in one frame \(16777216 bytes\); give a path/
     }
     expectations.each do |op, error|
       reply = server.request(conn, op)
