@@ -472,6 +472,8 @@ static void write_manifest(FILE *f, const mdp_manifest_info_t *in,
   if (in->restart_signal) {
     fputs("{\"signal\": ", f);
     json_str(f, signal_name(in->restart_signal));
+    fputs(", \"limit_reached\": ", f);
+    json_time(f, plan->limit_ms);
     fputs(", \"sent\": ", f);
     json_time(f, in->signalled_ms);
     fputs(", \"error\": ", f);

@@ -386,6 +386,8 @@ static void advance(mdp_plan_t *plan, int64_t now_ms, mdp_actions_t *out) {
 
 void mdp_plan_begin(mdp_plan_t *plan, int64_t now_ms, mdp_actions_t *out) {
   plan->started_ms = now_ms;
+  if (plan->restart_pending && !plan->limit_ms)
+    plan->limit_ms = now_ms; /* a one-dump plan for a worker at its limit */
   notify(out, MDP_NOTIFY_WARNING, "capture started: %s; RSS %" PRIu64 " bytes",
          plan->reason, plan->rss);
   manifest(out);
@@ -510,6 +512,7 @@ void mdp_plan_limit(mdp_plan_t *plan, int64_t now_ms, mdp_actions_t *out) {
   if (plan->finished || plan->restart_pending)
     return;
   plan->restart_pending = true;
+  plan->limit_ms = now_ms;
   /* A request in flight (or a dump waiting for its space check) finishes
    * first; its completion enters the final phase. A wait is cut short. */
   if (plan->in_flight || plan->waiting_space)

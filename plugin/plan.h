@@ -81,6 +81,7 @@ typedef struct mdp_plan {
   uint64_t rss;         /* latest, for the space check */
   uint64_t trigger_rss; /* when the plan was asked for */
   int64_t started_ms, finished_ms;
+  int64_t limit_ms;     /* when the memory limit was reported, 0 if never */
   char reason[256];
   char end[64];         /* "finished", "worker gone", "memory limit", ... */
   mdp_plan_sample_t samples[MDP_PLAN_SAMPLES_MAX];

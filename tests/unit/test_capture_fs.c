@@ -169,7 +169,7 @@ static void manifest_parses(void **state) {
                    "len(m[\"trigger\"][\"samples\"]) == 2 and "
                    "m[\"trigger\"][\"samples\"][1][\"rss\"] == 2000 and m[\"trigger\"][\"rss\"] == 2000 and "
                    "m[\"complete\"] is False and m[\"end\"] == \"worker gone\" and "
-                   "m[\"restart\"][\"signal\"] == \"TERM\" and m[\"restart\"][\"sent\"] is None and "
+                   "m[\"restart\"][\"signal\"] == \"TERM\" and m[\"restart\"][\"sent\"] is None and m[\"restart\"][\"limit_reached\"] is None and "
                    "[s[\"file\"] for s in m[\"steps\"]] == [\"heap-1.json\", \"scheduler.txt\", None, \"heap-2.json\"] and "
                    "m[\"steps\"][0][\"status\"] == \"ok\" and m[\"steps\"][0][\"bytes\"] == 123456 and "
                    "m[\"steps\"][0][\"worker_pause_ms\"] == 0.25 and m[\"steps\"][0][\"mode\"] == \"fork\" and "

@@ -312,6 +312,7 @@ static void limit_during_dump_signals_after_reply(void **state) {
   mdp_plan_limit(&w.plan, w.now, &a);
   run(&w, &a);
   assert_false(w.signalled); /* not while the dump runs */
+  assert_int_equal(w.plan.limit_ms, w.now);
   reply(&w, MDP_REPLY_OK, NULL);
   assert_true(w.signalled);
   assert_true(w.done);
@@ -383,6 +384,7 @@ static void limit_plan_one_dump_then_signal(void **state) {
   w.avail = 10 * GiB;
   begin(&w);
   assert_false(w.signalled);
+  assert_int_equal(w.plan.limit_ms, w.now);
   reply(&w, MDP_REPLY_OK, NULL);
   assert_string_equal(w.log, "space send:dump(heap-1.json) signal done:complete ");
 }

@@ -35,7 +35,7 @@ module Capture
     # dump_dir: the worker's MEMDIAG_DUMP_DIRECTORY (default: the captures).
     # uid: run the worker under this uid/gid (setpriv) with its own copy of
     # the worker certificate; the site's socket must admit it (SocketMode).
-    def start_leaker(name, rate: 8 * MiB, max: 300 * MiB, dump_dir: @captures, uid: nil)
+    def start_leaker(name, rate: 8 * MiB, max: 300 * MiB, dump_dir: @captures, uid: nil, ballast: 0)
       marker = File.join(@site.dir, "#{name}.term")
       out = File.join(@site.dir, "#{name}.out")
       cert, key, ca = @site.cert("worker"), @site.key("worker"), @site.ca
@@ -59,6 +59,7 @@ module Capture
         "MEMDIAG_DUMP_DIRECTORY" => dump_dir,
         "LEAK_BYTES_PER_SECOND" => rate.to_s,
         "LEAK_MAX_BYTES" => max.to_s,
+        "LEAK_BALLAST_OBJECTS" => ballast.to_s,
       }
       pid = Process.spawn(env, *prefix, E2E::RUBY, "-I", E2E::HOOK_LIB, "-r", "memdiag/hook/auto",
                           File.join(HERE, "leaker.rb"), marker, out: [out, "w"], err: [:child, :out])
