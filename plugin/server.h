@@ -113,7 +113,10 @@ struct mdp_config;
 int mdp_server_start(const struct mdp_config *cfg);
 
 /* Stop the loop: pending requests complete with "plugin shutting down",
- * timers are dropped, connections closed, the socket file removed. */
+ * tasks already posted run, timers not yet due are dropped without running
+ * (their `arg` is not freed: owners release what their timers hold in their
+ * own shutdown, before this is called), connections are closed and the
+ * socket file removed. */
 void mdp_server_stop(void);
 
 #ifdef __cplusplus
