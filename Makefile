@@ -6,7 +6,7 @@ JOBS  ?= $(shell nproc 2>/dev/null || echo 2)
 DEB_PACKAGES = build-essential cmake pkg-config openssl libssl-dev \
   protobuf-c-compiler libprotobuf-c-dev libcmocka-dev \
   collectd-core collectd-dev \
-  ruby ruby-dev ruby-minitest ruby-async puma ruby-heapy \
+  ruby ruby-dev ruby-minitest ruby-async puma unicorn ruby-heapy \
   procps psmisc
 
 .PHONY: all deps build test demo bench clean
