@@ -58,18 +58,26 @@ static int copy_config(mdh_hook *h, const mdh_config *c)
 {
   size_t i;
   int rc;
+  const struct {
+    char **dst;
+    const char *src, *fallback;
+  } strings[] = {
+    { &h->socket_path, c->socket_path, NULL },
+    { &h->certificate, c->certificate, NULL },
+    { &h->key, c->key, NULL },
+    { &h->ca, c->ca, NULL },
+    { &h->name, c->name, NULL },
+    { &h->runtime, c->runtime, "unknown" },
+    { &h->runtime_version, c->runtime_version, "" },
+    { &h->hook_version, c->hook_version, MDH_VERSION },
+    { &h->dump_directory, c->dump_directory, NULL },
+  };
 
-  rc = dup_str(&h->socket_path, c->socket_path, NULL);
-  if(!rc) rc = dup_str(&h->certificate, c->certificate, NULL);
-  if(!rc) rc = dup_str(&h->key, c->key, NULL);
-  if(!rc) rc = dup_str(&h->ca, c->ca, NULL);
-  if(!rc) rc = dup_str(&h->name, c->name, NULL);
-  if(!rc) rc = dup_str(&h->runtime, c->runtime, "unknown");
-  if(!rc) rc = dup_str(&h->runtime_version, c->runtime_version, "");
-  if(!rc) rc = dup_str(&h->hook_version, c->hook_version, MDH_VERSION);
-  if(!rc) rc = dup_str(&h->dump_directory, c->dump_directory, NULL);
-  if(rc)
-    goto out;
+  for(i = 0; i < sizeof strings / sizeof strings[0]; i++) {
+    rc = dup_str(strings[i].dst, strings[i].src, strings[i].fallback);
+    if(rc)
+      goto out;
+  }
   if(c->n_capabilities) {
     h->capabilities = calloc(c->n_capabilities, sizeof *h->capabilities);
     if(!h->capabilities) {
