@@ -357,6 +357,46 @@ int mdp_server_notify(int severity, uint64_t connection_id, const char *fmt, ...
 
 /* ------------------------------------------------------------ connections */
 
+/* What peers cause is logged, but a peer looping on bad connections must not
+ * fill the disk: at most PEER_LOG_BURST such lines per minute, then one line
+ * saying how many were left out. Loop thread only. */
+#define PEER_LOG_BURST 30
+#define PEER_LOG_WINDOW_MS 60000u
+
+static uint64_t peer_log_window;
+static unsigned peer_logged, peer_suppressed;
+
+/* Also called every second, so that the summary is not held back until
+ * the next bad connection. */
+static void peer_log_roll(uint64_t now)
+{
+  if(now - peer_log_window < PEER_LOG_WINDOW_MS)
+    return;
+  if(peer_suppressed)
+    WARNING("memdiag plugin: %u more refused or closed connections were not logged in the "
+            "last minute", peer_suppressed);
+  peer_log_window = now;
+  peer_logged = peer_suppressed = 0;
+}
+
+static void peer_warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void peer_warning(const char *fmt, ...)
+{
+  char msg[1024];
+  va_list ap;
+
+  peer_log_roll(md_now_ms());
+  if(peer_logged >= PEER_LOG_BURST) {
+    peer_suppressed++;
+    return;
+  }
+  peer_logged++;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  WARNING("%s", msg);
+}
+
 static conn *find_worker(uint64_t id)
 {
   for(conn *c = conns; c; c = c->next)
@@ -388,7 +428,7 @@ static int send_frame(conn *c, const Memdiag__V1__Frame *f)
 
   if(rc == MD_OK || rc == MD_EAGAIN)
     return 0;
-  WARNING("memdiag plugin: closing connection to %s: %s", c->who, md_conn_error(c->mc));
+  peer_warning("memdiag plugin: closing connection to %s: %s", c->who, md_conn_error(c->mc));
   drop(c, md_conn_error(c->mc)[0] ? md_conn_error(c->mc) : md_strerror(rc));
   return -EIO;
 }
@@ -444,7 +484,7 @@ static void accept_all(void)
       socklen_t len = sizeof(cr);
       if(getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0)
         cr.pid = 0;
-      WARNING("memdiag plugin: refusing a connection from pid %ld: MaxConnections (%u) reached",
+      peer_warning("memdiag plugin: refusing a connection from pid %ld: MaxConnections (%u) reached",
               (long)cr.pid, cfg->max_connections);
       close(fd);
       continue;
@@ -479,7 +519,7 @@ static void forbid_control(conn *c, const Memdiag__V1__Control *ctl)
   Memdiag__V1__ControlReply r = MEMDIAG__V1__CONTROL_REPLY__INIT;
   const char *why = "a worker certificate may not run operator requests";
 
-  WARNING("memdiag plugin: refused a control request from %s: %s", c->who, why);
+  peer_warning("memdiag plugin: refused a control request from %s: %s", c->who, why);
   r.has_request_id = 1;
   r.request_id = ctl->request_id;
   r.has_status = 1;
@@ -501,7 +541,7 @@ static void on_hello(conn *c, const Memdiag__V1__Hello *h)
   int rc;
 
   if(!h->has_pid || (pid_t)h->pid != c->pid) {
-    WARNING("memdiag plugin: refused worker hello from pid %ld (SO_PEERCRED): it claims pid %s%u",
+    peer_warning("memdiag plugin: refused worker hello from pid %ld (SO_PEERCRED): it claims pid %s%u",
             (long)c->pid, h->has_pid ? "" : "(none) ", h->has_pid ? h->pid : 0);
     snprintf(reason, sizeof(reason), "hello claims pid %u but the socket peer is pid %ld",
              h->has_pid ? h->pid : 0, (long)c->pid);
@@ -559,12 +599,12 @@ static void on_frame(conn *c, const Memdiag__V1__Frame *f)
     if(f->body_case == MEMDIAG__V1__FRAME__BODY_CONTROL) {
       mdp_control_handle(c->serial, c->who, f->control);
     } else if(f->body_case == MEMDIAG__V1__FRAME__BODY_HELLO) {
-      WARNING("memdiag plugin: refused hello from %s: an operator certificate may not register "
+      peer_warning("memdiag plugin: refused hello from %s: an operator certificate may not register "
               "as a worker", c->who);
       goodbye(c, MEMDIAG__V1__STATUS__STATUS_FORBIDDEN,
               "an operator certificate may not register as a worker");
     } else {
-      WARNING("memdiag plugin: closing connection to %s: unexpected %s frame", c->who,
+      peer_warning("memdiag plugin: closing connection to %s: unexpected %s frame", c->who,
               md_frame_kind(f));
       goodbye(c, MEMDIAG__V1__STATUS__STATUS_BAD_REQUEST, "operators send control frames only");
     }
@@ -593,7 +633,7 @@ static void on_frame(conn *c, const Memdiag__V1__Frame *f)
   default:
     break;
   }
-  WARNING("memdiag plugin: closing connection to %s: unexpected %s frame%s", c->who,
+  peer_warning("memdiag plugin: closing connection to %s: unexpected %s frame%s", c->who,
           md_frame_kind(f), c->state == C_HELLO ? " before hello" : "");
   goodbye(c, MEMDIAG__V1__STATUS__STATUS_BAD_REQUEST,
           c->state == C_HELLO ? "send hello first" : "unexpected frame");
@@ -633,7 +673,7 @@ static void service(conn *c, short revents)
     if(rc == MD_EAGAIN)
       return;
     if(rc) {
-      WARNING("memdiag plugin: refused connection from %s: %s", c->who, md_conn_error(c->mc));
+      peer_warning("memdiag plugin: refused connection from %s: %s", c->who, md_conn_error(c->mc));
       drop(c, "TLS handshake failed");
       return;
     }
@@ -642,7 +682,7 @@ static void service(conn *c, short revents)
   if((revents & POLLOUT) && md_conn_pending(c->mc)) {
     rc = md_conn_flush(c->mc);
     if(rc && rc != MD_EAGAIN) {
-      WARNING("memdiag plugin: closing connection to %s: %s", c->who, md_conn_error(c->mc));
+      peer_warning("memdiag plugin: closing connection to %s: %s", c->who, md_conn_error(c->mc));
       drop(c, md_conn_error(c->mc));
       return;
     }
@@ -657,7 +697,7 @@ static void service(conn *c, short revents)
     drop(c, "connection closed");
     return;
   }
-  WARNING("memdiag plugin: closing connection to %s: %s", c->who, md_conn_error(c->mc));
+  peer_warning("memdiag plugin: closing connection to %s: %s", c->who, md_conn_error(c->mc));
   drop(c, md_conn_error(c->mc));
 }
 
@@ -665,6 +705,7 @@ static void check_deadlines(uint64_t now)
 {
   uint64_t silent = 3u * (uint64_t)cfg->heartbeat_ms;
 
+  peer_log_roll(now);
   for(conn *c = conns; c; c = c->next) {
     if(c->dead)
       continue;
@@ -672,7 +713,7 @@ static void check_deadlines(uint64_t now)
       if(c->closing)
         drop(c, "refused");
       else {
-        WARNING("memdiag plugin: closing connection from %s: no %s within %u ms", c->who,
+        peer_warning("memdiag plugin: closing connection from %s: no %s within %u ms", c->who,
                 c->state == C_HANDSHAKE ? "TLS handshake" : "hello", cfg->handshake_timeout_ms);
         drop(c, "timed out");
       }
