@@ -40,10 +40,19 @@ typedef struct run {
   mdp_plan_t plan;
 } run_t;
 
-/* Passed through the server to reply and timer callbacks; freed by them. */
+/* Passed through the server to reply callbacks, which free it (a reply
+ * callback runs exactly once, even at shutdown). */
 typedef struct token {
   uint64_t conn, gen, timer_id;
 } token_t;
+
+/* Timers the server has not fired yet. A timer's arg is only a key into
+ * this table, never memory: the server drops timers at shutdown without
+ * running them, so nothing may be owned through them. */
+typedef struct pending_timer {
+  uintptr_t key;
+  token_t t;
+} pending_timer_t;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static bool ready;
@@ -55,6 +64,9 @@ static mdp_capture_counters_t counters;
 static run_t **runs;
 static size_t n_runs, cap_runs;
 static uint64_t next_gen;
+static pending_timer_t *timers;
+static size_t n_timers, cap_timers;
+static uintptr_t next_timer_key;
 
 static int64_t now_ms(void) {
   struct timespec ts;
@@ -288,6 +300,39 @@ static void check_space(run_t *r, uint64_t need) {
   run_actions(r, &acts);
 }
 
+static int set_timer(run_t *r, uint64_t ms, uint64_t timer_id) {
+  if (n_timers == cap_timers) {
+    size_t cap = cap_timers ? cap_timers * 2 : 8;
+    pending_timer_t *n = realloc(timers, cap * sizeof(*n));
+    if (!n)
+      return -ENOMEM;
+    timers = n;
+    cap_timers = cap;
+  }
+  pending_timer_t *p = &timers[n_timers];
+  p->key = ++next_timer_key;
+  p->t.conn = r->conn;
+  p->t.gen = r->gen;
+  p->t.timer_id = timer_id;
+  if (!mdp_server_timer_add(ms, on_timer, (void *)p->key))
+    return -ESHUTDOWN;
+  n_timers++;
+  return 0;
+}
+
+/* Take a fired timer out of the table; false when it is not there (the
+ * module was shut down and started again meanwhile). */
+static bool take_timer(uintptr_t key, token_t *out) {
+  for (size_t i = 0; i < n_timers; i++) {
+    if (timers[i].key == key) {
+      *out = timers[i].t;
+      timers[i] = timers[--n_timers];
+      return true;
+    }
+  }
+  return false;
+}
+
 static void run_actions(run_t *r, const mdp_actions_t *acts) {
   for (size_t i = 0; i < acts->n; i++) {
     const mdp_action_t *a = &acts->a[i];
@@ -298,16 +343,13 @@ static void run_actions(run_t *r, const mdp_actions_t *acts) {
     case MDP_ACT_SEND:
       send_step(r, a->step);
       break;
-    case MDP_ACT_TIMER: {
-      token_t *t = token(r, a->timer_id);
-      if (!t || !mdp_server_timer_add(a->ms, on_timer, t)) {
+    case MDP_ACT_TIMER:
+      if (set_timer(r, a->ms, a->timer_id) != 0) {
         mdp_actions_t more = {.n = 0};
-        free(t);
         mdp_plan_abort(&r->plan, now_ms(), "timer could not be set", &more);
         run_actions(r, &more);
       }
       break;
-    }
     case MDP_ACT_MANIFEST:
       write_manifest(r);
       break;
@@ -440,17 +482,16 @@ static void on_reply(const Memdiag__V1__Reply *reply, void *arg) {
 }
 
 static void on_timer(void *arg) {
-  token_t *t = arg;
+  token_t t;
   pthread_mutex_lock(&lock);
-  run_t *r = ready ? claim(t) : NULL;
+  run_t *r = ready && take_timer((uintptr_t)arg, &t) ? claim(&t) : NULL;
   if (r) {
     mdp_actions_t acts = {.n = 0};
-    mdp_plan_timer(&r->plan, now_ms(), t->timer_id, &acts);
+    mdp_plan_timer(&r->plan, now_ms(), t.timer_id, &acts);
     run_actions(r, &acts);
     settle(r);
   }
   pthread_mutex_unlock(&lock);
-  free(t);
 }
 
 /* ---------------------------------------------------------------- API */
@@ -493,6 +534,9 @@ void mdp_capture_shutdown(void) {
   free(runs);
   runs = NULL;
   cap_runs = 0;
+  free(timers);
+  timers = NULL;
+  n_timers = cap_timers = 0;
   mdp_sched_free(&sched);
   ready = false;
 out:
