@@ -13,7 +13,7 @@ if(TARGET memdiagctl AND TARGET memdiag AND TARGET mdp_capture
     "MEMDIAG_E2E_COLLECTD_PLUGIN_DIR=${COLLECTD_PLUGIN_DIR}"
     "MEMDIAG_E2E_TYPES_DB=${COLLECTD_TYPES_DB}"
     "MEMDIAG_E2E_RUBY=${RUBY_EXECUTABLE}")
-  foreach(_t auto restart restart_inflight killed keepfree manual trace concurrency maxuse nonroot symlink)
+  foreach(_t auto restart restart_inflight killed keepfree manual trace concurrency maxuse nonroot symlink shutdown)
     add_test(NAME capture_${_t} COMMAND ${RUBY_EXECUTABLE} ${_md_cap}/${_t}_test.rb)
     set_tests_properties(capture_${_t} PROPERTIES ENVIRONMENT "${_md_cap_env}" TIMEOUT 900)
   endforeach()
