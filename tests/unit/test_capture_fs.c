@@ -124,20 +124,22 @@ static void make_plan(mdp_plan_t *plan, bool finish) {
   }
 }
 
-/* The expression goes through a file, not the shell, so that it may hold
+/* Parse the manifest with Ruby's JSON (Ruby is part of every memdiag
+ * install) and evaluate a Ruby expression over it, `m` being the document.
+ * The expression goes through a file, not the shell, so that it may hold
  * any quoting; on failure the manifest is printed. */
-static int python_check(const char *path, const char *expr) {
+static int json_check(const char *path, const char *expr) {
   char cmd[2048], exprfile[512];
-  snprintf(exprfile, sizeof(exprfile), "%s/check.py", root);
+  snprintf(exprfile, sizeof(exprfile), "%s/check.rb", root);
   FILE *f = fopen(exprfile, "w");
   assert_non_null(f);
   fputs(expr, f);
   fclose(f);
   snprintf(cmd, sizeof(cmd),
-           "python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); "
-           "ok=eval(open(sys.argv[2]).read()); "
-           "ok or print(open(sys.argv[1]).read()); sys.exit(0 if ok else 1)' '%s' '%s'",
-           path, exprfile);
+           "'%s' -rjson -e 'm = JSON.parse(File.read(ARGV[0])); "
+           "ok = eval(File.read(ARGV[1])); "
+           "puts File.read(ARGV[0]) unless ok; exit(ok ? 0 : 1)' '%s' '%s'",
+           MEMDIAG_RUBY, path, exprfile);
   int st = system(cmd);
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
@@ -157,26 +159,27 @@ static void manifest_parses(void **state) {
   snprintf(path, sizeof(path), "%s/capture.json", dir);
   assert_int_equal(stat(path, &st), 0);
   assert_int_equal(st.st_mode & 07777, 0600);
-  assert_int_equal(python_check(path, "m[\"complete\"] is False and m[\"finished\"] is None"), 0);
+  assert_int_equal(json_check(path, "m[\"complete\"] == false && m[\"finished\"].nil?"), 0);
   /* Now the plan ended: the rewrite replaces the file, nothing else left. */
   make_plan(&plan, true);
   assert_int_equal(mdp_capfs_write_manifest(dir, &info, &plan), 0);
   assert_int_equal(
-      python_check(path,
-                   "m[\"worker\"][\"name\"] == \"web \\\"1\\\"\" and m[\"worker\"][\"pid\"] == 7 and "
-                   "m[\"worker\"][\"connection_id\"] == 3 and "
-                   "m[\"trigger\"][\"reason\"].startswith(\"capture-size \\\"quoted\\\"\\nline2\") and "
-                   "len(m[\"trigger\"][\"samples\"]) == 2 and "
-                   "m[\"trigger\"][\"samples\"][1][\"rss\"] == 2000 and m[\"trigger\"][\"rss\"] == 2000 and "
-                   "m[\"complete\"] is False and m[\"end\"] == \"worker gone\" and "
-                   "m[\"restart\"][\"signal\"] == \"TERM\" and m[\"restart\"][\"sent\"] is None and m[\"restart\"][\"limit_reached\"] is None and "
-                   "[s[\"file\"] for s in m[\"steps\"]] == [\"heap-1.json\", \"scheduler.txt\", None, \"heap-2.json\"] and "
-                   "m[\"steps\"][0][\"status\"] == \"ok\" and m[\"steps\"][0][\"bytes\"] == 123456 and "
-                   "m[\"steps\"][0][\"worker_pause_ms\"] == 0.25 and m[\"steps\"][0][\"mode\"] == \"fork\" and "
-                   "m[\"steps\"][0][\"started\"] == \"2026-11-18T11:06:40.000Z\" and "
-                   "m[\"steps\"][1][\"status\"] == \"error\" and "
-                   "m[\"steps\"][1][\"error\"] == \"error: C:\\\\path \\\"x\\\"\\ttab\" and "
-                   "m[\"steps\"][3][\"status\"] == \"pending\""),
+      json_check(path,
+                 "m[\"worker\"][\"name\"] == \"web \\\"1\\\"\" && m[\"worker\"][\"pid\"] == 7 && "
+                 "m[\"worker\"][\"connection_id\"] == 3 && "
+                 "m[\"trigger\"][\"reason\"].start_with?(\"capture-size \\\"quoted\\\"\\nline2\\u0001\") && "
+                 "m[\"trigger\"][\"samples\"].size == 2 && "
+                 "m[\"trigger\"][\"samples\"][1][\"rss\"] == 2000 && m[\"trigger\"][\"rss\"] == 2000 && "
+                 "m[\"complete\"] == false && m[\"end\"] == \"worker gone\" && "
+                 "m[\"restart\"][\"signal\"] == \"TERM\" && m[\"restart\"][\"sent\"].nil? && "
+                 "m[\"restart\"][\"limit_reached\"].nil? && "
+                 "m[\"steps\"].map { |s| s[\"file\"] } == [\"heap-1.json\", \"scheduler.txt\", nil, \"heap-2.json\"] && "
+                 "m[\"steps\"][0][\"status\"] == \"ok\" && m[\"steps\"][0][\"bytes\"] == 123456 && "
+                 "m[\"steps\"][0][\"worker_pause_ms\"] == 0.25 && m[\"steps\"][0][\"mode\"] == \"fork\" && "
+                 "m[\"steps\"][0][\"started\"] == \"2026-11-18T11:06:40.000Z\" && "
+                 "m[\"steps\"][1][\"status\"] == \"error\" && "
+                 "m[\"steps\"][1][\"error\"] == \"error: C:\\\\path \\\"x\\\"\\ttab\" && "
+                 "m[\"steps\"][3][\"status\"] == \"pending\""),
       0);
   snprintf(tmp, sizeof(tmp), "%s/.capture.json.tmp", dir);
   assert_int_equal(access(tmp, F_OK), -1);
