@@ -42,6 +42,30 @@ static int memdiag_config(oconfig_item_t *ci)
   return 0;
 }
 
+/* Declared in server.h: the capture module tells operators through it. */
+int mdp_server_notify(int severity, uint64_t connection_id, const char *fmt, ...)
+{
+  notification_t n;
+  mdp_worker_info info;
+  va_list ap;
+
+  memset(&n, 0, sizeof(n));
+  n.severity = severity;
+  n.time = cdtime();
+  va_start(ap, fmt);
+  vsnprintf(n.message, sizeof(n.message), fmt, ap);
+  va_end(ap);
+  sstrncpy(n.host, hostname_g ? hostname_g : "", sizeof(n.host));
+  sstrncpy(n.plugin, "memdiag", sizeof(n.plugin));
+  if(connection_id && mdp_registry_info(connection_id, &info) == 0)
+    sstrncpy(n.plugin_instance, info.instance, sizeof(n.plugin_instance));
+  if(severity == NOTIF_FAILURE)
+    WARNING("memdiag plugin: %s", n.message);
+  else
+    NOTICE("memdiag plugin: %s", n.message);
+  return plugin_dispatch_notification(&n) ? -EIO : 0;
+}
+
 static void dispatch(const char *instance, const char *type, const char *type_instance,
                      double value, cdtime_t t, cdtime_t interval)
 {

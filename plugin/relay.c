@@ -208,3 +208,70 @@ unsigned mdp_relay_shutdown(void)
   return finish_list(take(match_all, 0), MEMDIAG__V1__STATUS__STATUS_ERROR,
                      "plugin shutting down (connection %" PRIu64 ")");
 }
+
+/* From any thread: the loop-thread half is mdp_relay_submit. */
+
+typedef struct {
+  uint64_t connection_id;
+  uint32_t timeout_ms;
+  mdp_reply_fn done;
+  void *arg;
+  Memdiag__V1__Request *req;
+} request_task;
+
+static void request_task_run(void *arg)
+{
+  request_task *rt = arg;
+
+  mdp_relay_submit(rt->connection_id, rt->req, rt->timeout_ms, rt->done, rt->arg);
+  memdiag__v1__request__free_unpacked(rt->req, NULL);
+  free(rt);
+}
+
+int mdp_server_request(uint64_t connection_id, const Memdiag__V1__Request *req,
+                       uint32_t timeout_ms, mdp_reply_fn done, void *arg)
+{
+  request_task *rt;
+  uint8_t *buf;
+  size_t len;
+  int rc;
+
+  if(!req || !done)
+    return -EINVAL;
+  if(mdp_loop_on_thread()) {
+    mdp_relay_submit(connection_id, req, timeout_ms, done, arg);
+    return 0;
+  }
+  /* From another thread the caller's request may be gone before the loop
+   * runs: carry a deep copy (packed and unpacked) across. */
+  len = memdiag__v1__request__get_packed_size(req);
+  buf = malloc(len ? len : 1);
+  rt = calloc(1, sizeof(*rt));
+  if(!buf || !rt) {
+    free(buf);
+    free(rt);
+    return -ENOMEM;
+  }
+  memdiag__v1__request__pack(req, buf);
+  rt->req = memdiag__v1__request__unpack(NULL, len, buf);
+  free(buf);
+  if(!rt->req) {
+    free(rt);
+    return -ENOMEM;
+  }
+  rt->connection_id = connection_id;
+  rt->timeout_ms = timeout_ms;
+  rt->done = done;
+  rt->arg = arg;
+  rc = mdp_server_post(request_task_run, rt);
+  if(rc) {
+    Memdiag__V1__Reply r = MEMDIAG__V1__REPLY__INIT;
+    memdiag__v1__request__free_unpacked(rt->req, NULL);
+    free(rt);
+    r.has_status = 1;
+    r.status = MEMDIAG__V1__STATUS__STATUS_ERROR;
+    r.error = "plugin shutting down";
+    done(&r, arg);
+  }
+  return 0;
+}
