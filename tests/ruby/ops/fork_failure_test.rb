@@ -7,12 +7,8 @@ require_relative "helper"
 class ForkFailureTest < Minitest::Test
   include OpsTestHelper
 
-  def setup
-    super
-    @heap = big_heap
-  end
-
   def test_child_killed_by_a_signal
+    @heap = big_heap # a dump long enough to be killed in the middle
     killer = when_child_appears { |pid| Process.kill(:KILL, pid) }
     reply = assert_status(:error, call("memory_dump", path: "killed.json", mode: "fork"),
                           /dump child failed: killed by signal KILL/)
@@ -21,6 +17,21 @@ class ForkFailureTest < Minitest::Test
     assert_empty files_in
     assert_empty child_pids
   end
+
+  def test_child_does_not_run_the_workers_signal_handlers
+    @heap = big_heap
+    marker = File.join(@dir, "handler-ran-in-child")
+    previous = Signal.trap("TERM") { File.write(marker, Process.pid.to_s) unless Process.pid == PARENT_PID }
+    killer = when_child_appears { |pid| Process.kill(:TERM, pid) }
+    assert_status(:error, call("memory_dump", path: "term.json", mode: "fork"),
+                  /dump child failed: killed by signal TERM/)
+    killer.join
+    refute File.exist?(marker), "the worker's TERM handler ran in the dump child"
+    assert_empty files_in
+  ensure
+    Signal.trap("TERM", previous || "DEFAULT")
+  end
+  PARENT_PID = Process.pid
 
   def test_child_over_its_timeout_is_killed
     stopper = when_child_appears { |pid| Process.kill(:STOP, pid) }

@@ -11,9 +11,15 @@ module Memdiag
       # no flushing of the worker's IO buffers). The worker is held only for the
       # fork call itself; waiting releases the GVL.
       class ForkRunner
-        # Signals a worker commonly traps for its own shutdown; the child must
-        # not run the worker's handlers for them.
-        CHILD_DEFAULT_SIGNALS = %w[TERM INT HUP QUIT USR1 USR2 TTIN TTOU WINCH].freeze
+        # Signals a worker commonly traps for its own control. The child must
+        # not run the worker's handlers for them: a signal sent to the whole
+        # process group ends an unwanted dump (the parent reports it), and the
+        # job-control ones, whose default would stop the child, are ignored.
+        CHILD_SIGNALS = {
+          "TERM" => "SYSTEM_DEFAULT", "INT" => "SYSTEM_DEFAULT", "QUIT" => "SYSTEM_DEFAULT",
+          "HUP" => "SYSTEM_DEFAULT", "USR1" => "SYSTEM_DEFAULT", "USR2" => "SYSTEM_DEFAULT",
+          "WINCH" => "SYSTEM_DEFAULT", "TTIN" => "IGNORE", "TTOU" => "IGNORE"
+        }.freeze
 
         # The dump is background work: where the child and the worker's own
         # threads compete for a core, the worker's requests come first.
@@ -88,8 +94,8 @@ module Memdiag
             rescue SystemCallError, NotImplementedError
               nil
             end
-            CHILD_DEFAULT_SIGNALS.each do |sig|
-              Signal.trap(sig, "SYSTEM_DEFAULT")
+            CHILD_SIGNALS.each do |sig, action|
+              Signal.trap(sig, action)
             rescue ArgumentError
               nil
             end
