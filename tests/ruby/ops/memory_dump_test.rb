@@ -56,6 +56,15 @@ class MemoryDumpTest < Minitest::Test
     refute_empty heap_records(reply[:path]) { |r| r["type"] == "ROOT" }
   end
 
+  def test_auto_mode_dumps_inline_without_the_memory_for_copy_on_write
+    ops = Memdiag::Hook::Operations.new(dump_directory: @dir, fork_headroom_factor: 1_000_000)
+    reply = assert_ok(ops.call(id: 1, op: "memory_dump", path: "tight.json", mode: "auto"))
+    assert_equal "inline", reply[:mode]
+    assert_nil reply[:pause_us]
+    assert_match(/auto chose inline: [\d.]+ MB available for copy-on-write, 1000000 x RSS/, reply[:note])
+    refute_empty instances_of(reply[:path], "MemoryDumpTest::LeakyWidget")
+  end
+
   def test_shapes_false_is_accepted_with_a_note_on_a_ruby_without_the_keyword
     reply = assert_ok(call("memory_dump", path: "noshapes.json", mode: "inline", shapes: false))
     assert_empty heap_records(reply[:path]) { |r| r["type"] == "SHAPE" }
