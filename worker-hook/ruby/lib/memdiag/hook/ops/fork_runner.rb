@@ -27,8 +27,8 @@ module Memdiag
 
         # pause_us: CPU time the fork call took on this thread, which holds the
         # GVL throughout it, so the application is stopped for that long.
-        # fork_wall_us: the same call by the clock, including any wait to get
-        # the GVL back from the application afterwards.
+        # fork_wall_us: the same call by the clock, including any wait for the
+        # GVL (the application runs meanwhile) or for a CPU.
         Result = Struct.new(:pause_us, :fork_wall_us, :child_us, :message, keyword_init: true)
 
         def self.supported?

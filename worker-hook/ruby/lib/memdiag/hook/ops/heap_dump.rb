@@ -40,8 +40,8 @@ module Memdiag
           check_free_space(target)
           pause_us, fork_wall_us, bytes = dump(target, chosen, shapes, timeout_ms)
           if fork_wall_us && fork_wall_us > pause_us + 1000
-            notes << format("the fork call took %.1f ms by the clock, including the wait for the GVL " \
-                            "the application held", fork_wall_us / 1000.0)
+            notes << format("the fork call took %.1f ms by the clock; beyond its pause this thread was " \
+                            "waiting (for the GVL the application held, or for a CPU)", fork_wall_us / 1000.0)
           end
           notes << "timeout_ms does not apply to an inline dump" if chosen == "inline" && timeout_ms&.positive?
           { path: target.path, bytes: bytes, mode: chosen, pause_us: pause_us,
