@@ -330,6 +330,13 @@ int mdp_config_check(const mdp_config *cfg)
     ERROR("memdiag plugin: %s", err);
     rc = -EINVAL;
   }
+  /* A restart is tied to the limit: without one it would never happen, and
+   * an operator who asked for it should hear so at start, not after a leak. */
+  if(cfg->capture.restart_after_capture && cfg->detector.memory_limit == 0) {
+    ERROR("memdiag plugin: RestartAfterCapture true needs MemoryLimit: the worker is "
+          "signalled when it reaches MemoryLimit, after its dump");
+    rc = -EINVAL;
+  }
 #endif
   return rc;
 }

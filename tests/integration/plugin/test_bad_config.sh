@@ -25,6 +25,7 @@ try "  Interval \"soon\"" 'Interval "soon" is not a duration'
 try "  MaxFrameSize \"12X\"" 'MaxFrameSize "12X" is not a size'
 try "  MemoryLimit \"lots\"" 'MemoryLimit'
 try "  SocketGroup \"no-such-group-here\"" 'SocketGroup "no-such-group-here": no such group'
+try "  RestartAfterCapture true" 'RestartAfterCapture true needs MemoryLimit'
 # Missing TLS material is refused at start, naming the key or the file.
 sed -i '/TLSKey/d' "$T/collectd.conf"
 write_conf "" && sed -i '/TLSKey/d' "$T/collectd.conf"
