@@ -194,6 +194,8 @@ static void status(uint64_t serial, uint64_t request_id)
   sr.captures = cp;
   mdp_capture_get_counters(&counters);
   sr.has_captures_started = sr.has_captures_completed = sr.has_captures_failed = 1;
+  sr.has_captures_skipped = 1;
+  sr.captures_skipped = counters.skipped;
   sr.captures_started = counters.started;
   sr.captures_completed = counters.completed;
   sr.captures_failed = counters.failed;

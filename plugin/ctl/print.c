@@ -259,6 +259,7 @@ void mdctl_print_status(const mdctl_cmd *cmd, const Memdiag__V1__StatusReport *r
     mdctl_json_kv_u64(&j, "captures_started", r->captures_started);
     mdctl_json_kv_u64(&j, "captures_completed", r->captures_completed);
     mdctl_json_kv_u64(&j, "captures_failed", r->captures_failed);
+    mdctl_json_kv_u64(&j, "captures_skipped", r->captures_skipped);
     mdctl_json_key(&j, "workers");
     json_workers(&j, r->workers, r->n_workers);
     mdctl_json_key(&j, "captures");
@@ -272,8 +273,9 @@ void mdctl_print_status(const mdctl_cmd *cmd, const Memdiag__V1__StatusReport *r
   }
   format_age(age, sizeof(age), r->uptime_s);
   printf("memdiag plugin %s, up %s\n", r->version ? r->version : "?", age);
-  printf("captures: %" PRIu64 " started, %" PRIu64 " completed, %" PRIu64 " failed\n",
-         r->captures_started, r->captures_completed, r->captures_failed);
+  printf("captures: %" PRIu64 " started, %" PRIu64 " completed, %" PRIu64 " failed, %" PRIu64
+         " skipped\n", r->captures_started, r->captures_completed, r->captures_failed,
+         r->captures_skipped);
   if(r->n_workers == 0)
     printf("no workers registered\n");
   else

@@ -39,5 +39,9 @@ class CaptureConcurrencyTest < Minitest::Test
     assert_empty @bench.folders(a2)
     entry = @bench.site.workers_json.find { |x| x["pid"] == a2.pid }
     assert_equal "cooldown", entry["plan_state"]
+    status = @bench.site.ctl("status", "--json")
+    assert status.ok?, status.to_s
+    assert_operator JSON.parse(status.out)["captures_skipped"], :>=, 1, status.out
+    assert_match(/[1-9]\d* skipped/, @bench.site.ctl("status").out)
   end
 end
