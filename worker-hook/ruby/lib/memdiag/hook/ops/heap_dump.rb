@@ -43,7 +43,6 @@ module Memdiag
             notes << format("the fork call took %.1f ms by the clock; beyond its pause this thread was " \
                             "waiting (for the GVL the application held, or for a CPU)", fork_wall_us / 1000.0)
           end
-          notes << "timeout_ms does not apply to an inline dump" if chosen == "inline" && timeout_ms&.positive?
           { path: target.path, bytes: bytes, mode: chosen, pause_us: pause_us,
             note: notes.empty? ? nil : notes.join("; ") }
         end
