@@ -428,8 +428,14 @@ void mdctl_print_failure(const mdctl_cmd *cmd, Memdiag__V1__Status status, const
   }
   switch(status) {
   case MEMDIAG__V1__STATUS__STATUS_UNKNOWN_CONNECTION:
-    fprintf(stderr, "memdiagctl: connection %" PRIu64 " not found; run 'memdiagctl workers' "
-            "again (connection IDs change when a worker or collectd restarts)\n", id);
+    /* The worker existed when the request left: say it went away, which is
+     * news about the worker, not a mistyped ID. */
+    if(why && strstr(why, "went away"))
+      fprintf(stderr, "memdiagctl: %s on connection %" PRIu64 " failed: %s (it may have exited "
+              "or been restarted; run 'memdiagctl workers' again)\n", verb, id, why);
+    else
+      fprintf(stderr, "memdiagctl: connection %" PRIu64 " not found; run 'memdiagctl workers' "
+              "again (connection IDs change when a worker or collectd restarts)\n", id);
     break;
   case MEMDIAG__V1__STATUS__STATUS_REFUSED:
     fprintf(stderr, "memdiagctl: connection %" PRIu64 " refused %s: %s\n", id, verb, why);

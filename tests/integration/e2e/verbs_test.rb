@@ -186,6 +186,25 @@ class E2EVerbsTest < Minitest::Test
     frozen&.stop
   end
 
+  # A worker that dies while it runs an operation: the operator hears that it
+  # went away, not that the ID was never there.
+  def test_worker_dying_mid_operation_is_named
+    doomed = site.start_worker("e2e-doomed")
+    id = site.wait_registered(doomed).fetch("connection_id")
+    Process.kill("STOP", doomed.pid)
+    out = nil
+    ctl = Thread.new { out = site.ctl("--timeout", "60", "thread_dump", "connection_id=#{id}") }
+    sleep 1
+    Process.kill("KILL", doomed.pid)
+    ctl.join
+    assert_equal 1, out.code, out.to_s
+    assert_match(/^memdiagctl: thread_dump on connection #{id} failed: .*went away before answering/, out.err)
+    ping = site.ctl("ping", "connection_id=#{id_of(bystander)}")
+    assert ping.ok?, ping.to_s
+  ensure
+    doomed&.stop
+  end
+
   # Running a capture plan belongs to the capture tests (issue 5); here only
   # memdiagctl's side: an unknown connection is a clear message and exit 1.
   def test_capture_on_an_unknown_connection
