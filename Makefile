@@ -7,6 +7,7 @@ DEB_PACKAGES = build-essential cmake pkg-config openssl libssl-dev \
   protobuf-c-compiler libprotobuf-c-dev libcmocka-dev \
   collectd-core collectd-dev \
   ruby ruby-dev ruby-minitest ruby-async puma unicorn ruby-heapy \
+  ruby-sidekiq redis-server \
   procps psmisc
 
 .PHONY: all deps build test demo bench clean
