@@ -498,6 +498,25 @@ static void on_hello(conn *c, const Memdiag__V1__Hello *h)
             id, c->who, (long)c->pid, strerror(-proc_err));
 }
 
+/* The answer tells the worker that this loop still runs: a plugin that is
+ * stopped or wedged but keeps the socket open sends nothing, and the worker
+ * reconnects elsewhere. Output still waiting to be written already proves
+ * that to a worker once it reads, and a worker that does not read must not
+ * make the queue grow. */
+static void echo_heartbeat(conn *c, const Memdiag__V1__Heartbeat *in)
+{
+  Memdiag__V1__Frame f = MEMDIAG__V1__FRAME__INIT;
+  Memdiag__V1__Heartbeat hb = MEMDIAG__V1__HEARTBEAT__INIT;
+
+  if(md_conn_pending(c->mc) > 0)
+    return;
+  hb.has_sequence = in->has_sequence;
+  hb.sequence = in->sequence;
+  f.body_case = MEMDIAG__V1__FRAME__BODY_HEARTBEAT;
+  f.heartbeat = &hb;
+  send_frame(c, &f);
+}
+
 static void on_frame(conn *c, const Memdiag__V1__Frame *f)
 {
   c->last_heard_ms = md_now_ms();
@@ -531,8 +550,10 @@ static void on_frame(conn *c, const Memdiag__V1__Frame *f)
     }
     break;
   case MEMDIAG__V1__FRAME__BODY_HEARTBEAT:
-    if(c->state == C_WORKER)
+    if(c->state == C_WORKER) {
+      echo_heartbeat(c, f->heartbeat);
       return;
+    }
     break;
   case MEMDIAG__V1__FRAME__BODY_REPLY:
     if(c->state == C_WORKER) {

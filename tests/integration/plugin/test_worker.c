@@ -13,7 +13,9 @@
  * hello with an N-byte name), --fork N (N workers,
  * one process each; the parent waits), --exit-after S.
  *
- * Output: "welcome connection_id=N pid=P" once registered; for control,
+ * Output: "welcome connection_id=N pid=P" once registered, "heartbeat back
+ * sequence=S sent=N" for each heartbeat the plugin answers (N: heartbeats
+ * sent so far); for control,
  * one line "status=NAME" then a line per worker "worker id=N pid=P name=S
  * rss=B" or the reply's fields. Exit 0 on success, 3 when refused (Goodbye
  * or a non-ok status), 1 on other errors, 2 on usage errors. */
@@ -235,6 +237,10 @@ static int run_worker(const opts *o)
       rc = answer(c, in->request);
       if(rc)
         goto out;
+      break;
+    case MEMDIAG__V1__FRAME__BODY_HEARTBEAT:
+      printf("heartbeat back sequence=%" PRIu64 " sent=%" PRIu64 "\n", in->heartbeat->sequence, seq);
+      fflush(stdout);
       break;
     default:
       break;
