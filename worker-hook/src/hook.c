@@ -308,6 +308,11 @@ int mdh_reply(mdh_hook *h, const mdh_reply_t *reply)
       mdh_queue_push_reply(h, node);
   }
   pthread_mutex_unlock(&h->mu);
+  if(rc == MDH_ESTALE)
+    /* The plugin ended this request when the connection closed (it may
+     * have given up on a silent plugin): say where the work went. */
+    mdh_log(h, "reply to request %llu dropped: connection %llu closed while it ran",
+            (unsigned long long)reply->request_id, (unsigned long long)reply->connection_id);
   if(node && rc) {
     mdh_reply_nodes_free(node);
   } else if(node) {

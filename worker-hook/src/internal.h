@@ -87,8 +87,10 @@ int mdh_queue_push_request(mdh_hook *h, mdh_request *req); /* moves *req; MDH_EN
 int mdh_queue_pop_request(mdh_hook *h, mdh_request *out);
 void mdh_queue_push_reply(mdh_hook *h, mdh_reply_node *node);
 mdh_reply_node *mdh_queue_take_replies(mdh_hook *h);
-void mdh_queue_drop_all(mdh_hook *h);
+/* Empties both queues; says how many requests and replies were dropped. */
+void mdh_queue_drop_all(mdh_hook *h, unsigned *requests, unsigned *replies);
 void mdh_reply_nodes_free(mdh_reply_node *n);
+unsigned mdh_reply_nodes_count(const mdh_reply_node *n);
 
 /* io.c */
 void *mdh_io_main(void *arg);

@@ -16,6 +16,11 @@
 #define HEARTBEAT_MIN_MS 50u
 #define HEARTBEAT_MAX_MS 600000u
 #define RESET_AFTER_MS 1000u
+/* The plugin answers every heartbeat. Three intervals without any frame
+ * from it means it is stopped or wedged even if its socket is open; the
+ * floor keeps short test intervals from mistaking a busy host for that. */
+#define SILENT_INTERVALS 3u
+#define SILENT_MIN_MS 3000u
 
 typedef struct {
   mdh_hook *h;
@@ -26,7 +31,10 @@ typedef struct {
   unsigned heartbeat_ms;
   uint64_t heartbeat_seq;
   uint64_t next_heartbeat_ms;
+  uint64_t last_heard_ms; /* last whole frame from the plugin */
+  unsigned silent_ms;     /* no frame for this long: the plugin is not serving us */
   int goodbye; /* the plugin refused us; already logged */
+  int silent;  /* we gave up on a silent plugin; already logged */
   mdh_reply_node *outbox, *outbox_tail; /* replies taken from the queue, not yet sent */
   char err[256];
 } session;
@@ -250,6 +258,10 @@ static int session_open(session *s)
   if(s->heartbeat_ms > HEARTBEAT_MAX_MS)
     s->heartbeat_ms = HEARTBEAT_MAX_MS;
   s->next_heartbeat_ms = md_now_ms() + s->heartbeat_ms;
+  s->last_heard_ms = md_now_ms();
+  s->silent_ms = SILENT_INTERVALS * s->heartbeat_ms;
+  if(s->silent_ms < SILENT_MIN_MS)
+    s->silent_ms = SILENT_MIN_MS;
 out:
   md_frame_free(f);
   return rc;
@@ -258,11 +270,13 @@ out:
 static void session_close(session *s, int polite)
 {
   mdh_hook *h = s->h;
+  unsigned requests, replies;
+
   pthread_mutex_lock(&h->io_lock);
   pthread_mutex_lock(&h->mu);
   h->conn_fd = -1;
   atomic_store(&h->connection_id, 0);
-  mdh_queue_drop_all(h);
+  mdh_queue_drop_all(h, &requests, &replies);
   h->busy_request_id = 0;
   pthread_mutex_unlock(&h->mu);
   if(s->conn) {
@@ -275,8 +289,14 @@ static void session_close(session *s, int polite)
   s->conn = NULL;
   s->ctx = NULL;
   s->fd = -1;
+  replies += mdh_reply_nodes_count(s->outbox);
   mdh_reply_nodes_free(s->outbox);
   s->outbox = s->outbox_tail = NULL;
+  /* the plugin has already ended these requests for its side */
+  if((requests || replies) && !polite)
+    mdh_log(h, "connection %llu closed with %u request%s not started and %u repl%s not sent; "
+            "they are dropped", (unsigned long long)s->connection_id, requests,
+            requests == 1 ? "" : "s", replies, replies == 1 ? "y" : "ies");
 }
 
 /* Replies the I/O thread makes itself go through the outbox too, so that
@@ -341,6 +361,7 @@ static int read_frames(session *s)
       return MD_OK;
     if(rc)
       return rc;
+    s->last_heard_ms = md_now_ms();
     switch(f->body_case) {
     case MEMDIAG__V1__FRAME__BODY_REQUEST:
       rc = on_request(s, f->request);
@@ -351,7 +372,8 @@ static int read_frames(session *s)
       rc = MD_ECLOSED;
       break;
     default:
-      /* newer plugins may send frames this hook does not know */
+      /* heartbeat answers only prove the plugin is alive (above); newer
+       * plugins may send frames this hook does not know */
       break;
     }
     md_frame_free(f);
@@ -417,6 +439,24 @@ static int send_heartbeat(session *s)
   return send_frame(s, &f);
 }
 
+/* MD_ETIMEDOUT (logged) once the plugin has sent nothing for silent_ms. */
+static int check_silence(session *s, int *timeout)
+{
+  uint64_t now = md_now_ms(), quiet = now - s->last_heard_ms;
+  int left;
+
+  if(quiet >= s->silent_ms) {
+    s->silent = 1;
+    mdh_log(s->h, "plugin silent for %llu ms on connection %llu; reconnecting",
+            (unsigned long long)quiet, (unsigned long long)s->connection_id);
+    return MD_ETIMEDOUT;
+  }
+  left = (int)(s->silent_ms - quiet);
+  if(left < *timeout)
+    *timeout = left;
+  return MD_OK;
+}
+
 /* The connected state. Returns when the connection ends or on stop. */
 static int session_run(session *s)
 {
@@ -451,6 +491,9 @@ static int session_run(session *s)
 
     /* while a frame is half written the heartbeat waits for POLLOUT */
     timeout = pending ? 1000 : s->outbox ? 0 : remaining_ms(s->next_heartbeat_ms);
+    rc = check_silence(s, &timeout);
+    if(rc)
+      return rc;
     w = wait_io(h, s->fd, (short)(POLLIN | ev | (pending ? POLLOUT : 0)), timeout);
     if(w == WAIT_STOP)
       return MD_OK;
@@ -482,7 +525,7 @@ void *mdh_io_main(void *arg)
        * accepts and drops us again and again gets the growing backoff. */
       if(!s.goodbye && md_now_ms() - since >= RESET_AFTER_MS)
         base = h->backoff_min_ms;
-      if(!is_stopping(h) && !s.goodbye)
+      if(!is_stopping(h) && !s.goodbye && !s.silent)
         mdh_log(h, "connection %llu lost (%s%s%s); reconnecting",
                 (unsigned long long)s.connection_id, md_strerror(rc),
                 s.err[0] ? ": " : "", s.err);

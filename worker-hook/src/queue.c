@@ -55,12 +55,26 @@ void mdh_reply_nodes_free(mdh_reply_node *n)
   }
 }
 
+unsigned mdh_reply_nodes_count(const mdh_reply_node *n)
+{
+  unsigned k = 0;
+  for(; n; n = n->next)
+    k++;
+  return k;
+}
+
 /* Requests and replies belong to one connection: the plugin forgets them
  * when it closes, so a new connection starts with empty queues. */
-void mdh_queue_drop_all(mdh_hook *h)
+void mdh_queue_drop_all(mdh_hook *h, unsigned *requests, unsigned *replies)
 {
   mdh_request r;
-  while(mdh_queue_pop_request(h, &r) == MDH_OK)
+  mdh_reply_node *taken = mdh_queue_take_replies(h);
+
+  *requests = 0;
+  while(mdh_queue_pop_request(h, &r) == MDH_OK) {
     mdh_request_clear(&r);
-  mdh_reply_nodes_free(mdh_queue_take_replies(h));
+    (*requests)++;
+  }
+  *replies = mdh_reply_nodes_count(taken);
+  mdh_reply_nodes_free(taken);
 }

@@ -1,13 +1,17 @@
 /* mdh-test-server: the plugin's side of the worker protocol, small enough
  * to drive hook tests. It listens on an AF_UNIX socket with mutual TLS,
- * welcomes workers (connection IDs counting up from --first-id), and prints
- * one JSON object per line on stdout for every hello, heartbeat, reply,
- * refusal and close. Requests come from stdin lines:
+ * welcomes workers (connection IDs counting up from --first-id), answers
+ * their heartbeats as the plugin does, and prints one JSON object per line
+ * on stdout for every hello, heartbeat, reply, refusal and close. Requests
+ * come from stdin lines:
  *
  *   request CONN OP [path=P] [shapes=true|false] [mode=inline|fork|auto]
  *                   [timeout=MS] [payload=TEXT]
  *   goodbye CONN [REASON...]      refuse a connection, then close it
  *   close CONN
+ *   silence CONN                  neither read nor write it, keep it open
+ *                                 (a wedged plugin)
+ *   resume CONN
  *   quit
  *
  * and from --on-hello "OP [k=v...]" (repeatable), sent to every worker as
@@ -33,6 +37,7 @@ typedef struct {
   md_conn *conn;
   uint64_t id; /* 0 until hello */
   int handshake_done;
+  int silent; /* "silence": left out of poll, nothing sent */
 } client;
 
 static client clients[MAX_CLIENTS];
@@ -259,6 +264,25 @@ static void on_reply_frame(client *c, const Memdiag__V1__Reply *r)
   event_end();
 }
 
+static void echo_heartbeat(client *c, const Memdiag__V1__Heartbeat *in)
+{
+  Memdiag__V1__Frame f = MEMDIAG__V1__FRAME__INIT;
+  Memdiag__V1__Heartbeat hb = MEMDIAG__V1__HEARTBEAT__INIT;
+  hb.has_sequence = 1;
+  hb.sequence = in->sequence;
+  f.body_case = MEMDIAG__V1__FRAME__BODY_HEARTBEAT;
+  f.heartbeat = &hb;
+  send_now(c, &f);
+}
+
+static void set_silent(client *c, int silent)
+{
+  c->silent = silent;
+  event_begin(silent ? "silenced" : "resumed");
+  jo_kv_u64(stdout, "conn", c->id);
+  event_end();
+}
+
 static void service(client *c)
 {
   Memdiag__V1__Frame *f;
@@ -287,6 +311,7 @@ static void service(client *c)
       jo_kv_u64(stdout, "sequence", f->heartbeat->sequence);
       jo_kv_u64(stdout, "busy_request_id", f->heartbeat->busy_request_id);
       event_end();
+      echo_heartbeat(c, f->heartbeat);
       break;
     case MEMDIAG__V1__FRAME__BODY_REPLY:
       on_reply_frame(c, f->reply);
@@ -320,12 +345,20 @@ static void on_command(char *line)
     print_error("bad_command", 0, "no such connection");
     return;
   }
+  if(c->silent && strcmp(verb, "resume") && strcmp(verb, "close")) {
+    print_error("bad_command", c->id, "connection is silenced");
+    return;
+  }
   if(!strcmp(verb, "request") && rest)
     send_request(c, rest);
   else if(!strcmp(verb, "goodbye"))
     send_goodbye(c, rest);
   else if(!strcmp(verb, "close"))
     drop(c, "closed by command");
+  else if(!strcmp(verb, "silence"))
+    set_silent(c, 1);
+  else if(!strcmp(verb, "resume"))
+    set_silent(c, 0);
   else
     print_error("bad_command", c->id, verb);
 }
@@ -416,7 +449,7 @@ int main(int argc, char **argv)
     if(stdin_open)
       p[n].fd = 0, p[n].events = POLLIN, map[n++] = -2;
     for(i = 0; i < MAX_CLIENTS; i++)
-      if(clients[i].conn) {
+      if(clients[i].conn && !clients[i].silent) {
         p[n].fd = md_conn_fd(clients[i].conn);
         p[n].events = (short)(md_conn_events(clients[i].conn) | POLLIN);
         map[n++] = i;

@@ -144,7 +144,7 @@ void mdh_wakeup(mdh_hook *hook);
 /* Queue a reply for the I/O thread to send. A reply whose data would not
  * fit in one frame is replaced by an error reply saying so. MDH_ESTALE when
  * the connection the request came on has closed since (the plugin forgot
- * the request with it). */
+ * the request with it); the hook logs that line on stderr. */
 int mdh_reply(mdh_hook *hook, const mdh_reply_t *reply);
 
 /* Connection ID of the current connection; 0 while not connected. */
