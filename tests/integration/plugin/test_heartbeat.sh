@@ -14,7 +14,7 @@ write_conf ""
 start_collectd_and_wait
 
 note "each heartbeat comes back with its sequence number"
-worker beater
+worker beater --show-heartbeats
 wait_for 20 welcomed beater || fail "beater was not welcomed: $(cat "$T/beater.out")"
 answered() { [ "$(grep -c '^heartbeat back ' "$T/beater.out")" -ge 3 ]; }
 wait_for 30 answered || fail "fewer than 3 heartbeats answered: $(cat "$T/beater.out")"

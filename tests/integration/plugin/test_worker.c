@@ -9,13 +9,14 @@
  * Options: --socket P --cert C --key K --ca A (or MEMDIAG_SOCKET, ...),
  * --name N, --claim-pid P (hello names another PID), --skip-hello,
  * --control-after-hello (a worker certificate sends a Control),
+ * --show-heartbeats (print the plugin's heartbeat answers),
  * --allocate-mb M (touch M MiB so that RSS shows it), --big-hello N (a
  * hello with an N-byte name), --fork N (N workers,
  * one process each; the parent waits), --exit-after S.
  *
- * Output: "welcome connection_id=N pid=P" once registered, "heartbeat back
- * sequence=S sent=N" for each heartbeat the plugin answers (N: heartbeats
- * sent so far); for control,
+ * Output: "welcome connection_id=N pid=P" once registered, with
+ * --show-heartbeats "heartbeat back sequence=S sent=N" for each heartbeat
+ * the plugin answers (N: heartbeats sent so far); for control,
  * one line "status=NAME" then a line per worker "worker id=N pid=P name=S
  * rss=B" or the reply's fields. Exit 0 on success, 3 when refused (Goodbye
  * or a non-ok status), 1 on other errors, 2 on usage errors. */
@@ -34,14 +35,14 @@
 typedef struct {
   const char *socket, *cert, *key, *ca, *name;
   long claim_pid;
-  int skip_hello, control_after_hello;
+  int skip_hello, control_after_hello, show_heartbeats;
   long allocate_mb, fork_n, exit_after, big_hello;
 } opts;
 
 static int usage(void)
 {
   fprintf(stderr, "usage: md-test-worker worker|control [--socket P --cert C --key K --ca A] "
-                  "[--name N] [--claim-pid P] [--skip-hello] [--control-after-hello] "
+                  "[--name N] [--claim-pid P] [--skip-hello] [--control-after-hello] [--show-heartbeats] "
                   "[--allocate-mb M] [--fork N] [--exit-after S] [verb args]\n");
   return 2;
 }
@@ -239,6 +240,8 @@ static int run_worker(const opts *o)
         goto out;
       break;
     case MEMDIAG__V1__FRAME__BODY_HEARTBEAT:
+      if(!o->show_heartbeats)
+        break;
       printf("heartbeat back sequence=%" PRIu64 " sent=%" PRIu64 "\n", in->heartbeat->sequence, seq);
       fflush(stdout);
       break;
@@ -432,6 +435,10 @@ int main(int argc, char **argv)
     }
     if(strcmp(a, "--control-after-hello") == 0) {
       o.control_after_hello = 1;
+      continue;
+    }
+    if(strcmp(a, "--show-heartbeats") == 0) {
+      o.show_heartbeats = 1;
       continue;
     }
     if(!v)
