@@ -488,6 +488,8 @@ static void on_hello(conn *c, const Memdiag__V1__Hello *h)
   w.connection_id = id;
   w.has_heartbeat_interval_ms = 1;
   w.heartbeat_interval_ms = cfg->heartbeat_ms;
+  w.has_answers_heartbeats = 1;
+  w.answers_heartbeats = 1;
   f.body_case = MEMDIAG__V1__FRAME__BODY_WELCOME;
   f.welcome = &w;
   if(send_frame(c, &f) == 0)

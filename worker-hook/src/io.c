@@ -32,7 +32,8 @@ typedef struct {
   uint64_t heartbeat_seq;
   uint64_t next_heartbeat_ms;
   uint64_t last_heard_ms; /* last whole frame from the plugin */
-  unsigned silent_ms;     /* no frame for this long: the plugin is not serving us */
+  unsigned silent_ms;     /* no frame for this long: the plugin is not serving us (0: the
+                           * plugin does not answer heartbeats; never judged silent) */
   int goodbye; /* the plugin refused us; already logged */
   int silent;  /* we gave up on a silent plugin; already logged */
   mdh_reply_node *outbox, *outbox_tail; /* replies taken from the queue, not yet sent */
@@ -259,9 +260,14 @@ static int session_open(session *s)
     s->heartbeat_ms = HEARTBEAT_MAX_MS;
   s->next_heartbeat_ms = md_now_ms() + s->heartbeat_ms;
   s->last_heard_ms = md_now_ms();
-  s->silent_ms = SILENT_INTERVALS * s->heartbeat_ms;
-  if(s->silent_ms < SILENT_MIN_MS)
-    s->silent_ms = SILENT_MIN_MS;
+  /* Only a plugin that says it answers heartbeats can be judged silent:
+   * an older one never would, and we would leave it every few seconds. */
+  s->silent_ms = 0;
+  if(f->welcome->has_answers_heartbeats && f->welcome->answers_heartbeats) {
+    s->silent_ms = SILENT_INTERVALS * s->heartbeat_ms;
+    if(s->silent_ms < SILENT_MIN_MS)
+      s->silent_ms = SILENT_MIN_MS;
+  }
 out:
   md_frame_free(f);
   return rc;
@@ -445,6 +451,8 @@ static int check_silence(session *s, int *timeout)
   uint64_t now = md_now_ms(), quiet = now - s->last_heard_ms;
   int left;
 
+  if(s->silent_ms == 0)
+    return MD_OK;
   if(quiet >= s->silent_ms) {
     s->silent = 1;
     mdh_log(s->h, "plugin silent for %llu ms on connection %llu; reconnecting",

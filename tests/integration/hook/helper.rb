@@ -41,7 +41,7 @@ module HookTest
     attr_reader :events, :socket
 
     def initialize(dir, socket:, cert: "plugin", ca: "ca.pem", certs: File.join(dir, "certs"),
-                   heartbeat_ms: 200, first_id: 1, on_hello: [])
+                   heartbeat_ms: 200, first_id: 1, on_hello: [], legacy: false)
       @socket = socket
       @events = []
       @mutex = Mutex.new
@@ -51,6 +51,7 @@ module HookTest
               "--key", File.join(certs, "#{cert}.key"), "--ca", File.join(certs, ca),
               "--heartbeat-ms", heartbeat_ms.to_s, "--first-id", first_id.to_s]
       on_hello.each { |spec| args += ["--on-hello", spec] }
+      args << "--legacy" if legacy
       @io = IO.popen(args, "r+", err: [@stderr, "w"])
       @reader = Thread.new { read_events }
       wait_for("listening") { true }

@@ -44,6 +44,7 @@ static client clients[MAX_CLIENTS];
 static md_tls_ctx *ctx;
 static uint64_t next_id = 1, next_request_id = 1;
 static unsigned heartbeat_ms = 1000;
+static int legacy; /* --legacy: behave as a plugin that never answers heartbeats */
 static const char *on_hello[MAX_ON_HELLO];
 static int n_on_hello;
 static volatile sig_atomic_t quit_flag;
@@ -229,6 +230,8 @@ static void on_hello_frame(client *c, const Memdiag__V1__Hello *h)
   w.connection_id = c->id;
   w.has_heartbeat_interval_ms = 1;
   w.heartbeat_interval_ms = heartbeat_ms;
+  w.has_answers_heartbeats = !legacy;
+  w.answers_heartbeats = !legacy;
   f.body_case = MEMDIAG__V1__FRAME__BODY_WELCOME;
   f.welcome = &w;
   if(send_now(c, &f))
@@ -311,7 +314,8 @@ static void service(client *c)
       jo_kv_u64(stdout, "sequence", f->heartbeat->sequence);
       jo_kv_u64(stdout, "busy_request_id", f->heartbeat->busy_request_id);
       event_end();
-      echo_heartbeat(c, f->heartbeat);
+      if(!legacy)
+        echo_heartbeat(c, f->heartbeat);
       break;
     case MEMDIAG__V1__FRAME__BODY_REPLY:
       on_reply_frame(c, f->reply);
@@ -383,7 +387,7 @@ static void accept_one(int lfd)
 static void usage(void)
 {
   fprintf(stderr, "usage: mdh-test-server --socket PATH --cert PEM --key PEM --ca PEM\n"
-                  "         [--heartbeat-ms N] [--first-id N] [--on-hello 'OP k=v...']\n");
+                  "         [--heartbeat-ms N] [--first-id N] [--on-hello 'OP k=v...'] [--legacy]\n");
   exit(2);
 }
 
@@ -397,6 +401,7 @@ int main(int argc, char **argv)
     { "heartbeat-ms", required_argument, NULL, 'h' },
     { "first-id", required_argument, NULL, 'f' },
     { "on-hello", required_argument, NULL, 'o' },
+    { "legacy", no_argument, NULL, 'l' },
     { NULL, 0, NULL, 0 },
   };
   md_tls_options opts = { .server = 1, .allowed_peer_roles = MD_ROLE_WORKER };
@@ -413,6 +418,7 @@ int main(int argc, char **argv)
     case 'a': opts.ca = optarg; break;
     case 'h': heartbeat_ms = (unsigned)strtoul(optarg, NULL, 10); break;
     case 'f': next_id = strtoull(optarg, NULL, 10); break;
+    case 'l': legacy = 1; break;
     case 'o':
       if(n_on_hello == MAX_ON_HELLO)
         usage();

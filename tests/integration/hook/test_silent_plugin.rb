@@ -97,6 +97,20 @@ class HookSilentPluginTest < Minitest::Test
     refute_match(/plugin silent|lost/, worker.err)
   end
 
+  # A plugin from before heartbeat answers (its Welcome does not say it
+  # answers them) is never taken for a silent one: upgrading the workers
+  # first must not make them leave their plugin every few seconds.
+  def test_an_older_plugin_that_never_answers_is_not_left
+    server = start_server(heartbeat_ms: 50, legacy: true)
+    worker = start_worker(WORKER, name: "upgraded-first")
+    hello = server.wait_for("hello") { true }
+    # 80 unanswered heartbeats: four seconds, past the 3 s a silent plugin gets
+    server.wait_for("heartbeat") { |e| e["sequence"] >= 80 }
+    assert_equal [hello["conn"]], server.all("hello").map { |e| e["conn"] }
+    refute_match(/plugin silent|lost/, worker.err)
+    assert_equal "ok", server.request(hello["conn"], "ping", payload: "still here")["status"]
+  end
+
   # Holds thread_dump in the worker until the test creates a file, so the
   # request is running when the plugin falls silent.
   HOLDING_WORKER = <<~RUBY
