@@ -108,6 +108,40 @@ class PathSafetyTest < Minitest::Test
     assert_equal File.join(File.realpath(@dir), "via-link.txt"), reply[:path]
   end
 
+  # The checks run when the path is resolved; the file is created and
+  # published later. A directory swapped for a link in between must not
+  # carry the dump outside.
+  def test_directory_swapped_for_a_link_after_the_check_is_not_followed
+    sub = File.join(@dir, "sub")
+    Dir.mkdir(sub)
+    directory = Memdiag::Hook::Ops::DumpDirectory.new(@dir)
+    target = directory.resolve("sub/swapped-early.txt")
+    File.rename(sub, "#{sub}.checked")
+    File.symlink(@outside, sub)
+    error = assert_raises(Memdiag::Hook::Ops::Failure) { target.create_temp }
+    assert_match(/symbolic link|moved/, error.message)
+    assert_nothing_written
+  end
+
+  def test_directory_swapped_for_a_link_while_writing_is_not_followed
+    sub = File.join(@dir, "sub")
+    Dir.mkdir(sub)
+    directory = Memdiag::Hook::Ops::DumpDirectory.new(@dir)
+    target = directory.resolve("sub/swapped-late.txt")
+    partial = target.create_temp
+    begin
+      partial.io.write("dump")
+      File.rename(sub, "#{sub}.checked")
+      File.symlink(@outside, sub)
+      partial.publish
+    ensure
+      partial.discard
+    end
+    assert_nothing_written
+    assert_equal ["swapped-late.txt"], files_in("#{sub}.checked")
+    assert_equal "dump", File.read(File.join("#{sub}.checked", "swapped-late.txt"))
+  end
+
   def test_malformed_paths_are_bad_requests
     assert_status(:bad_request, write("a\0b"), /NUL byte/)
     assert_status(:bad_request, write("."), /names the dump directory itself/)

@@ -157,18 +157,50 @@ module Memdiag
         def self.create(target)
           # Long final names must still leave room for the temporary decoration.
           stem = target.name.byteslice(0, 150).scrub("_")
-          temp = File.join(target.directory, ".#{stem}.#{Process.pid}.#{SecureRandom.hex(4)}#{SUFFIX}")
-          io = File.open(temp, FLAGS, 0o600)
-          io.chmod(0o600)
-          new(target, temp, io)
+          temp_name = ".#{stem}.#{Process.pid}.#{SecureRandom.hex(4)}#{SUFFIX}"
+          dir, base = open_directory(target.directory)
+          begin
+            io = File.open(File.join(base, temp_name), FLAGS, 0o600)
+            io.chmod(0o600)
+          rescue SystemCallError
+            dir&.close
+            raise
+          end
+          new(target, temp_name, io, dir, base)
         rescue SystemCallError => e
           raise Failure.error("cannot create a file in #{target.directory}: #{e.message}")
         end
 
-        def initialize(target, temp_path, io)
+        # The directory was checked by path when the request was resolved; a
+        # component swapped for a link since would carry the file elsewhere.
+        # So the directory is opened once, checked to still be that path,
+        # and every later step goes through the open handle (/proc/self/fd).
+        # Without /proc only the path remains.
+        def self.open_directory(path)
+          dir = File.open(path, File::RDONLY | File::NOFOLLOW)
+          base = "/proc/self/fd/#{dir.fileno}"
+          unless File.directory?(base)
+            dir.close
+            return [nil, path]
+          end
+          real = File.realpath(base)
+          unless real == path && dir.stat.directory?
+            dir.close
+            raise Failure.refused("directory #{path} was replaced (it is now #{real}, through a symbolic link " \
+                                  "or moved) after it was checked; nothing was written")
+          end
+          [dir, base]
+        rescue Errno::ELOOP
+          raise Failure.refused("directory #{path} became a symbolic link after it was checked; nothing was written")
+        end
+
+        def initialize(target, temp_name, io, dir = nil, base = target.directory)
           @target = target
-          @temp_path = temp_path
+          @temp_path = File.join(target.directory, temp_name)
+          @temp_name = temp_name
           @io = io
+          @dir = dir
+          @base = base
           @published = false
         end
 
@@ -199,25 +231,37 @@ module Memdiag
           nil
         ensure
           begin
-            File.unlink(@temp_path) unless @published
+            File.unlink(in_directory(@temp_name)) unless @published
           rescue Errno::ENOENT
             nil
           end
+          close_directory
         end
 
         private
 
+        def in_directory(name)
+          File.join(@base, name)
+        end
+
+        def close_directory
+          @dir.close if @dir && !@dir.closed?
+        rescue IOError
+          nil
+        end
+
         def link_into_place
-          File.link(@temp_path, @target.path)
-          File.unlink(@temp_path)
+          File.link(in_directory(@temp_name), in_directory(@target.name))
+          File.unlink(in_directory(@temp_name))
         rescue Errno::EEXIST
           raise Failure.refused("#{@target.path} appeared while the dump was written; memdiag never overwrites a file")
         rescue Errno::EPERM, Errno::EOPNOTSUPP, Errno::ENOTSUP
           # Filesystems without hard links: the lstat just before a rename is the
           # best remaining guard against replacing a file.
-          raise Failure.refused("#{@target.path} appeared while the dump was written") if exists?(@target.path)
+          final = in_directory(@target.name)
+          raise Failure.refused("#{@target.path} appeared while the dump was written") if exists?(final)
 
-          File.rename(@temp_path, @target.path)
+          File.rename(in_directory(@temp_name), final)
         end
 
         def exists?(path)
@@ -228,7 +272,7 @@ module Memdiag
         end
 
         def sync_directory
-          File.open(@target.directory, File::RDONLY) { |d| d.fsync }
+          File.open(@base, File::RDONLY) { |d| d.fsync }
         rescue SystemCallError, IOError
           nil
         end
