@@ -377,6 +377,14 @@ static void goodbye(conn *c, Memdiag__V1__Status status, const char *reason)
   c->deadline_ms = md_now_ms() + GOODBYE_FLUSH_MS;
 }
 
+/* Out of descriptors or memory, accept() fails while the connection stays
+ * queued and the listening socket stays readable: polling it again at once
+ * would spin the loop (and log each turn). It is left out of poll() until
+ * this time instead, and the failure is logged once per episode. */
+#define ACCEPT_RETRY_MS 1000u
+static uint64_t accept_paused_until;
+static int accept_failing;
+
 static void accept_all(void)
 {
   for(;;) {
@@ -385,9 +393,22 @@ static void accept_all(void)
     int rc;
 
     if(fd < 0) {
-      if(errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
+      if(errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        if(!accept_failing)
+          WARNING("memdiag plugin: accept on %s failed: %s; new connections wait until it "
+                  "succeeds (raise collectd's open file limit if it says too many open files)",
+                  cfg->socket, strerror(errno));
+        accept_failing = 1;
+        accept_paused_until = md_now_ms() + ACCEPT_RETRY_MS;
+      } else if(errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
+                errno != ECONNABORTED) {
         WARNING("memdiag plugin: accept on %s failed: %s", cfg->socket, strerror(errno));
+      }
       return;
+    }
+    if(accept_failing) {
+      accept_failing = 0;
+      INFO("memdiag plugin: accepting connections on %s again", cfg->socket);
     }
     if(nconns >= cfg->max_connections) {
       struct ucred cr;
@@ -770,7 +791,7 @@ static void *loop_main(void *unused)
       pcap = ncap;
     }
     pfd[0] = (struct pollfd){.fd = wake_fd, .events = POLLIN};
-    pfd[1] = (struct pollfd){.fd = listen_fd, .events = POLLIN};
+    pfd[1] = (struct pollfd){.fd = now < accept_paused_until ? -1 : listen_fd, .events = POLLIN};
     for(conn *c = conns; c; c = c->next) {
       pfd[n] = (struct pollfd){.fd = md_conn_fd(c->mc), .events = md_conn_events(c->mc)};
       pconn[n++] = c;
