@@ -25,10 +25,25 @@
 static void send_reply(uint64_t serial, Memdiag__V1__ControlReply *r)
 {
   Memdiag__V1__Frame f = MEMDIAG__V1__FRAME__INIT;
+  Memdiag__V1__ControlReply small = MEMDIAG__V1__CONTROL_REPLY__INIT;
+  int rc;
 
   f.body_case = MEMDIAG__V1__FRAME__BODY_CONTROL_REPLY;
   f.control_reply = r;
-  if(mdp_loop_send_operator(serial, &f) == -ENOENT)
+  rc = mdp_loop_send_operator(serial, &f);
+  if(rc == -EMSGSIZE) {
+    /* A worker's answer that just fitted no longer does once wrapped: the
+     * operator still gets an answer, and can ask for a file instead. */
+    small.has_request_id = 1;
+    small.request_id = r->request_id;
+    small.has_status = 1;
+    small.status = MEMDIAG__V1__STATUS__STATUS_ERROR;
+    small.error = "the answer is larger than the plugin's MaxFrameSize: "
+                  "ask for it to be written to a file (give a path)";
+    f.control_reply = &small;
+    rc = mdp_loop_send_operator(serial, &f);
+  }
+  if(rc == -ENOENT)
     INFO("memdiag plugin: operator connection closed before its answer (request %" PRIu64 ")",
          r->request_id);
 }

@@ -17,8 +17,10 @@
 
 /* Send a frame to a registered worker (by connection ID) or to an operator
  * connection (by its internal serial). Returns 0 (sent or queued), -ENOENT
- * (no such live connection) or -EIO (the connection failed and is being
- * closed: the worker's pending requests end through mdp_relay_worker_gone). */
+ * (no such live connection), -EMSGSIZE (the frame is larger than
+ * MaxFrameSize: not sent, the connection stays) or -EIO (the connection
+ * failed and is being closed: the worker's pending requests end through
+ * mdp_relay_worker_gone). */
 int mdp_loop_send_worker(uint64_t connection_id, const Memdiag__V1__Frame *f);
 int mdp_loop_send_operator(uint64_t serial, const Memdiag__V1__Frame *f);
 int mdp_loop_on_thread(void);

@@ -338,6 +338,12 @@ static int send_frame(conn *c, const Memdiag__V1__Frame *f)
 
   if(rc == MD_OK || rc == MD_EAGAIN)
     return 0;
+  /* Refused before anything was queued: the connection is still good. */
+  if(rc == MD_ETOOBIG) {
+    WARNING("memdiag plugin: not sending a %s frame to %s: larger than MaxFrameSize (%" PRIu64 " bytes)",
+            md_frame_kind(f), c->who, cfg->max_frame);
+    return -EMSGSIZE;
+  }
   peer_warning("memdiag plugin: closing connection to %s: %s", c->who, md_conn_error(c->mc));
   drop(c, md_conn_error(c->mc)[0] ? md_conn_error(c->mc) : md_strerror(rc));
   return -EIO;

@@ -11,7 +11,9 @@
  * --control-after-hello (a worker certificate sends a Control),
  * --show-heartbeats (print the plugin's heartbeat answers),
  * --allocate-mb M (touch M MiB so that RSS shows it), --big-hello N (a
- * hello with an N-byte name), --fork N (N workers,
+ * hello with an N-byte name), --dump-frame N (thread_dump answers with a
+ * Reply frame of exactly N bytes, the largest a MaxFrameSize of N lets
+ * through), --fork N (N workers,
  * one process each; the parent waits), --exit-after S.
  *
  * Output: "welcome connection_id=N pid=P" once registered, with
@@ -36,8 +38,10 @@ typedef struct {
   const char *socket, *cert, *key, *ca, *name;
   long claim_pid;
   int skip_hello, control_after_hello, show_heartbeats;
-  long allocate_mb, fork_n, exit_after, big_hello;
+  long allocate_mb, fork_n, exit_after, big_hello, dump_frame;
 } opts;
+
+static long dump_frame; /* --dump-frame */
 
 static int usage(void)
 {
@@ -104,6 +108,23 @@ static int answer(md_conn *c, const Memdiag__V1__Request *req)
     r.has_data = 1;
     r.data.data = (uint8_t *)dump;
     r.data.len = sizeof(dump) - 1;
+    if(dump_frame > 0) {
+      int rc;
+      uint8_t *fill = malloc((size_t)dump_frame);
+      if(!fill)
+        return 1;
+      memset(fill, 'd', (size_t)dump_frame);
+      r.data.data = fill;
+      f.body_case = MEMDIAG__V1__FRAME__BODY_REPLY;
+      f.reply = &r;
+      /* The length prefix of the data shrinks with it: find the exact fit. */
+      for(r.data.len = (size_t)dump_frame; r.data.len > 0; r.data.len--)
+        if(memdiag__v1__frame__get_packed_size(&f) <= (size_t)dump_frame)
+          break;
+      rc = md_conn_send_wait(c, &f, 5000) ? 1 : 0;
+      free(fill);
+      return rc;
+    }
     break;
   case MEMDIAG__V1__REQUEST__OP_SCHEDULER_DUMP:
     /* Never answers: lets tests see the plugin's own timeout. */
@@ -462,12 +483,15 @@ int main(int argc, char **argv)
       o.fork_n = atol(v);
     else if(strcmp(a, "--big-hello") == 0)
       o.big_hello = atol(v);
+    else if(strcmp(a, "--dump-frame") == 0)
+      o.dump_frame = atol(v);
     else if(strcmp(a, "--exit-after") == 0)
       o.exit_after = atol(v);
     else
       return usage();
   }
   signal(SIGPIPE, SIG_IGN);
+  dump_frame = o.dump_frame;
   if(o.socket && strcmp(mode, "garbage") == 0)
     return run_garbage(&o);
   if(!o.socket || !o.cert || !o.key || !o.ca)
