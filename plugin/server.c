@@ -334,8 +334,17 @@ static void drop(conn *c, const char *why)
 
 static int send_frame(conn *c, const Memdiag__V1__Frame *f)
 {
-  int rc = md_conn_send(c->mc, f);
+  int rc;
 
+  /* A peer that asks but never reads would make the queue grow without
+   * bound; more than one whole frame waiting means it is not reading. */
+  if(md_conn_pending(c->mc) > cfg->max_frame) {
+    peer_warning("memdiag plugin: closing connection to %s: it does not read what it is sent "
+                 "(%zu bytes waiting)", c->who, md_conn_pending(c->mc));
+    drop(c, "does not read what it is sent");
+    return -EIO;
+  }
+  rc = md_conn_send(c->mc, f);
   if(rc == MD_OK || rc == MD_EAGAIN)
     return 0;
   /* Refused before anything was queued: the connection is still good. */

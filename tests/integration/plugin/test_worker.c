@@ -13,7 +13,8 @@
  * --allocate-mb M (touch M MiB so that RSS shows it), --big-hello N (a
  * hello with an N-byte name), --dump-frame N (thread_dump answers with a
  * Reply frame of exactly N bytes, the largest a MaxFrameSize of N lets
- * through), --fork N (N workers,
+ * through), --control-flood N (after the hello, N Control frames sent
+ * without reading the answers), --fork N (N workers,
  * one process each; the parent waits), --exit-after S.
  *
  * Output: "welcome connection_id=N pid=P" once registered, with
@@ -38,7 +39,7 @@ typedef struct {
   const char *socket, *cert, *key, *ca, *name;
   long claim_pid;
   int skip_hello, control_after_hello, show_heartbeats;
-  long allocate_mb, fork_n, exit_after, big_hello, dump_frame;
+  long allocate_mb, fork_n, exit_after, big_hello, dump_frame, control_flood;
 } opts;
 
 static long dump_frame; /* --dump-frame */
@@ -189,6 +190,26 @@ static int run_worker(const opts *o)
     rc = md_conn_send_wait(c, &f, 5000) ? 1 : 0;
     if(rc)
       goto out;
+  }
+  for(long i = 0; i < o->control_flood; i++) {
+    Memdiag__V1__Control ctl = MEMDIAG__V1__CONTROL__INIT;
+    Memdiag__V1__ListWorkers lw = MEMDIAG__V1__LIST_WORKERS__INIT;
+    Memdiag__V1__Frame cf = MEMDIAG__V1__FRAME__INIT;
+    ctl.request_id = (uint64_t)i;
+    ctl.op_case = MEMDIAG__V1__CONTROL__OP_LIST_WORKERS;
+    ctl.list_workers = &lw;
+    cf.body_case = MEMDIAG__V1__FRAME__BODY_CONTROL;
+    cf.control = &ctl;
+    rc = md_conn_send_wait(c, &cf, 5000);
+    if(rc == MD_ECLOSED) {
+      printf("closed by the plugin\n");
+      rc = 0;
+      goto out;
+    }
+    if(rc) {
+      rc = 1;
+      goto out;
+    }
   }
   if(o->control_after_hello) {
     Memdiag__V1__Control ctl = MEMDIAG__V1__CONTROL__INIT;
@@ -485,6 +506,8 @@ int main(int argc, char **argv)
       o.big_hello = atol(v);
     else if(strcmp(a, "--dump-frame") == 0)
       o.dump_frame = atol(v);
+    else if(strcmp(a, "--control-flood") == 0)
+      o.control_flood = atol(v);
     else if(strcmp(a, "--exit-after") == 0)
       o.exit_after = atol(v);
     else
