@@ -169,18 +169,49 @@ static VALUE request_hash(VALUE arg)
   return h;
 }
 
+static VALUE wait_with_gvl_released(VALUE arg)
+{
+  struct wait_args *a = (struct wait_args *)arg;
+  rb_thread_call_without_gvl(wait_without_gvl, a, unblock, a->hook);
+  return Qnil;
+}
+
+/* A request taken from the core that will not reach Ruby: answer it, so the
+ * plugin neither waits for it nor sees the worker busy with it. */
+static void abandon_request(struct wait_args *a)
+{
+  mdh_reply_t r;
+
+  memset(&r, 0, sizeof r);
+  r.connection_id = a->req.connection_id;
+  r.request_id = a->req.id;
+  r.status = MDH_STATUS_ERROR;
+  r.error = "the hook's Ruby thread was interrupted while taking this request";
+  mdh_reply(a->hook, &r);
+  mdh_request_clear(&a->req);
+}
+
 /* next_request(timeout_ms) -> Hash, nil (nothing yet, or interrupted) or
  * false (the hook is stopped or belongs to the parent process). */
 static VALUE native_next_request(VALUE self, VALUE timeout)
 {
   struct wait_args a;
   VALUE h;
+  int state = 0;
 
   memset(&a, 0, sizeof a);
   a.hook = live_hook(self);
   a.timeout_ms = NUM2INT(timeout);
   a.rc = MDH_EINTR; /* stays so if Ruby skips the call for a pending interrupt */
-  rb_thread_call_without_gvl(wait_without_gvl, &a, unblock, a.hook);
+  /* Ruby handles interrupts (Thread#raise, #kill) that arrive while the
+   * GVL is released when it takes the GVL back, after the core may have
+   * handed over a request. */
+  rb_protect(wait_with_gvl_released, (VALUE)&a, &state);
+  if(state) {
+    if(a.rc == MDH_OK)
+      abandon_request(&a);
+    rb_jump_tag(state);
+  }
   switch(a.rc) {
   case MDH_OK:
     break;
@@ -190,10 +221,12 @@ static VALUE native_next_request(VALUE self, VALUE timeout)
   default:
     return Qfalse;
   }
-  h = rb_protect(request_hash, (VALUE)&a.req, &a.rc);
+  h = rb_protect(request_hash, (VALUE)&a.req, &state);
+  if(state) {
+    abandon_request(&a);
+    rb_jump_tag(state);
+  }
   mdh_request_clear(&a.req);
-  if(a.rc)
-    rb_jump_tag(a.rc);
   return h;
 }
 
