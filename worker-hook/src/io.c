@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -182,6 +184,43 @@ static int send_hello(session *s)
   return send_frame(s, &f);
 }
 
+/* Like md_unix_connect, but non-blocking from the start: connect(2) on
+ * AF_UNIX blocks while the listener's backlog is full (a stopped or wedged
+ * plugin), and an I/O thread blocked there never sees a stop, so mdh_stop()
+ * and the worker's exit (which frees the hook) would wait for the plugin.
+ * Non-blocking, a full backlog fails at once with EAGAIN and is retried
+ * with the backoff. CLOEXEC: a worker that execs must not hand the plugin's
+ * socket on. */
+static int connect_plugin(const char *path, char *err, size_t errlen)
+{
+  struct sockaddr_un sa;
+  int fd;
+
+  memset(&sa, 0, sizeof sa);
+  sa.sun_family = AF_UNIX;
+  if(!*path || strlen(path) >= sizeof sa.sun_path) {
+    snprintf(err, errlen, "socket path '%s' is empty or longer than %zu bytes", path,
+             sizeof sa.sun_path - 1);
+    return MD_EINVAL;
+  }
+  memcpy(sa.sun_path, path, strlen(path) + 1);
+  fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if(fd < 0) {
+    snprintf(err, errlen, "socket: %s", strerror(errno));
+    return MD_EIO;
+  }
+  if(connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+    if(errno == EAGAIN)
+      snprintf(err, errlen, "cannot connect to %s: the plugin is not accepting connections "
+               "(its backlog is full)", path);
+    else
+      snprintf(err, errlen, "cannot connect to %s: %s", path, strerror(errno));
+    close(fd);
+    return MD_EIO;
+  }
+  return fd;
+}
+
 /* Connect, handshake, hello, welcome. */
 static int session_open(session *s)
 {
@@ -207,26 +246,30 @@ static int session_open(session *s)
     goto out;
   }
 
-  fd = md_unix_connect(h->socket_path, detail, sizeof detail);
+  /* io_lock from socket() until conn_fd records it: a fork in between
+   * (the fork prepare handler takes io_lock) would leave the child a copy
+   * of the plugin's connection that its fork handler does not know to
+   * close. The connect does not block. */
+  pthread_mutex_lock(&h->io_lock);
+  fd = connect_plugin(h->socket_path, detail, sizeof detail);
   if(fd < 0) {
+    pthread_mutex_unlock(&h->io_lock);
     rc = fd;
     snprintf(s->err, sizeof s->err, "%s", detail); /* names the path */
     goto out;
   }
-  /* a worker that execs must not hand the plugin's socket on */
-  fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC);
-
-  pthread_mutex_lock(&h->io_lock);
   rc = md_conn_new(&s->conn, s->ctx, fd);
+  if(rc == MD_OK) {
+    s->fd = fd;
+    pthread_mutex_lock(&h->mu);
+    h->conn_fd = fd;
+    pthread_mutex_unlock(&h->mu);
+  }
   pthread_mutex_unlock(&h->io_lock);
   if(rc) {
     snprintf(s->err, sizeof s->err, "%s", md_strerror(rc));
     goto out;
   }
-  s->fd = fd;
-  pthread_mutex_lock(&h->mu);
-  h->conn_fd = fd;
-  pthread_mutex_unlock(&h->mu);
 
   rc = drive(s, step_handshake, NULL, deadline);
   if(rc)
