@@ -471,6 +471,10 @@ static void on_reply(const Memdiag__V1__Reply *reply, void *arg) {
       snprintf(error, sizeof(error), "%s%s%s", md_status_name(reply->status),
                reply->error && reply->error[0] ? ": " : "",
                reply->error ? reply->error : "");
+      /* The worker's text ends up in the log and notifications. */
+      for (char *p = error; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+          *p = '?';
       rep.error = error;
     }
     mdp_plan_reply(&r->plan, now_ms(), &rep, &acts);

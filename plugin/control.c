@@ -251,9 +251,16 @@ static void relay_done(const Memdiag__V1__Reply *reply, void *arg)
   r.error = reply->error;
   r.body_case = MEMDIAG__V1__CONTROL_REPLY__BODY_REPLY;
   r.reply = &inner;
-  if(r.status != MEMDIAG__V1__STATUS__STATUS_OK)
+  if(r.status != MEMDIAG__V1__STATUS__STATUS_OK) {
+    char error[256];
+    /* The worker's text: no control characters into the log. */
+    snprintf(error, sizeof(error), "%s", reply->error ? reply->error : "");
+    for(char *p = error; *p; p++)
+      if((unsigned char)*p < 0x20 || *p == 0x7f)
+        *p = '?';
     INFO("memdiag plugin: request to worker %" PRIu64 " ended with %s: %s", ctx->connection_id,
-         md_status_name(r.status), reply->error ? reply->error : "");
+         md_status_name(r.status), error);
+  }
   send_reply(ctx->serial, &r);
   free(ctx);
 }

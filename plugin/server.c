@@ -559,7 +559,14 @@ static void on_frame(conn *c, const Memdiag__V1__Frame *f)
 {
   c->last_heard_ms = md_now_ms();
   if(f->body_case == MEMDIAG__V1__FRAME__BODY_GOODBYE) {
-    drop(c, f->goodbye->reason && f->goodbye->reason[0] ? f->goodbye->reason : "said goodbye");
+    char why[200];
+    /* The reason is the peer's text: no control characters into the log. */
+    snprintf(why, sizeof(why), "%s",
+             f->goodbye->reason && f->goodbye->reason[0] ? f->goodbye->reason : "said goodbye");
+    for(char *p = why; *p; p++)
+      if((unsigned char)*p < 0x20 || *p == 0x7f)
+        *p = '?';
+    drop(c, why);
     return;
   }
   if(c->state == C_OPERATOR) {

@@ -14,7 +14,9 @@
  * hello with an N-byte name), --dump-frame N (thread_dump answers with a
  * Reply frame of exactly N bytes, the largest a MaxFrameSize of N lets
  * through), --control-flood N (after the hello, N Control frames sent
- * without reading the answers), --fork N (N workers,
+ * without reading the answers), --error-text T (ping and operations it
+ * does not offer answered with an error saying T), --goodbye T (a Goodbye with reason T right after the
+ * welcome, then exit), --fork N (N workers,
  * one process each; the parent waits), --exit-after S.
  *
  * Output: "welcome connection_id=N pid=P" once registered, with
@@ -36,13 +38,14 @@
 #include "md/tls.h"
 
 typedef struct {
-  const char *socket, *cert, *key, *ca, *name;
+  const char *socket, *cert, *key, *ca, *name, *error_text, *goodbye;
   long claim_pid;
   int skip_hello, control_after_hello, show_heartbeats;
   long allocate_mb, fork_n, exit_after, big_hello, dump_frame, control_flood;
 } opts;
 
-static long dump_frame; /* --dump-frame */
+static long dump_frame;        /* --dump-frame */
+static const char *error_text; /* --error-text */
 
 static int usage(void)
 {
@@ -99,6 +102,11 @@ static int answer(md_conn *c, const Memdiag__V1__Request *req)
   switch(req->op_case) {
   case MEMDIAG__V1__REQUEST__OP_PING:
     r.status = MEMDIAG__V1__STATUS__STATUS_OK;
+    if(error_text) {
+      r.status = MEMDIAG__V1__STATUS__STATUS_ERROR;
+      r.error = (char *)error_text;
+      break;
+    }
     if(req->ping->has_payload) {
       r.has_data = 1;
       r.data = req->ping->payload;
@@ -132,7 +140,7 @@ static int answer(md_conn *c, const Memdiag__V1__Request *req)
     return 0;
   default:
     r.status = MEMDIAG__V1__STATUS__STATUS_UNSUPPORTED;
-    r.error = "the test worker only answers ping and thread_dump";
+    r.error = error_text ? (char *)error_text : "the test worker only answers ping and thread_dump";
     break;
   }
   f.body_case = MEMDIAG__V1__FRAME__BODY_REPLY;
@@ -267,6 +275,15 @@ static int run_worker(const opts *o)
       printf("welcome connection_id=%" PRIu64 " pid=%ld\n", in->welcome->connection_id,
              (long)getpid());
       fflush(stdout);
+      if(o->goodbye) {
+        Memdiag__V1__Goodbye g = MEMDIAG__V1__GOODBYE__INIT;
+        Memdiag__V1__Frame gf = MEMDIAG__V1__FRAME__INIT;
+        g.reason = (char *)o->goodbye;
+        gf.body_case = MEMDIAG__V1__FRAME__BODY_GOODBYE;
+        gf.goodbye = &g;
+        rc = md_conn_send_wait(c, &gf, 5000) ? 1 : 0;
+        goto out;
+      }
       break;
     case MEMDIAG__V1__FRAME__BODY_GOODBYE:
       rc = print_goodbye(in);
@@ -508,6 +525,10 @@ int main(int argc, char **argv)
       o.dump_frame = atol(v);
     else if(strcmp(a, "--control-flood") == 0)
       o.control_flood = atol(v);
+    else if(strcmp(a, "--error-text") == 0)
+      o.error_text = v;
+    else if(strcmp(a, "--goodbye") == 0)
+      o.goodbye = v;
     else if(strcmp(a, "--exit-after") == 0)
       o.exit_after = atol(v);
     else
@@ -515,6 +536,7 @@ int main(int argc, char **argv)
   }
   signal(SIGPIPE, SIG_IGN);
   dump_frame = o.dump_frame;
+  error_text = o.error_text;
   if(o.socket && strcmp(mode, "garbage") == 0)
     return run_garbage(&o);
   if(!o.socket || !o.cert || !o.key || !o.ca)
