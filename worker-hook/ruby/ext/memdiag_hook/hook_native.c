@@ -11,6 +11,12 @@
 
 typedef struct {
   mdh_hook *hook; /* owned; NULL once stopped */
+  /* Ruby threads in next_request, which use the hook without the GVL. A
+   * close meanwhile (Runner#stop from a trap handler cannot join the hook's
+   * thread first) leaves the hook here, shut down, and the last of them
+   * frees it. */
+  unsigned waiters;
+  mdh_hook *closed; /* owned */
 } native;
 
 static void native_free(void *p)
@@ -19,6 +25,7 @@ static void native_free(void *p)
   /* Not RUBY_TYPED_FREE_IMMEDIATELY: stopping joins the I/O thread, which
    * is not something to do in the middle of a GC sweep. */
   mdh_stop(n->hook);
+  mdh_stop(n->closed);
   xfree(n);
 }
 
@@ -91,7 +98,7 @@ static VALUE native_initialize(VALUE self, VALUE opts)
   int rc;
 
   Check_Type(opts, T_HASH);
-  if(n->hook)
+  if(n->hook || n->closed)
     rb_raise(rb_eRuntimeError, "memdiag hook already started");
   c.socket_path = opt_cstr(opts, "socket", 1);
   c.certificate = opt_cstr(opts, "certificate", 1);
@@ -191,12 +198,22 @@ static void abandon_request(struct wait_args *a)
   mdh_request_clear(&a->req);
 }
 
+/* Free a hook closed while threads waited on it, once none does. */
+static void release_closed(native *n)
+{
+  if(n->closed && n->waiters == 0) {
+    mdh_stop(n->closed);
+    n->closed = NULL;
+  }
+}
+
 /* next_request(timeout_ms) -> Hash, nil (nothing yet, or interrupted) or
  * false (the hook is stopped or belongs to the parent process). */
 static VALUE native_next_request(VALUE self, VALUE timeout)
 {
+  native *n = get_native(self);
   struct wait_args a;
-  VALUE h;
+  VALUE h = Qnil;
   int state = 0;
 
   memset(&a, 0, sizeof a);
@@ -206,28 +223,30 @@ static VALUE native_next_request(VALUE self, VALUE timeout)
   /* Ruby handles interrupts (Thread#raise, #kill) that arrive while the
    * GVL is released when it takes the GVL back, after the core may have
    * handed over a request. */
+  n->waiters++;
   rb_protect(wait_with_gvl_released, (VALUE)&a, &state);
   if(state) {
     if(a.rc == MDH_OK)
       abandon_request(&a);
-    rb_jump_tag(state);
+  } else if(a.rc == MDH_OK) {
+    h = rb_protect(request_hash, (VALUE)&a.req, &state);
+    if(state)
+      abandon_request(&a);
+    mdh_request_clear(&a.req);
   }
+  n->waiters--;
+  release_closed(n);
+  if(state)
+    rb_jump_tag(state);
   switch(a.rc) {
   case MDH_OK:
-    break;
+    return h;
   case MDH_ETIMEDOUT:
   case MDH_EINTR:
     return Qnil;
   default:
     return Qfalse;
   }
-  h = rb_protect(request_hash, (VALUE)&a.req, &state);
-  if(state) {
-    abandon_request(&a);
-    rb_jump_tag(state);
-  }
-  mdh_request_clear(&a.req);
-  return h;
 }
 
 static mdh_status status_from(VALUE v)
@@ -343,7 +362,8 @@ static VALUE native_shutdown(VALUE self)
   return Qnil;
 }
 
-/* Free the hook. Only once no Ruby thread waits in #next_request. */
+/* Shut the hook down and free it; if Ruby threads still wait in
+ * #next_request (they return false now), the last of them frees it. */
 static VALUE native_close(VALUE self)
 {
   native *n = get_native(self);
@@ -351,7 +371,12 @@ static VALUE native_close(VALUE self)
   n->hook = NULL;
   if(h && !mdh_forked_away(h))
     rb_thread_call_without_gvl(shutdown_without_gvl, h, RUBY_UBF_IO, NULL);
-  mdh_stop(h);
+  /* threads do not survive a fork: in a child nobody waits on the parent's
+   * hook, whatever the count inherited from the parent says */
+  if(h && n->waiters && !n->closed && !mdh_forked_away(h))
+    n->closed = h; /* shut down: the waiters return at once */
+  else
+    mdh_stop(h);
   return Qnil;
 }
 
