@@ -4,6 +4,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -102,6 +103,31 @@ static void print_clean(const char *s, int width)
     putchar(' ');
 }
 
+/* Text from a worker (paths, notes, errors) or quoting one (capture
+ * reasons): line breaks and tabs kept, every other control character,
+ * terminal escapes included, shown as '?'. */
+static int control_char(unsigned char c)
+{
+  return (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f;
+}
+
+static void put_clean(FILE *out, const char *s)
+{
+  for(; s && *s; s++)
+    fputc(control_char((unsigned char)*s) ? '?' : *s, out);
+}
+
+/* A cleaned copy of s, owned by the caller (free); NULL only when s is
+ * NULL or memory is short, and then s itself is printed. */
+static char *dup_clean(const char *s)
+{
+  char *c = s ? strdup(s) : NULL;
+  for(char *p = c; p && *p; p++)
+    if(control_char((unsigned char)*p))
+      *p = '?';
+  return c;
+}
+
 static int name_width(Memdiag__V1__WorkerInfo **w, size_t n)
 {
   int width = 4;
@@ -179,7 +205,8 @@ static void table_workers(Memdiag__V1__WorkerInfo **w, size_t n, int with_detect
     if(x->has_connected_at && (uint64_t)now >= x->connected_at)
       format_age(age, sizeof(age), (uint64_t)now - x->connected_at);
     runtime_text(rt, sizeof(rt), x);
-    printf(" %-8s %-*s", age, with_detector ? rw : 0, rt);
+    printf(" %-8s ", age);
+    print_clean(rt, with_detector ? rw : 0);
     if(with_detector)
       printf("  %-*s %s", dw, x->detector_state ? x->detector_state : "-",
              x->plan_state && *x->plan_state ? x->plan_state : "-");
@@ -237,10 +264,16 @@ static void human_capture(const Memdiag__V1__CaptureInfo *c, const char *indent,
     printf(", running for %s", age);
   }
   putchar('\n');
-  if(c->reason && *c->reason)
-    printf("%s  reason: %s\n", indent, c->reason);
-  if(c->directory && *c->directory)
-    printf("%s  directory: %s\n", indent, c->directory);
+  if(c->reason && *c->reason) {
+    printf("%s  reason: ", indent);
+    put_clean(stdout, c->reason);
+    putchar('\n');
+  }
+  if(c->directory && *c->directory) {
+    printf("%s  directory: ", indent);
+    put_clean(stdout, c->directory);
+    putchar('\n');
+  }
 }
 
 void mdctl_print_status(const mdctl_cmd *cmd, const Memdiag__V1__StatusReport *r)
@@ -389,7 +422,9 @@ void mdctl_print_reply(const mdctl_cmd *cmd, const Memdiag__V1__Reply *r, uint64
     mdctl_format_duration(rtt, sizeof(rtt), rtt_us);
     printf("connection %" PRIu64 " answered in %s\n", cmd->connection_id, rtt);
   } else if(r->path && *r->path) {
-    printf("path: %s%s%s%s\n", r->path, fig[0] ? " (" : "", fig, fig[0] ? ")" : "");
+    fputs("path: ", stdout);
+    put_clean(stdout, r->path);
+    printf("%s%s%s\n", fig[0] ? " (" : "", fig, fig[0] ? ")" : "");
   } else if(r->has_data) {
     /* The result itself goes to stdout untouched; the figures to stderr so
      * that `memdiagctl thread_dump connection_id=1 > threads.txt` keeps a
@@ -404,8 +439,11 @@ void mdctl_print_reply(const mdctl_cmd *cmd, const Memdiag__V1__Reply *r, uint64
     printf("%s on connection %" PRIu64 "%s%s%s\n", done_message(cmd->verb->request_op),
            cmd->connection_id, fig[0] ? " (" : "", fig, fig[0] ? ")" : "");
   }
-  if(r->note && *r->note)
-    fprintf(r->has_data ? stderr : stdout, "note: %s\n", r->note);
+  if(r->note && *r->note) {
+    fputs("note: ", r->has_data ? stderr : stdout);
+    put_clean(r->has_data ? stderr : stdout, r->note);
+    fputc('\n', r->has_data ? stderr : stdout);
+  }
 }
 
 void mdctl_print_failure(const mdctl_cmd *cmd, Memdiag__V1__Status status, const char *error)
@@ -413,6 +451,7 @@ void mdctl_print_failure(const mdctl_cmd *cmd, Memdiag__V1__Status status, const
   const char *verb = cmd->verb->name;
   const char *why = error && *error ? error : md_status_name(status);
   uint64_t id = cmd->connection_id;
+  char *clean = NULL;
   mdctl_json j;
 
   if(cmd->json) {
@@ -426,6 +465,9 @@ void mdctl_print_failure(const mdctl_cmd *cmd, Memdiag__V1__Status status, const
     mdctl_json_end_object(&j);
     putchar('\n');
   }
+  clean = dup_clean(why);
+  if(clean)
+    why = clean;
   switch(status) {
   case MEMDIAG__V1__STATUS__STATUS_UNKNOWN_CONNECTION:
     /* The worker existed when the request left: say it went away, which is
@@ -464,4 +506,5 @@ void mdctl_print_failure(const mdctl_cmd *cmd, Memdiag__V1__Status status, const
       fprintf(stderr, "memdiagctl: %s failed: %s\n", verb, why);
     break;
   }
+  free(clean);
 }

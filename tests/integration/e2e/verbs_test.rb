@@ -44,6 +44,19 @@ class E2EVerbsTest < Minitest::Test
 
   def dump_path(name) = File.join(target.dump_dir, "#{name}-#{rand(1 << 30)}")
 
+  # Paths, notes and errors come from the worker: a terminal escape in one is
+  # shown as '?', never written to the operator's terminal.
+  def test_control_characters_from_the_worker_do_not_reach_the_terminal
+    id = id_of(target)
+    r = ctl!("thread_dump", "connection_id=#{id}", "path=esc-\e[31m-#{rand(1 << 30)}.txt")
+    refute_includes r.out + r.err, "\e"
+    assert_match(/^path: .*esc-\?\[31m-/, r.out)
+    bad = site.ctl("thread_dump", "connection_id=#{id}", "path=no-such-dir-\e[2J/x.txt")
+    assert_equal 1, bad.code, bad.to_s
+    refute_includes bad.out + bad.err, "\e"
+    assert_match(/no-such-dir-\?\[2J/, bad.err)
+  end
+
   def test_memory_dump_to_path_parses_line_by_line_and_holds_the_test_class
     path = dump_path("heap.json")
     r = while_bystander_serves { site.ctl("memory_dump", "connection_id=#{id_of(target)}", "path=#{path}") }
