@@ -67,16 +67,22 @@ static VALUE sym(const char *name)
   return ID2SYM(rb_intern(name));
 }
 
-/* String option or NULL; raises if required and missing. */
-static const char *opt_cstr(VALUE opts, const char *key, int required)
+/* String option or NULL; raises if required and missing. A value that is
+ * not a String is converted with to_str; the result is referenced only
+ * here, so it is stored in *keep, which the caller guards until mdh_start()
+ * has copied it (GC would otherwise free it under the pointer). */
+static const char *opt_cstr(VALUE opts, const char *key, int required, VALUE *keep)
 {
   VALUE v = rb_hash_aref(opts, sym(key));
+  const char *s;
   if(NIL_P(v)) {
     if(required)
       rb_raise(rb_eArgError, "memdiag hook: %s: is required", key);
     return NULL;
   }
-  return StringValueCStr(v);
+  s = StringValueCStr(v);
+  *keep = v;
+  return s;
 }
 
 static unsigned opt_uint(VALUE opts, const char *key)
@@ -93,6 +99,8 @@ static VALUE native_initialize(VALUE self, VALUE opts)
   native *n = get_native(self);
   mdh_config c = { 0 };
   VALUE caps;
+  VALUE keep[8] = { Qnil, Qnil, Qnil, Qnil, Qnil, Qnil, Qnil, Qnil };
+  VALUE *keep_caps = NULL;
   const char **names = NULL;
   long i, ncaps = 0;
   int rc;
@@ -100,15 +108,15 @@ static VALUE native_initialize(VALUE self, VALUE opts)
   Check_Type(opts, T_HASH);
   if(n->hook || n->closed)
     rb_raise(rb_eRuntimeError, "memdiag hook already started");
-  c.socket_path = opt_cstr(opts, "socket", 1);
-  c.certificate = opt_cstr(opts, "certificate", 1);
-  c.key = opt_cstr(opts, "key", 1);
-  c.ca = opt_cstr(opts, "ca", 1);
-  c.name = opt_cstr(opts, "name", 1);
+  c.socket_path = opt_cstr(opts, "socket", 1, &keep[0]);
+  c.certificate = opt_cstr(opts, "certificate", 1, &keep[1]);
+  c.key = opt_cstr(opts, "key", 1, &keep[2]);
+  c.ca = opt_cstr(opts, "ca", 1, &keep[3]);
+  c.name = opt_cstr(opts, "name", 1, &keep[4]);
   c.runtime = "ruby";
-  c.runtime_version = opt_cstr(opts, "runtime_version", 0);
-  c.hook_version = opt_cstr(opts, "hook_version", 0);
-  c.dump_directory = opt_cstr(opts, "dump_directory", 0);
+  c.runtime_version = opt_cstr(opts, "runtime_version", 0, &keep[5]);
+  c.hook_version = opt_cstr(opts, "hook_version", 0, &keep[6]);
+  c.dump_directory = opt_cstr(opts, "dump_directory", 0, &keep[7]);
   c.backoff_min_ms = opt_uint(opts, "backoff_min_ms");
   c.backoff_max_ms = opt_uint(opts, "backoff_max_ms");
   c.handshake_timeout_ms = opt_uint(opts, "handshake_timeout_ms");
@@ -119,9 +127,12 @@ static VALUE native_initialize(VALUE self, VALUE opts)
     Check_Type(caps, T_ARRAY);
     ncaps = RARRAY_LEN(caps);
     names = ALLOCA_N(const char *, ncaps + 1);
+    /* on the stack, so that GC sees (and keeps) converted names */
+    keep_caps = ALLOCA_N(VALUE, ncaps + 1);
     for(i = 0; i < ncaps; i++) {
       VALUE s = rb_ary_entry(caps, i);
       names[i] = StringValueCStr(s);
+      keep_caps[i] = s;
     }
   }
   c.capabilities = names;
@@ -130,6 +141,10 @@ static VALUE native_initialize(VALUE self, VALUE opts)
   rc = mdh_start(&n->hook, &c);
   RB_GC_GUARD(opts);
   RB_GC_GUARD(caps);
+  for(i = 0; i < 8; i++)
+    RB_GC_GUARD(keep[i]);
+  for(i = 0; i < ncaps; i++)
+    RB_GC_GUARD(keep_caps[i]);
   if(rc)
     rb_raise(rb_eRuntimeError, "memdiag hook: cannot start: %s", mdh_strerror(rc));
   return self;
