@@ -74,6 +74,14 @@ class E2EUsageTest < Minitest::Test
       _, err, st = ctl("workers", env: env)
       assert_equal 1, st.exitstatus
       assert_includes err, "cannot connect to #{d}/none.ipc: no such socket"
+
+      # An option's value is never taken for the verb: a socket named
+      # "replay" still means the plugin's workers, not an offline replay.
+      Dir.chdir(d) do
+        _, err, st = ctl("--socket", "replay", "workers", env: env)
+        assert_equal 1, st.exitstatus, err
+        assert_includes err, "cannot connect to replay: no such socket"
+      end
     end
   end
 end
