@@ -48,15 +48,22 @@ static void send_reply(uint64_t serial, Memdiag__V1__ControlReply *r)
          r->request_id);
 }
 
+/* Every ControlReply starts the same way: the operator's id and a status. */
+static void reply_head(Memdiag__V1__ControlReply *r, uint64_t request_id,
+                       Memdiag__V1__Status status)
+{
+  r->has_request_id = 1;
+  r->request_id = request_id;
+  r->has_status = 1;
+  r->status = status;
+}
+
 void mdp_control_refuse(uint64_t serial, uint64_t request_id, Memdiag__V1__Status status,
                         const char *error)
 {
   Memdiag__V1__ControlReply r = MEMDIAG__V1__CONTROL_REPLY__INIT;
 
-  r.has_request_id = 1;
-  r.request_id = request_id;
-  r.has_status = 1;
-  r.status = status;
+  reply_head(&r, request_id, status);
   r.error = (char *)error;
   send_reply(serial, &r);
 }
@@ -152,10 +159,7 @@ static void list_workers(uint64_t serial, uint64_t request_id)
   }
   wl.n_workers = l.n;
   wl.workers = l.ptrs;
-  r.has_request_id = 1;
-  r.request_id = request_id;
-  r.has_status = 1;
-  r.status = MEMDIAG__V1__STATUS__STATUS_OK;
+  reply_head(&r, request_id, MEMDIAG__V1__STATUS__STATUS_OK);
   r.body_case = MEMDIAG__V1__CONTROL_REPLY__BODY_WORKERS;
   r.workers = &wl;
   send_reply(serial, &r);
@@ -215,10 +219,7 @@ static void status(uint64_t serial, uint64_t request_id)
   sr.captures_completed = counters.completed;
   sr.captures_failed = counters.failed;
 #endif
-  r.has_request_id = 1;
-  r.request_id = request_id;
-  r.has_status = 1;
-  r.status = MEMDIAG__V1__STATUS__STATUS_OK;
+  reply_head(&r, request_id, MEMDIAG__V1__STATUS__STATUS_OK);
   r.body_case = MEMDIAG__V1__CONTROL_REPLY__BODY_STATUS_REPORT;
   r.status_report = &sr;
   send_reply(serial, &r);
@@ -244,10 +245,8 @@ static void relay_done(const Memdiag__V1__Reply *reply, void *arg)
   /* The operator sees its own request id, not the one the plugin used. */
   inner.has_request_id = 1;
   inner.request_id = ctx->inner_id;
-  r.has_request_id = 1;
-  r.request_id = ctx->control_id;
-  r.has_status = 1;
-  r.status = reply->has_status ? reply->status : MEMDIAG__V1__STATUS__STATUS_OK;
+  reply_head(&r, ctx->control_id,
+             reply->has_status ? reply->status : MEMDIAG__V1__STATUS__STATUS_OK);
   r.error = reply->error;
   r.body_case = MEMDIAG__V1__CONTROL_REPLY__BODY_REPLY;
   r.reply = &inner;
@@ -359,10 +358,7 @@ static void capture_now(uint64_t serial, const char *who, uint64_t request_id,
   ci.step = rc == 1 ? "queued" : "started";
   ci.has_started_at = rc == 0;
   ci.started_at = (uint64_t)time(NULL);
-  r.has_request_id = 1;
-  r.request_id = request_id;
-  r.has_status = 1;
-  r.status = MEMDIAG__V1__STATUS__STATUS_OK;
+  reply_head(&r, request_id, MEMDIAG__V1__STATUS__STATUS_OK);
   r.body_case = MEMDIAG__V1__CONTROL_REPLY__BODY_CAPTURE;
   r.capture = &ci;
   send_reply(serial, &r);
