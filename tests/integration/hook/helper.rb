@@ -220,6 +220,24 @@ module HookTest
 
   # Per-test temp dir with certificates, torn down with every process the
   # test started.
+  # A worker script that counts its own work on stdout (a line every `every`
+  # ticks of 50 ms) and reports the hook's connection ID when it changes.
+  def self.counting_worker(every:)
+    <<~RUBY
+      $stdout.sync = true
+      last = nil
+      ticks = 0
+      loop do
+        ticks += 1
+        id = Memdiag::Hook.connection_id
+        puts "connection_id=\#{id} ticks=\#{ticks}" if id != last
+        puts "ticks=\#{ticks}" if (ticks % #{every}).zero?
+        last = id
+        sleep 0.05
+      end
+    RUBY
+  end
+
   module Fixture
     def setup
       # AF_UNIX paths are limited to 107 bytes: keep the dir short.

@@ -8,21 +8,7 @@ require_relative "helper"
 class HookReconnectTest < Minitest::Test
   include HookTest::Fixture
 
-  # Counts its own work on stdout and reports the hook's connection ID when
-  # it changes.
-  WORKER = <<~RUBY
-    $stdout.sync = true
-    last = nil
-    ticks = 0
-    loop do
-      ticks += 1
-      id = Memdiag::Hook.connection_id
-      puts "connection_id=\#{id} ticks=\#{ticks}" if id != last
-      puts "ticks=\#{ticks}" if (ticks % 20).zero?
-      last = id
-      sleep 0.05
-    end
-  RUBY
+  WORKER = HookTest.counting_worker(every: 20)
 
   def test_reconnects_with_a_new_connection_id_after_a_plugin_restart
     first = start_server(first_id: 1)

@@ -12,21 +12,7 @@ require_relative "helper"
 class HookSilentPluginTest < Minitest::Test
   include HookTest::Fixture
 
-  # Counts its own work on stdout and reports the hook's connection ID when
-  # it changes.
-  WORKER = <<~RUBY
-    $stdout.sync = true
-    last = nil
-    ticks = 0
-    loop do
-      ticks += 1
-      id = Memdiag::Hook.connection_id
-      puts "connection_id=\#{id} ticks=\#{ticks}" if id != last
-      puts "ticks=\#{ticks}" if (ticks % 5).zero?
-      last = id
-      sleep 0.05
-    end
-  RUBY
+  WORKER = HookTest.counting_worker(every: 5)
 
   def ticks(worker)
     worker.out.scan(/ticks=(\d+)/).flatten.map(&:to_i).max || 0
