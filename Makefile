@@ -8,9 +8,9 @@ DEB_PACKAGES = build-essential cmake pkg-config openssl libssl-dev \
   collectd-core collectd-dev \
   ruby ruby-dev ruby-minitest ruby-async puma unicorn ruby-heapy \
   ruby-sidekiq redis-server \
-  procps psmisc
+  procps psmisc clang-format
 
-.PHONY: all deps build test demo bench clean
+.PHONY: all deps build test demo bench clean format check-format
 
 all: build
 
@@ -28,17 +28,29 @@ deps:
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD)
 
-build: deps $(BUILD)/CMakeCache.txt
+build: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
-test: build
+test: deps
+	$(MAKE) build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
 
-demo: build
+demo: deps
+	$(MAKE) build
 	./conf/demo/run-demo $(BUILD)
 
 bench: build
 	@for b in tests/bench/*; do [ -x "$$b" ] && { echo "== $$b"; BUILD=$(BUILD) "$$b" || exit 1; }; done
+
+# Every C file in one style (.clang-format); check-format fails on a file
+# that does not conform, naming it.
+C_SOURCES = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
+
+format:
+	clang-format -i $(C_SOURCES)
+
+check-format:
+	@clang-format --dry-run --Werror $(C_SOURCES)
 
 clean:
 	rm -rf $(BUILD)

@@ -22,9 +22,7 @@ void mdp_config_init(mdp_config *cfg)
   cfg->dump_timeout_ms = 600000;
   cfg->max_frame = 16u * 1024u * 1024u;
   mdp_detector_config_init(&cfg->detector);
-#ifdef MDP_HAVE_CAPTURE
   mdp_capture_config_init(&cfg->capture);
-#endif
 }
 
 void mdp_config_free(mdp_config *cfg)
@@ -50,18 +48,14 @@ static int value_text(const oconfig_item_t *ci, char *buf, size_t len)
   }
   v = &ci->values[0];
   switch(v->type) {
-  case OCONFIG_TYPE_STRING:
-    snprintf(buf, len, "%s", v->value.string);
-    break;
+  case OCONFIG_TYPE_STRING: snprintf(buf, len, "%s", v->value.string); break;
   case OCONFIG_TYPE_NUMBER:
     if(v->value.number == (double)(int64_t)v->value.number)
       snprintf(buf, len, "%" PRId64, (int64_t)v->value.number);
     else
       snprintf(buf, len, "%.17g", v->value.number);
     break;
-  default:
-    snprintf(buf, len, "%s", v->value.boolean ? "true" : "false");
-    break;
+  default: snprintf(buf, len, "%s", v->value.boolean ? "true" : "false"); break;
   }
   return 0;
 }
@@ -96,7 +90,8 @@ static int set_duration_ms(const oconfig_item_t *ci, double min_s, double max_s,
     return rc;
   if(mdp_parse_duration(buf, &s) || s < min_s || s > max_s) {
     ERROR("memdiag plugin: %s \"%s\" is not a duration between %g and %g seconds "
-          "(seconds, or a number with s/m/h suffix)", ci->key, buf, min_s, max_s);
+          "(seconds, or a number with s/m/h suffix)",
+          ci->key, buf, min_s, max_s);
     return -EINVAL;
   }
   *out = (uint64_t)(s * 1000.0 + 0.5);
@@ -149,8 +144,8 @@ static int set_count(const oconfig_item_t *ci, unsigned min, unsigned max, unsig
   errno = 0;
   n = strtoul(buf, &end, 10);
   if(errno || end == buf || *end != '\0' || buf[0] == '-' || n < min || n > max) {
-    ERROR("memdiag plugin: %s \"%s\" is not a whole number between %u and %u", ci->key, buf,
-          min, max);
+    ERROR("memdiag plugin: %s \"%s\" is not a whole number between %u and %u", ci->key, buf, min,
+          max);
     return -EINVAL;
   }
   *out = (unsigned)n;
@@ -167,7 +162,8 @@ static int set_size(const oconfig_item_t *ci, uint64_t min, uint64_t max, uint64
     return rc;
   if(mdp_parse_size(buf, &v) || v < min || v > max) {
     ERROR("memdiag plugin: %s \"%s\" is not a size between %" PRIu64 " and %" PRIu64
-          " bytes (bytes, or a number with K/M/G suffix)", ci->key, buf, min, max);
+          " bytes (bytes, or a number with K/M/G suffix)",
+          ci->key, buf, min, max);
     return -EINVAL;
   }
   *out = v;
@@ -178,10 +174,10 @@ static const struct {
   const char *name;
   unsigned bit;
 } memory_kinds[] = {
-  {"rss", MDP_MEM_RSS},
-  {"pss", MDP_MEM_PSS},
-  {"private", MDP_MEM_PRIVATE},
-  {"swap", MDP_MEM_SWAP},
+    {"rss", MDP_MEM_RSS},
+    {"pss", MDP_MEM_PSS},
+    {"private", MDP_MEM_PRIVATE},
+    {"swap", MDP_MEM_SWAP},
 };
 
 void mdp_config_memory_text(unsigned memory, char *buf, size_t len)
@@ -286,14 +282,13 @@ int mdp_config_apply(mdp_config *cfg, const oconfig_item_t *block)
         rc = -ENOENT;
       }
     }
-#ifdef MDP_HAVE_CAPTURE
     if(rc == -ENOENT)
       rc = mdp_capture_config_item(&cfg->capture, ci);
-#endif
     /* Keep going: one start should name every bad key, not the first. */
     if(rc == -ENOENT)
       ERROR("memdiag plugin: unknown configuration key \"%s\" in <Plugin memdiag> "
-            "(see docs/plugin.md for the keys)", ci->key);
+            "(see docs/plugin.md for the keys)",
+            ci->key);
     if(rc)
       failed = 1;
   }
@@ -308,7 +303,9 @@ int mdp_config_check(const mdp_config *cfg)
   if(!cfg->tls_certificate || !cfg->tls_key || !cfg->tls_ca) {
     ERROR("memdiag plugin: %s is required: the plugin speaks mutual TLS only "
           "(conf/memdiag-certs makes a CA and key pairs)",
-          !cfg->tls_certificate ? "TLSCertificate" : !cfg->tls_key ? "TLSKey" : "TLSCA");
+          !cfg->tls_certificate ? "TLSCertificate"
+          : !cfg->tls_key       ? "TLSKey"
+                                : "TLSCA");
     return -EINVAL;
   }
   if(cfg->socket_group) {
@@ -324,7 +321,6 @@ int mdp_config_check(const mdp_config *cfg)
     ERROR("memdiag plugin: %s", err);
     rc = -EINVAL;
   }
-#ifdef MDP_HAVE_CAPTURE
   err[0] = '\0';
   if(mdp_capture_config_check(&cfg->capture, err, sizeof(err))) {
     ERROR("memdiag plugin: %s", err);
@@ -337,6 +333,5 @@ int mdp_config_check(const mdp_config *cfg)
           "signalled when it reaches MemoryLimit, after its dump");
     rc = -EINVAL;
   }
-#endif
   return rc;
 }

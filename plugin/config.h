@@ -14,10 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "detector.h"
-#ifdef MDP_HAVE_CAPTURE
-#include "capture.h"
-#endif
+#include "detector/detector.h"
+#include "capture/capture.h"
 
 struct oconfig_item_s;
 
@@ -31,23 +29,21 @@ enum {
 #define MDP_DEFAULT_SOCKET "supervisor.ipc"
 
 typedef struct mdp_config {
-  char *socket;          /* Socket: path, relative to collectd's working dir */
-  unsigned socket_mode;  /* SocketMode: permission bits */
-  char *socket_group;    /* SocketGroup: name or number; NULL keeps the owner's */
-  char *tls_certificate; /* TLSCertificate (required) */
-  char *tls_key;         /* TLSKey (required) */
-  char *tls_ca;          /* TLSCA (required) */
-  unsigned max_connections;     /* MaxConnections */
-  uint64_t interval_ms;         /* Interval: 0 = collectd's interval */
-  unsigned memory;              /* Memory: MDP_MEM_* */
-  uint32_t heartbeat_ms;        /* HeartbeatInterval told to workers */
+  char *socket;                  /* Socket: path, relative to collectd's working dir */
+  unsigned socket_mode;          /* SocketMode: permission bits */
+  char *socket_group;            /* SocketGroup: name or number; NULL keeps the owner's */
+  char *tls_certificate;         /* TLSCertificate (required) */
+  char *tls_key;                 /* TLSKey (required) */
+  char *tls_ca;                  /* TLSCA (required) */
+  unsigned max_connections;      /* MaxConnections */
+  uint64_t interval_ms;          /* Interval: 0 = collectd's interval */
+  unsigned memory;               /* Memory: MDP_MEM_* */
+  uint32_t heartbeat_ms;         /* HeartbeatInterval told to workers */
   uint32_t handshake_timeout_ms; /* HandshakeTimeout: TLS + hello */
-  uint32_t dump_timeout_ms;     /* DumpTimeout: default for dumps */
-  uint64_t max_frame;           /* MaxFrameSize */
+  uint32_t dump_timeout_ms;      /* DumpTimeout: default for dumps */
+  uint64_t max_frame;            /* MaxFrameSize */
   mdp_detector_config detector;
-#ifdef MDP_HAVE_CAPTURE
   mdp_capture_config_t capture;
-#endif
 } mdp_config;
 
 void mdp_config_init(mdp_config *cfg);

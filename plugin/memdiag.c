@@ -10,13 +10,11 @@
 #include <time.h>
 
 #include "config.h"
-#include "detector.h"
-#include "registry.h"
-#include "sampler.h"
-#include "server.h"
-#ifdef MDP_HAVE_CAPTURE
-#include "capture.h"
-#endif
+#include "detector/detector.h"
+#include "workers/registry.h"
+#include "workers/sampler.h"
+#include "server/server.h"
+#include "capture/capture.h"
 
 static mdp_config cfg;
 static int configured;    /* cfg initialised */
@@ -105,13 +103,15 @@ static void remember(mdp_worker *w, double t, uint64_t v)
     w->history_n++;
 }
 
-#ifdef MDP_HAVE_CAPTURE
 static void trigger(mdp_worker *w, const mdp_decision *d, uint64_t v)
 {
   mdp_capture_sample_t samples[MDP_WORKER_HISTORY];
-  mdp_capture_worker_t cw = {
-      .connection_id = w->id, .name = w->name, .pid = w->pid, .uid = w->uid, .gid = w->gid,
-      .rss = v};
+  mdp_capture_worker_t cw = {.connection_id = w->id,
+                             .name = w->name,
+                             .pid = w->pid,
+                             .uid = w->uid,
+                             .gid = w->gid,
+                             .rss = v};
   char reason[256], err[256] = "";
   unsigned start = (w->history_head + MDP_WORKER_HISTORY - w->history_n) % MDP_WORKER_HISTORY;
   int rc;
@@ -126,13 +126,12 @@ static void trigger(mdp_worker *w, const mdp_decision *d, uint64_t v)
              d->window);
   else
     snprintf(reason, sizeof(reason), "%s", d->reason);
-  INFO("memdiag plugin: detector fired for worker %" PRIu64 " ('%s' pid %ld): %s", w->id,
-       w->name, (long)w->pid, reason);
+  INFO("memdiag plugin: detector fired for worker %" PRIu64 " ('%s' pid %ld): %s", w->id, w->name,
+       (long)w->pid, reason);
   rc = mdp_capture_start(&cw, reason, samples, w->history_n, 0, NULL, 0, err, sizeof(err));
   if(rc < 0)
     INFO("memdiag plugin: no capture for worker %" PRIu64 ": %s", w->id, err);
 }
-#endif
 
 static void sample_worker(mdp_worker *w, cdtime_t now, cdtime_t interval)
 {
@@ -158,17 +157,17 @@ static void sample_worker(mdp_worker *w, cdtime_t now, cdtime_t interval)
   fired = mdp_detector_feed(&w->detector, t, v, &d);
   mdp_detector_describe(&w->detector, text, sizeof(text));
   mdp_registry_store(w, &s, t, text);
-#ifdef MDP_HAVE_CAPTURE
   {
-    mdp_capture_worker_t cw = {.connection_id = w->id, .name = w->name, .pid = w->pid,
-                               .uid = w->uid, .gid = w->gid, .rss = v};
+    mdp_capture_worker_t cw = {.connection_id = w->id,
+                               .name = w->name,
+                               .pid = w->pid,
+                               .uid = w->uid,
+                               .gid = w->gid,
+                               .rss = v};
     if(fired == 1)
       trigger(w, &d, v);
     mdp_capture_observe(&cw, cfg.detector.memory_limit && v >= cfg.detector.memory_limit);
   }
-#else
-  (void)fired;
-#endif
 }
 
 static double thread_cpu_s(void)
@@ -199,9 +198,7 @@ static int memdiag_read(user_data_t *ud)
   /* What sampling costs, so that operators (and tests/bench/sample-cost)
    * see it: CPU seconds of this pass, dispatch included. */
   dispatch("", "duration", "sampling_cpu", thread_cpu_s() - cpu0, now, interval);
-#ifdef MDP_HAVE_CAPTURE
   mdp_capture_read();
-#endif
   return 0;
 }
 
@@ -228,20 +225,16 @@ static int memdiag_init(void)
   rc = mdp_server_start(&cfg);
   if(rc)
     goto refuse;
-#ifdef MDP_HAVE_CAPTURE
   rc = mdp_capture_init(&cfg.capture);
   if(rc) {
     mdp_server_stop();
     goto refuse;
   }
-#endif
   rc = plugin_register_complex_read(NULL, "memdiag", memdiag_read,
                                     cfg.interval_ms ? MS_TO_CDTIME_T(cfg.interval_ms) : 0, NULL);
   if(rc) {
     ERROR("memdiag plugin: cannot register the read callback");
-#ifdef MDP_HAVE_CAPTURE
     mdp_capture_shutdown();
-#endif
     mdp_server_stop();
     goto refuse;
   }
@@ -257,9 +250,7 @@ refuse:
 static int memdiag_shutdown(void)
 {
   if(running) {
-#ifdef MDP_HAVE_CAPTURE
     mdp_capture_shutdown();
-#endif
     mdp_server_stop();
     mdp_registry_destroy();
     running = 0;

@@ -8,10 +8,10 @@
 
 #include "md/wire.h"
 
-#define ID MDCTL_KEY_CONNECTION_ID
-#define PATH MDCTL_KEY_PATH
-#define SHAPES MDCTL_KEY_SHAPES
-#define MODE MDCTL_KEY_MODE
+#define ID          MDCTL_KEY_CONNECTION_ID
+#define PATH        MDCTL_KEY_PATH
+#define SHAPES      MDCTL_KEY_SHAPES
+#define MODE        MDCTL_KEY_MODE
 #define DUMP_WAIT_S (24u * 3600u)
 
 /* Dumps of a large, busy worker take minutes (70 s for 300 MB measured
@@ -19,38 +19,34 @@
  * day) and answers "timeout", so heap dumps wait as long as the plugin may;
  * a ping does not. */
 const mdctl_verb mdctl_verbs[] = {
-  {"workers", MDCTL_KIND_WORKERS, 0, 0, 0, 15, "",
-   "list the registered workers and their memory"},
-  {"status", MDCTL_KIND_STATUS, 0, 0, 0, 15, "",
-   "plugin uptime, each worker's detector state, captures in progress"},
-  {"capture", MDCTL_KIND_CAPTURE, 0, ID, ID, 30, "connection_id=N",
-   "start the capture plan on a worker now"},
-  {"ping", MDCTL_KIND_OPERATE, MEMDIAG__V1__REQUEST__OP_PING, ID, ID, 15,
-   "connection_id=N", "check that a worker answers"},
-  {"memory_dump", MDCTL_KIND_OPERATE, MEMDIAG__V1__REQUEST__OP_MEMORY_DUMP,
-   ID | PATH | SHAPES | MODE, ID | PATH, DUMP_WAIT_S,
-   "connection_id=N path=P [shapes=false] [mode=inline|fork|auto]",
-   "write the worker's heap as newline-delimited JSON"},
-  {"allocation_trace_start", MDCTL_KIND_OPERATE,
-   MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_START, ID, ID, 60,
-   "connection_id=N", "record allocation sites from now on"},
-  {"allocation_trace_stop", MDCTL_KIND_OPERATE,
-   MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_STOP, ID | PATH | SHAPES, ID | PATH, DUMP_WAIT_S,
-   "connection_id=N path=P [shapes=false]",
-   "stop tracing, dump the heap with allocation sites, clear them"},
-  {"garbage_profile_start", MDCTL_KIND_OPERATE,
-   MEMDIAG__V1__REQUEST__OP_GARBAGE_PROFILE_START, ID, ID, 60,
-   "connection_id=N", "start the GC profiler"},
-  {"garbage_profile_stop", MDCTL_KIND_OPERATE,
-   MEMDIAG__V1__REQUEST__OP_GARBAGE_PROFILE_STOP, ID | PATH, ID, 300,
-   "connection_id=N [path=P]", "stop the GC profiler; write or print its report"},
-  {"scheduler_dump", MDCTL_KIND_OPERATE, MEMDIAG__V1__REQUEST__OP_SCHEDULER_DUMP,
-   ID | PATH, ID, 300, "connection_id=N [path=P]",
-   "the fiber scheduler's tasks (or every fiber); write or print"},
-  {"thread_dump", MDCTL_KIND_OPERATE, MEMDIAG__V1__REQUEST__OP_THREAD_DUMP,
-   ID | PATH, ID, 300, "connection_id=N [path=P]",
-   "every thread with its status and backtrace; write or print"},
-  {NULL, 0, 0, 0, 0, 0, NULL, NULL},
+    {"workers", MDCTL_KIND_WORKERS, 0, 0, 0, 15, "",
+     "list the registered workers and their memory"},
+    {"status", MDCTL_KIND_STATUS, 0, 0, 0, 15, "",
+     "plugin uptime, each worker's detector state, captures in progress"},
+    {"capture", MDCTL_KIND_CAPTURE, 0, ID, ID, 30, "connection_id=N",
+     "start the capture plan on a worker now"},
+    {"ping", MDCTL_KIND_OPERATE, MEMDIAG__V1__REQUEST__OP_PING, ID, ID, 15, "connection_id=N",
+     "check that a worker answers"},
+    {"memory_dump", MDCTL_KIND_OPERATE, MEMDIAG__V1__REQUEST__OP_MEMORY_DUMP,
+     ID | PATH | SHAPES | MODE, ID | PATH, DUMP_WAIT_S,
+     "connection_id=N path=P [shapes=false] [mode=inline|fork|auto]",
+     "write the worker's heap as newline-delimited JSON"},
+    {"allocation_trace_start", MDCTL_KIND_OPERATE, MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_START,
+     ID, ID, 60, "connection_id=N", "record allocation sites from now on"},
+    {"allocation_trace_stop", MDCTL_KIND_OPERATE, MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_STOP,
+     ID | PATH | SHAPES, ID | PATH, DUMP_WAIT_S, "connection_id=N path=P [shapes=false]",
+     "stop tracing, dump the heap with allocation sites, clear them"},
+    {"garbage_profile_start", MDCTL_KIND_OPERATE, MEMDIAG__V1__REQUEST__OP_GARBAGE_PROFILE_START,
+     ID, ID, 60, "connection_id=N", "start the GC profiler"},
+    {"garbage_profile_stop", MDCTL_KIND_OPERATE, MEMDIAG__V1__REQUEST__OP_GARBAGE_PROFILE_STOP,
+     ID | PATH, ID, 300, "connection_id=N [path=P]",
+     "stop the GC profiler; write or print its report"},
+    {"scheduler_dump", MDCTL_KIND_OPERATE, MEMDIAG__V1__REQUEST__OP_SCHEDULER_DUMP, ID | PATH, ID,
+     300, "connection_id=N [path=P]",
+     "the fiber scheduler's tasks (or every fiber); write or print"},
+    {"thread_dump", MDCTL_KIND_OPERATE, MEMDIAG__V1__REQUEST__OP_THREAD_DUMP, ID | PATH, ID, 300,
+     "connection_id=N [path=P]", "every thread with its status and backtrace; write or print"},
+    {NULL, 0, 0, 0, 0, 0, NULL, NULL},
 };
 
 #define MAX_TIMEOUT_S (7u * 24u * 3600u)
@@ -88,8 +84,8 @@ static int parse_key(mdctl_cmd *cmd, const char *arg, char *err, size_t errlen)
   uint64_t id;
 
   if(!eq || eq == arg) {
-    snprintf(err, errlen, "argument '%s' is not key=value (try: %s %s)", arg,
-             cmd->verb->name, cmd->verb->synopsis);
+    snprintf(err, errlen, "argument '%s' is not key=value (try: %s %s)", arg, cmd->verb->name,
+             cmd->verb->synopsis);
     return MD_EINVAL;
   }
   klen = (size_t)(eq - arg);
@@ -105,8 +101,8 @@ static int parse_key(mdctl_cmd *cmd, const char *arg, char *err, size_t errlen)
   else
     key = 0;
   if(!(key & cmd->verb->keys)) {
-    snprintf(err, errlen, "%s does not take '%.*s' (usage: %s %s)", cmd->verb->name,
-             (int)klen, arg, cmd->verb->name, cmd->verb->synopsis);
+    snprintf(err, errlen, "%s does not take '%.*s' (usage: %s %s)", cmd->verb->name, (int)klen, arg,
+             cmd->verb->name, cmd->verb->synopsis);
     return MD_EINVAL;
   }
   if(cmd->given & key) {
@@ -156,8 +152,8 @@ static int parse_key(mdctl_cmd *cmd, const char *arg, char *err, size_t errlen)
 }
 
 /* Matches "--name VALUE" and "--name=VALUE"; advances *i past VALUE. */
-static int option_value(const char *name, int argc, char **argv, int *i,
-                        const char **out, char *err, size_t errlen)
+static int option_value(const char *name, int argc, char **argv, int *i, const char **out,
+                        char *err, size_t errlen)
 {
   const char *arg = argv[*i];
   size_t n = strlen(name);
@@ -211,8 +207,8 @@ int mdctl_cmd_parse(mdctl_cmd *cmd, int argc, char **argv, char *err, size_t err
       if(m < 0)
         goto out;
       if(parse_u64(v, MAX_TIMEOUT_S, &t) || t == 0) {
-        snprintf(err, errlen, "--timeout takes whole seconds (1 to %u), not '%s'",
-                 MAX_TIMEOUT_S, v);
+        snprintf(err, errlen, "--timeout takes whole seconds (1 to %u), not '%s'", MAX_TIMEOUT_S,
+                 v);
         goto out;
       }
       cmd->timeout_s = (unsigned)t;
@@ -245,8 +241,7 @@ int mdctl_cmd_parse(mdctl_cmd *cmd, int argc, char **argv, char *err, size_t err
   if(cmd->verb->required & ~cmd->given) {
     unsigned missing = cmd->verb->required & ~cmd->given;
     snprintf(err, errlen, "%s needs %s (usage: %s %s)", cmd->verb->name,
-             (missing & ID) ? "connection_id=N" : "path=P", cmd->verb->name,
-             cmd->verb->synopsis);
+             (missing & ID) ? "connection_id=N" : "path=P", cmd->verb->name, cmd->verb->synopsis);
     goto out;
   }
   rc = MD_OK;
@@ -263,7 +258,8 @@ void mdctl_usage(FILE *out)
 {
   fputs("usage: memdiagctl [OPTIONS] VERB [key=value ...]\n"
         "       memdiagctl replay [Key=Value ...] TRACE.csv\n"
-        "\nVerbs:\n", out);
+        "\nVerbs:\n",
+        out);
   for(const mdctl_verb *v = mdctl_verbs; v->name; v++)
     fprintf(out, "  %s %s\n      %s\n", v->name, v->synopsis, v->summary);
   fputs("  replay [Key=Value ...] TRACE.csv\n"
@@ -276,5 +272,6 @@ void mdctl_usage(FILE *out)
         "  --json          machine-readable output\n"
         "  --timeout SEC   how long the worker may take (default depends on the verb)\n"
         "  --help, --version\n"
-        "\nExit status: 0 done, 1 failed or refused, 2 usage error.\n", out);
+        "\nExit status: 0 done, 1 failed or refused, 2 usage error.\n",
+        out);
 }

@@ -28,11 +28,11 @@ typedef enum {
 typedef struct {
   const char *name;
   mdctl_kind kind;
-  int request_op;          /* MEMDIAG__V1__REQUEST__OP_* for MDCTL_KIND_OPERATE */
-  unsigned keys;           /* MDCTL_KEY_* accepted */
-  unsigned required;       /* MDCTL_KEY_* that must be given */
+  int request_op;    /* MEMDIAG__V1__REQUEST__OP_* for MDCTL_KIND_OPERATE */
+  unsigned keys;     /* MDCTL_KEY_* accepted */
+  unsigned required; /* MDCTL_KEY_* that must be given */
   unsigned default_timeout_s;
-  const char *synopsis;    /* arguments, for usage text */
+  const char *synopsis; /* arguments, for usage text */
   const char *summary;
 } mdctl_verb;
 
@@ -50,12 +50,12 @@ typedef struct {
   const char *key;
   const char *ca;
   int json;
-  unsigned timeout_s;      /* 0: the verb's default */
-  unsigned given;          /* MDCTL_KEY_* present */
+  unsigned timeout_s; /* 0: the verb's default */
+  unsigned given;     /* MDCTL_KEY_* present */
   uint64_t connection_id;
   const char *path;
   int shapes;
-  int mode;                /* MEMDIAG__V1__DUMP_MODE__* */
+  int mode; /* MEMDIAG__V1__DUMP_MODE__* */
 } mdctl_cmd;
 
 /* Every verb, terminated by an entry with name == NULL. */

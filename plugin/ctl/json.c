@@ -54,11 +54,17 @@ static size_t utf8_seq(const uint8_t *s, size_t len)
   if(c < 0x80)
     return 1;
   if(c >= 0xc2 && c <= 0xdf) {
-    n = 2; cp = c & 0x1f; min = 0x80;
+    n = 2;
+    cp = c & 0x1f;
+    min = 0x80;
   } else if(c >= 0xe0 && c <= 0xef) {
-    n = 3; cp = c & 0x0f; min = 0x800;
+    n = 3;
+    cp = c & 0x0f;
+    min = 0x800;
   } else if(c >= 0xf0 && c <= 0xf4) {
-    n = 4; cp = c & 0x07; min = 0x10000;
+    n = 4;
+    cp = c & 0x07;
+    min = 0x10000;
   } else {
     return 0;
   }
@@ -97,13 +103,34 @@ static void write_string(FILE *out, const uint8_t *s, size_t len)
     uint8_t c = s[i];
     size_t n;
     switch(c) {
-    case '"': fputs("\\\"", out); i++; continue;
-    case '\\': fputs("\\\\", out); i++; continue;
-    case '\n': fputs("\\n", out); i++; continue;
-    case '\r': fputs("\\r", out); i++; continue;
-    case '\t': fputs("\\t", out); i++; continue;
-    case '\b': fputs("\\b", out); i++; continue;
-    case '\f': fputs("\\f", out); i++; continue;
+    case '"':
+      fputs("\\\"", out);
+      i++;
+      continue;
+    case '\\':
+      fputs("\\\\", out);
+      i++;
+      continue;
+    case '\n':
+      fputs("\\n", out);
+      i++;
+      continue;
+    case '\r':
+      fputs("\\r", out);
+      i++;
+      continue;
+    case '\t':
+      fputs("\\t", out);
+      i++;
+      continue;
+    case '\b':
+      fputs("\\b", out);
+      i++;
+      continue;
+    case '\f':
+      fputs("\\f", out);
+      i++;
+      continue;
     default: break;
     }
     if(c < 0x20 || c == 0x7f) {
@@ -176,8 +203,7 @@ void mdctl_json_kv_bool(mdctl_json *j, const char *key, int v)
 
 static void write_base64(FILE *out, const uint8_t *s, size_t len)
 {
-  static const char tab[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   size_t i = 0;
 
   fputc('"', out);

@@ -9,7 +9,7 @@
  * never the verb, even when it reads "replay". */
 static int takes_value(const char *opt)
 {
-  static const char *const with_value[] = { "--socket", "--cert", "--key", "--ca", "--timeout" };
+  static const char *const with_value[] = {"--socket", "--cert", "--key", "--ca", "--timeout"};
   for(size_t i = 0; i < sizeof(with_value) / sizeof(with_value[0]); i++)
     if(strcmp(opt, with_value[i]) == 0)
       return 1;

@@ -141,8 +141,8 @@ static int name_width(Memdiag__V1__WorkerInfo **w, size_t n)
 
 static void runtime_text(char *buf, size_t len, const Memdiag__V1__WorkerInfo *x)
 {
-  snprintf(buf, len, "%s%s%s", x->runtime ? x->runtime : "-",
-           x->runtime_version ? " " : "", x->runtime_version ? x->runtime_version : "");
+  snprintf(buf, len, "%s%s%s", x->runtime ? x->runtime : "-", x->runtime_version ? " " : "",
+           x->runtime_version ? x->runtime_version : "");
 }
 
 /* Columns for PSS, private and swap appear only when some worker has a
@@ -248,8 +248,7 @@ static void json_capture(mdctl_json *j, const Memdiag__V1__CaptureInfo *c)
 }
 
 /* One capture in progress: who, which step, why, where. */
-static void human_capture(const Memdiag__V1__CaptureInfo *c, const char *indent,
-                          int in_progress)
+static void human_capture(const Memdiag__V1__CaptureInfo *c, const char *indent, int in_progress)
 {
   char age[32];
   time_t now = time(NULL);
@@ -307,8 +306,8 @@ void mdctl_print_status(const mdctl_cmd *cmd, const Memdiag__V1__StatusReport *r
   format_age(age, sizeof(age), r->uptime_s);
   printf("memdiag plugin %s, up %s\n", r->version ? r->version : "?", age);
   printf("captures: %" PRIu64 " started, %" PRIu64 " completed, %" PRIu64 " failed, %" PRIu64
-         " skipped\n", r->captures_started, r->captures_completed, r->captures_failed,
-         r->captures_skipped);
+         " skipped\n",
+         r->captures_started, r->captures_completed, r->captures_failed, r->captures_skipped);
   if(r->n_workers == 0)
     printf("no workers registered\n");
   else
@@ -352,8 +351,8 @@ static void json_reply(const mdctl_cmd *cmd, const Memdiag__V1__Reply *r, uint64
   mdctl_json_begin_object(&j);
   mdctl_json_kv_u64(&j, "connection_id", cmd->connection_id);
   mdctl_json_kv_str(&j, "operation", cmd->verb->name);
-  mdctl_json_kv_str(&j, "status", md_status_name(r->has_status ? r->status
-                                                 : MEMDIAG__V1__STATUS__STATUS_OK));
+  mdctl_json_kv_str(&j, "status",
+                    md_status_name(r->has_status ? r->status : MEMDIAG__V1__STATUS__STATUS_OK));
   mdctl_json_kv_str(&j, "error", r->error && *r->error ? r->error : NULL);
   mdctl_json_kv_str(&j, "path", r->path && *r->path ? r->path : NULL);
   if(r->has_data)
@@ -398,14 +397,10 @@ static void figures(char *buf, size_t len, const Memdiag__V1__Reply *r)
 static const char *done_message(int op)
 {
   switch(op) {
-  case MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_START:
-    return "allocation tracing started";
-  case MEMDIAG__V1__REQUEST__OP_GARBAGE_PROFILE_START:
-    return "GC profiler started";
-  case MEMDIAG__V1__REQUEST__OP_GARBAGE_PROFILE_STOP:
-    return "GC profiler stopped";
-  default:
-    return "done";
+  case MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_START: return "allocation tracing started";
+  case MEMDIAG__V1__REQUEST__OP_GARBAGE_PROFILE_START: return "GC profiler started";
+  case MEMDIAG__V1__REQUEST__OP_GARBAGE_PROFILE_STOP: return "GC profiler stopped";
+  default: return "done";
   }
 }
 
@@ -433,8 +428,8 @@ void mdctl_print_reply(const mdctl_cmd *cmd, const Memdiag__V1__Reply *r, uint64
     if(r->data.len && r->data.data[r->data.len - 1] != '\n')
       putchar('\n');
     if(fig[0])
-      fprintf(stderr, "memdiagctl: %s inline from connection %" PRIu64 " (%s)\n",
-              cmd->verb->name, cmd->connection_id, fig);
+      fprintf(stderr, "memdiagctl: %s inline from connection %" PRIu64 " (%s)\n", cmd->verb->name,
+              cmd->connection_id, fig);
   } else {
     printf("%s on connection %" PRIu64 "%s%s%s\n", done_message(cmd->verb->request_op),
            cmd->connection_id, fig[0] ? " (" : "", fig, fig[0] ? ")" : "");
@@ -473,28 +468,37 @@ void mdctl_print_failure(const mdctl_cmd *cmd, Memdiag__V1__Status status, const
     /* The worker existed when the request left: say it went away, which is
      * news about the worker, not a mistyped ID. */
     if(why && strstr(why, "went away"))
-      fprintf(stderr, "memdiagctl: %s on connection %" PRIu64 " failed: %s (it may have exited "
-              "or been restarted; run 'memdiagctl workers' again)\n", verb, id, why);
+      fprintf(stderr,
+              "memdiagctl: %s on connection %" PRIu64 " failed: %s (it may have exited "
+              "or been restarted; run 'memdiagctl workers' again)\n",
+              verb, id, why);
     else
-      fprintf(stderr, "memdiagctl: connection %" PRIu64 " not found; run 'memdiagctl workers' "
-              "again (connection IDs change when a worker or collectd restarts)\n", id);
+      fprintf(stderr,
+              "memdiagctl: connection %" PRIu64 " not found; run 'memdiagctl workers' "
+              "again (connection IDs change when a worker or collectd restarts)\n",
+              id);
     break;
   case MEMDIAG__V1__STATUS__STATUS_REFUSED:
     fprintf(stderr, "memdiagctl: connection %" PRIu64 " refused %s: %s\n", id, verb, why);
     break;
   case MEMDIAG__V1__STATUS__STATUS_TIMEOUT:
-    fprintf(stderr, "memdiagctl: %s on connection %" PRIu64 " timed out: %s "
-            "(--timeout SECONDS gives the worker longer%s)\n", verb, id, why,
+    fprintf(stderr,
+            "memdiagctl: %s on connection %" PRIu64 " timed out: %s "
+            "(--timeout SECONDS gives the worker longer%s)\n",
+            verb, id, why,
             cmd->verb->request_op == MEMDIAG__V1__REQUEST__OP_MEMORY_DUMP ||
-            cmd->verb->request_op == MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_STOP
-              ? "; large heaps take minutes, or try mode=fork" : "");
+                    cmd->verb->request_op == MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_STOP
+                ? "; large heaps take minutes, or try mode=fork"
+                : "");
     break;
   case MEMDIAG__V1__STATUS__STATUS_UNSUPPORTED:
     fprintf(stderr, "memdiagctl: connection %" PRIu64 " cannot run %s: %s\n", id, verb, why);
     break;
   case MEMDIAG__V1__STATUS__STATUS_FORBIDDEN:
-    fprintf(stderr, "memdiagctl: the plugin does not let this certificate run %s "
-            "(an operator certificate is needed): %s\n", verb, why);
+    fprintf(stderr,
+            "memdiagctl: the plugin does not let this certificate run %s "
+            "(an operator certificate is needed): %s\n",
+            verb, why);
     break;
   case MEMDIAG__V1__STATUS__STATUS_BAD_REQUEST:
     fprintf(stderr, "memdiagctl: the plugin rejected %s as malformed: %s\n", verb, why);

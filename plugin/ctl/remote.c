@@ -18,7 +18,7 @@
 /* The plugin enforces the operation's timeout and answers "timeout"; we
  * wait a little longer so that its answer, not our guess, is what the
  * operator sees. */
-#define REPLY_GRACE_MS 5000
+#define REPLY_GRACE_MS       5000
 #define HANDSHAKE_TIMEOUT_MS 15000
 
 enum { EXIT_DONE = 0, EXIT_FAILED = 1, EXIT_USAGE = 2 };
@@ -121,7 +121,8 @@ static void build_operate(const mdctl_cmd *cmd, uint64_t request_id, unsigned ti
 
 static int unexpected(const mdctl_cmd *cmd, const Memdiag__V1__ControlReply *cr)
 {
-  fprintf(stderr, "memdiagctl: the plugin answered %s with an unexpected message "
+  fprintf(stderr,
+          "memdiagctl: the plugin answered %s with an unexpected message "
           "(body %d); are memdiagctl and the plugin the same version?\n",
           cmd->verb->name, (int)cr->body_case);
   return EXIT_FAILED;
@@ -134,8 +135,8 @@ static int show(const mdctl_cmd *cmd, const Memdiag__V1__ControlReply *cr, uint6
   if(st != MEMDIAG__V1__STATUS__STATUS_OK) {
     /* The worker's own reply, when present, carries the precise reason. */
     const char *why = cr->error;
-    if(cr->body_case == MEMDIAG__V1__CONTROL_REPLY__BODY_REPLY && cr->reply &&
-       cr->reply->error && *cr->reply->error)
+    if(cr->body_case == MEMDIAG__V1__CONTROL_REPLY__BODY_REPLY && cr->reply && cr->reply->error &&
+       *cr->reply->error)
       why = cr->reply->error;
     mdctl_print_failure(cmd, st, why);
     return EXIT_FAILED;
@@ -210,8 +211,8 @@ static int run(const mdctl_cmd *cmd)
     break;
   }
 
-  rc = mdctl_session_open(&s, cmd->socket, cmd->cert, cmd->key, cmd->ca,
-                          HANDSHAKE_TIMEOUT_MS, err, sizeof(err));
+  rc = mdctl_session_open(&s, cmd->socket, cmd->cert, cmd->key, cmd->ca, HANDSHAKE_TIMEOUT_MS, err,
+                          sizeof(err));
   if(rc) {
     fprintf(stderr, "memdiagctl: %s\n", err);
     goto out;

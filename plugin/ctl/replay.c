@@ -5,17 +5,17 @@
 #include <string.h>
 
 #include "ctl.h"
-#include "detector.h"
-#include "series_csv.h"
+#include "detector/detector.h"
+#include "detector/series_csv.h"
 
 static const char usage[] =
-  "usage: memdiagctl replay [--summary] [Key=Value ...] TRACE.csv\n"
-  "Runs the leak detector over a series in collectd csv format (header line,\n"
-  "then epoch,value in bytes) and prints one JSON line per capture it would\n"
-  "start. Keys are the plugin's: MemoryLimit, CaptureSize, GrowthWindow,\n"
-  "MinGrowthRate, Horizon, NearLimit, WarmupTime.\n"
-  "  --summary  also print a final JSON line with the first capture and its\n"
-  "             lead time before the series reached MemoryLimit\n";
+    "usage: memdiagctl replay [--summary] [Key=Value ...] TRACE.csv\n"
+    "Runs the leak detector over a series in collectd csv format (header line,\n"
+    "then epoch,value in bytes) and prints one JSON line per capture it would\n"
+    "start. Keys are the plugin's: MemoryLimit, CaptureSize, GrowthWindow,\n"
+    "MinGrowthRate, Horizon, NearLimit, WarmupTime.\n"
+    "  --summary  also print a final JSON line with the first capture and its\n"
+    "             lead time before the series reached MemoryLimit\n";
 
 static void print_fire(const mdp_decision *d)
 {

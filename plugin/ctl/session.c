@@ -20,57 +20,67 @@ static void explain_socket(const char *socket, const char *detail, char *err, si
   struct stat st;
 
   if(stat(socket, &st) != 0 && errno == ENOENT)
-    snprintf(err, errlen, "cannot connect to %s: no such socket (is collectd running "
-             "with the memdiag plugin? give --socket or MEMDIAG_SOCKET)", socket);
+    snprintf(err, errlen,
+             "cannot connect to %s: no such socket (is collectd running "
+             "with the memdiag plugin? give --socket or MEMDIAG_SOCKET)",
+             socket);
   else if(stat(socket, &st) == 0 && !S_ISSOCK(st.st_mode))
     snprintf(err, errlen, "cannot connect to %s: not a socket", socket);
   else if(contains(detail, "refused"))
-    snprintf(err, errlen, "cannot connect to %s: nothing is listening (a stale socket "
-             "left by a stopped collectd?)", socket);
+    snprintf(err, errlen,
+             "cannot connect to %s: nothing is listening (a stale socket "
+             "left by a stopped collectd?)",
+             socket);
   else if(contains(detail, "ermission denied"))
-    snprintf(err, errlen, "cannot connect to %s: permission denied (the plugin's "
-             "SocketMode/SocketGroup decide who may connect)", socket);
+    snprintf(err, errlen,
+             "cannot connect to %s: permission denied (the plugin's "
+             "SocketMode/SocketGroup decide who may connect)",
+             socket);
   else
     snprintf(err, errlen, "%s", detail);
 }
 
 /* A failure while verifying the plugin's certificate on our side, versus
  * an alert from the plugin rejecting ours. */
-static void explain_tls(const mdctl_session *s, int rc, const char *detail,
-                        char *err, size_t errlen)
+static void explain_tls(const mdctl_session *s, int rc, const char *detail, char *err,
+                        size_t errlen)
 {
   if(rc == MD_EROLE)
-    snprintf(err, errlen, "the peer at %s is not a memdiag plugin (its certificate's "
-             "role is wrong): %s", s->socket, detail);
+    snprintf(err, errlen,
+             "the peer at %s is not a memdiag plugin (its certificate's "
+             "role is wrong): %s",
+             s->socket, detail);
   else if(contains(detail, "certificate verify failed") ||
           contains(detail, "unable to get local issuer") ||
           contains(detail, "self-signed certificate") ||
           contains(detail, "self signed certificate"))
-    snprintf(err, errlen, "TLS refused: the plugin's certificate is not signed by your CA "
-             "(%s): %s", s->ca, detail);
+    snprintf(err, errlen,
+             "TLS refused: the plugin's certificate is not signed by your CA "
+             "(%s): %s",
+             s->ca, detail);
   else if(contains(detail, "alert unknown ca") || contains(detail, "alert bad certificate") ||
           contains(detail, "alert certificate required") ||
           contains(detail, "alert certificate expired") ||
-          contains(detail, "alert decrypt error") ||
-          contains(detail, "alert handshake failure") ||
+          contains(detail, "alert decrypt error") || contains(detail, "alert handshake failure") ||
           contains(detail, "alert unsupported certificate"))
-    snprintf(err, errlen, "TLS refused by the plugin: it does not accept your certificate "
-             "(signed by another CA, expired, or not an operator certificate): %s", detail);
+    snprintf(err, errlen,
+             "TLS refused by the plugin: it does not accept your certificate "
+             "(signed by another CA, expired, or not an operator certificate): %s",
+             detail);
   else
     snprintf(err, errlen, "TLS with the plugin at %s failed: %s", s->socket, detail);
 }
 
-int mdctl_session_open(mdctl_session *s, const char *socket, const char *cert,
-                       const char *key, const char *ca, int timeout_ms,
-                       char *err, size_t errlen)
+int mdctl_session_open(mdctl_session *s, const char *socket, const char *cert, const char *key,
+                       const char *ca, int timeout_ms, char *err, size_t errlen)
 {
   char detail[512] = "";
   md_tls_options opts = {
-    .certificate = cert,
-    .key = key,
-    .ca = ca,
-    .server = 0,
-    .allowed_peer_roles = MD_ROLE_PLUGIN,
+      .certificate = cert,
+      .key = key,
+      .ca = ca,
+      .server = 0,
+      .allowed_peer_roles = MD_ROLE_PLUGIN,
   };
   int rc;
 
@@ -79,8 +89,10 @@ int mdctl_session_open(mdctl_session *s, const char *socket, const char *cert,
   s->ca = ca;
   rc = md_tls_ctx_new(&s->ctx, &opts, detail, sizeof(detail));
   if(rc) {
-    snprintf(err, errlen, "cannot load the operator certificate (--cert %s --key %s "
-             "--ca %s): %s", cert, key, ca, detail);
+    snprintf(err, errlen,
+             "cannot load the operator certificate (--cert %s --key %s "
+             "--ca %s): %s",
+             cert, key, ca, detail);
     goto out;
   }
   rc = md_client_connect(&s->conn, s->ctx, socket, timeout_ms, detail, sizeof(detail));
@@ -89,8 +101,10 @@ int mdctl_session_open(mdctl_session *s, const char *socket, const char *cert,
   else if(rc == MD_ETIMEDOUT)
     snprintf(err, errlen, "no TLS handshake with %s within %d s", socket, timeout_ms / 1000);
   else if(rc == MD_ECLOSED)
-    snprintf(err, errlen, "the plugin at %s closed the connection during the TLS "
-             "handshake (it refused this certificate?): %s", socket, detail);
+    snprintf(err, errlen,
+             "the plugin at %s closed the connection during the TLS "
+             "handshake (it refused this certificate?): %s",
+             socket, detail);
   else if(rc)
     explain_socket(socket, detail[0] ? detail : md_strerror(rc), err, errlen);
 out:
@@ -100,8 +114,8 @@ out:
 }
 
 /* Why an exchange with the plugin failed, for the operator. */
-static void explain_exchange(const mdctl_session *s, int rc, int timeout_ms,
-                             char *err, size_t errlen)
+static void explain_exchange(const mdctl_session *s, int rc, int timeout_ms, char *err,
+                             size_t errlen)
 {
   if(rc == MD_ETIMEDOUT)
     snprintf(err, errlen, "no answer from the plugin within %d s (raise --timeout?)",
@@ -109,7 +123,8 @@ static void explain_exchange(const mdctl_session *s, int rc, int timeout_ms,
   else if(rc == MD_ETLS)
     explain_tls(s, rc, md_conn_error(s->conn), err, errlen);
   else if(rc == MD_ECLOSED)
-    snprintf(err, errlen, "the plugin closed the connection without answering: it "
+    snprintf(err, errlen,
+             "the plugin closed the connection without answering: it "
              "probably refused this certificate (signed by another CA, expired, or not an "
              "operator certificate); collectd's log says why");
   else
@@ -126,9 +141,8 @@ static int is_answer(const Memdiag__V1__Frame *in, uint64_t request_id)
          (!in->control_reply->has_request_id || in->control_reply->request_id == request_id);
 }
 
-int mdctl_session_call(mdctl_session *s, Memdiag__V1__Control *control,
-                       int timeout_ms, Memdiag__V1__Frame **out,
-                       char *err, size_t errlen)
+int mdctl_session_call(mdctl_session *s, Memdiag__V1__Control *control, int timeout_ms,
+                       Memdiag__V1__Frame **out, char *err, size_t errlen)
 {
   Memdiag__V1__Frame frame = MEMDIAG__V1__FRAME__INIT;
   Memdiag__V1__Frame *in = NULL;

@@ -21,17 +21,15 @@ typedef struct {
 
 /* Load the operator certificate and connect. On failure returns a negative
  * md error and explains it (which file, which side refused) in err. */
-int mdctl_session_open(mdctl_session *s, const char *socket, const char *cert,
-                       const char *key, const char *ca, int timeout_ms,
-                       char *err, size_t errlen);
+int mdctl_session_open(mdctl_session *s, const char *socket, const char *cert, const char *key,
+                       const char *ca, int timeout_ms, char *err, size_t errlen);
 
 /* Send `control` and wait up to timeout_ms for the ControlReply carrying
  * its request_id. *out is the whole frame; its control_reply is the answer.
  * A Goodbye from the plugin (e.g. this certificate may not operate) is
  * MD_EROLE with the plugin's reason in err. */
-int mdctl_session_call(mdctl_session *s, Memdiag__V1__Control *control,
-                       int timeout_ms, Memdiag__V1__Frame **out,
-                       char *err, size_t errlen);
+int mdctl_session_call(mdctl_session *s, Memdiag__V1__Control *control, int timeout_ms,
+                       Memdiag__V1__Frame **out, char *err, size_t errlen);
 
 void mdctl_session_close(mdctl_session *s);
 

@@ -43,7 +43,7 @@ static long nosig_ctrl(BIO *b, int cmd, long num, void *ptr)
 {
   switch(cmd) {
   case BIO_C_SET_FD:
-    BIO_set_data(b, (void *)(intptr_t)*(int *)ptr);
+    BIO_set_data(b, (void *)(intptr_t) * (int *)ptr);
     BIO_set_init(b, 1);
     (void)num;
     return 1;
@@ -54,17 +54,15 @@ static long nosig_ctrl(BIO *b, int cmd, long num, void *ptr)
       *(int *)ptr = (int)(intptr_t)BIO_get_data(b);
     return (long)(intptr_t)BIO_get_data(b);
   case BIO_CTRL_FLUSH:
-  case BIO_CTRL_DUP:
-    return 1;
-  default:
-    return 0;
+  case BIO_CTRL_DUP: return 1;
+  default: return 0;
   }
 }
 
 static void make_method(void)
 {
-  BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK |
-                               BIO_TYPE_DESCRIPTOR, "memdiag socket");
+  BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK | BIO_TYPE_DESCRIPTOR,
+                               "memdiag socket");
   if(!m)
     return;
   BIO_meth_set_write(m, nosig_write);

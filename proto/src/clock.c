@@ -10,7 +10,4 @@ uint64_t md_now_us(void)
   return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-uint64_t md_now_ms(void)
-{
-  return md_now_us() / 1000u;
-}
+uint64_t md_now_ms(void) { return md_now_us() / 1000u; }

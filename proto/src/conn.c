@@ -23,8 +23,8 @@ struct md_conn {
   SSL *ssl;
   int fd;
   int handshake_done;
-  int failed;          /* a final error happened; nothing more works */
-  short want;          /* poll events the last TLS call asked for */
+  int failed; /* a final error happened; nothing more works */
+  short want; /* poll events the last TLS call asked for */
   size_t max_frame;
   uint8_t *rbuf;
   size_t rlen, rcap;
@@ -123,14 +123,9 @@ static int ssl_result(md_conn *c, int ret, const char *what)
   char detail[300];
 
   switch(e) {
-  case SSL_ERROR_WANT_READ:
-    c->want = POLLIN;
-    return MD_EAGAIN;
-  case SSL_ERROR_WANT_WRITE:
-    c->want = POLLOUT;
-    return MD_EAGAIN;
-  case SSL_ERROR_ZERO_RETURN:
-    return fail(c, MD_ECLOSED, "%s", "peer closed the connection");
+  case SSL_ERROR_WANT_READ: c->want = POLLIN; return MD_EAGAIN;
+  case SSL_ERROR_WANT_WRITE: c->want = POLLOUT; return MD_EAGAIN;
+  case SSL_ERROR_ZERO_RETURN: return fail(c, MD_ECLOSED, "%s", "peer closed the connection");
   case SSL_ERROR_SYSCALL:
     if(ERR_peek_error() == 0) {
       if(ret == 0 || errno == 0 || errno == ECONNRESET || errno == EPIPE)
@@ -202,14 +197,14 @@ int md_conn_handshake(md_conn *c)
   peer = SSL_get1_peer_certificate(c->ssl);
   if(!peer)
     return fail(c, MD_ETLS, "%s", "peer presented no certificate");
-  X509_NAME_get_text_by_NID(X509_get_subject_name(peer), NID_commonName,
-                            c->peer_name, sizeof(c->peer_name));
+  X509_NAME_get_text_by_NID(X509_get_subject_name(peer), NID_commonName, c->peer_name,
+                            sizeof(c->peer_name));
   c->peer_role = role_of(peer);
   X509_free(peer);
   if(!(c->peer_role & c->ctx->allowed_peer_roles)) {
     snprintf(c->err, sizeof(c->err),
-             "peer certificate '%s' has role '%s', which is not allowed here",
-             c->peer_name, md_role_name(c->peer_role));
+             "peer certificate '%s' has role '%s', which is not allowed here", c->peer_name,
+             md_role_name(c->peer_role));
     c->failed = MD_EROLE;
     return MD_EROLE;
   }

@@ -6,7 +6,7 @@
 
 static int wait_ready(md_conn *c, uint64_t deadline_ms, int forever)
 {
-  struct pollfd p = { .fd = md_conn_fd(c), .events = md_conn_events(c) };
+  struct pollfd p = {.fd = md_conn_fd(c), .events = md_conn_events(c)};
   int timeout = -1;
   int n;
 

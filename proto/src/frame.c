@@ -8,8 +8,7 @@
 
 #include "md/wire.h"
 
-int md_frame_encode(const Memdiag__V1__Frame *frame, size_t max_len,
-                    uint8_t **out, size_t *out_len)
+int md_frame_encode(const Memdiag__V1__Frame *frame, size_t max_len, uint8_t **out, size_t *out_len)
 {
   size_t body;
   uint8_t *buf;
@@ -34,8 +33,8 @@ int md_frame_encode(const Memdiag__V1__Frame *frame, size_t max_len,
   return MD_OK;
 }
 
-int md_frame_decode(const uint8_t *buf, size_t len, size_t max_len,
-                    Memdiag__V1__Frame **out, size_t *consumed)
+int md_frame_decode(const uint8_t *buf, size_t len, size_t max_len, Memdiag__V1__Frame **out,
+                    size_t *consumed)
 {
   size_t body;
   Memdiag__V1__Frame *f;
@@ -44,8 +43,7 @@ int md_frame_decode(const uint8_t *buf, size_t len, size_t max_len,
     return MD_EINVAL;
   if(len < MD_FRAME_HEADER)
     return MD_EAGAIN;
-  body = ((size_t)buf[0] << 24) | ((size_t)buf[1] << 16) |
-         ((size_t)buf[2] << 8) | (size_t)buf[3];
+  body = ((size_t)buf[0] << 24) | ((size_t)buf[1] << 16) | ((size_t)buf[2] << 8) | (size_t)buf[3];
   if(body > max_len)
     return MD_ETOOBIG;
   if(body == 0)

@@ -38,8 +38,7 @@ static void set_err(char *err, size_t errlen, const char *fmt, const char *a)
   md_ssl_error_text(err, errlen, prefix);
 }
 
-int md_tls_ctx_new(md_tls_ctx **out, const md_tls_options *opts,
-                   char *err, size_t errlen)
+int md_tls_ctx_new(md_tls_ctx **out, const md_tls_options *opts, char *err, size_t errlen)
 {
   md_tls_ctx *ctx = NULL;
   int rc = MD_ECONFIG;
@@ -94,8 +93,7 @@ int md_tls_ctx_new(md_tls_ctx **out, const md_tls_options *opts,
     SSL_CTX_set_session_cache_mode(ctx->ssl, SSL_SESS_CACHE_OFF);
   }
   SSL_CTX_set_verify(ctx->ssl, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
-  SSL_CTX_set_mode(ctx->ssl, SSL_MODE_ENABLE_PARTIAL_WRITE |
-                   SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  SSL_CTX_set_mode(ctx->ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   *out = ctx;
   return MD_OK;
 

@@ -15,8 +15,8 @@ static int fill_addr(struct sockaddr_un *sa, const char *path, char *err, size_t
   memset(sa, 0, sizeof(*sa));
   sa->sun_family = AF_UNIX;
   if(!path || !*path || strlen(path) >= sizeof(sa->sun_path)) {
-    snprintf(err, errlen, "socket path '%s' is empty or longer than %zu bytes",
-             path ? path : "", sizeof(sa->sun_path) - 1);
+    snprintf(err, errlen, "socket path '%s' is empty or longer than %zu bytes", path ? path : "",
+             sizeof(sa->sun_path) - 1);
     return MD_EINVAL;
   }
   memcpy(sa->sun_path, path, strlen(path) + 1);
@@ -46,8 +46,7 @@ int md_unix_connect(const char *path, char *err, size_t errlen)
   return fd;
 }
 
-int md_unix_listen(const char *path, unsigned mode, int backlog,
-                   char *err, size_t errlen)
+int md_unix_listen(const char *path, unsigned mode, int backlog, char *err, size_t errlen)
 {
   struct sockaddr_un sa;
   struct stat st;
@@ -87,8 +86,8 @@ fail:
   return MD_EIO;
 }
 
-int md_client_connect(md_conn **out, md_tls_ctx *ctx, const char *path,
-                      int timeout_ms, char *err, size_t errlen)
+int md_client_connect(md_conn **out, md_tls_ctx *ctx, const char *path, int timeout_ms, char *err,
+                      size_t errlen)
 {
   md_conn *c = NULL;
   int fd, rc;

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "detector.h"
+#include "detector/detector.h"
 
 #define MIB (1024.0 * 1024.0)
 
@@ -32,12 +32,9 @@ static uint64_t sample(unsigned w, double t, uint32_t *rng)
   double noise = (double)(*rng % 8192) / 8192.0 * 4 * MIB;
   double base = 300 * MIB + (w % 7) * 20 * MIB + 40 * MIB * fmod(t, 300 + w % 60) / 300.0;
   switch(w % 3) {
-  case 0:
-    return (uint64_t)(base + noise);
-  case 1:
-    return (uint64_t)(base + noise + 0.5 * MIB * t / 60);
-  default:
-    return (uint64_t)(base + noise + 80 * MIB * sin(2 * M_PI * t / 7200));
+  case 0: return (uint64_t)(base + noise);
+  case 1: return (uint64_t)(base + noise + 0.5 * MIB * t / 60);
+  default: return (uint64_t)(base + noise + 80 * MIB * sin(2 * M_PI * t / 7200));
   }
 }
 

@@ -26,7 +26,7 @@ static md_tls_ctx *ctx(const char *name, int server, unsigned roles)
   snprintf(cert, sizeof(cert), "%s/%s.pem", certs, name);
   snprintf(key, sizeof(key), "%s/%s.key", certs, name);
   snprintf(ca, sizeof(ca), "%s/ca.pem", certs);
-  o = (md_tls_options){ cert, key, ca, server, roles };
+  o = (md_tls_options){cert, key, ca, server, roles};
   if(md_tls_ctx_new(&c, &o, err, sizeof(err))) {
     fprintf(stderr, "wire-rtt: %s\n", err);
     exit(1);
@@ -46,9 +46,8 @@ static void report(const char *what, uint64_t *us, int n)
   qsort(us, (size_t)n, sizeof(*us), cmp_u64);
   for(int i = 0; i < n; i++)
     sum += us[i];
-  printf("%-22s n=%-6d mean %8.2f us  p50 %6llu us  p99 %6llu us\n", what, n,
-         (double)sum / n, (unsigned long long)us[n / 2],
-         (unsigned long long)us[(n * 99) / 100]);
+  printf("%-22s n=%-6d mean %8.2f us  p50 %6llu us  p99 %6llu us\n", what, n, (double)sum / n,
+         (unsigned long long)us[n / 2], (unsigned long long)us[(n * 99) / 100]);
 }
 
 static double mean(const uint64_t *us, int n)
@@ -158,12 +157,20 @@ int main(int argc, char **argv)
   int rfd;
 
   for(int i = 1; i < argc; i++) {
-    if(!strcmp(argv[i], "--certs") && i + 1 < argc) certs = argv[++i];
-    else if(!strcmp(argv[i], "--dir") && i + 1 < argc) dir = argv[++i];
-    else if(!strcmp(argv[i], "--iterations") && i + 1 < argc) iterations = atoi(argv[++i]);
-    else if(!strcmp(argv[i], "--handshakes") && i + 1 < argc) handshakes = atoi(argv[++i]);
-    else if(!strcmp(argv[i], "--payload") && i + 1 < argc) payload_len = (size_t)atol(argv[++i]);
-    else { fprintf(stderr, "wire-rtt: unknown argument %s\n", argv[i]); return 2; }
+    if(!strcmp(argv[i], "--certs") && i + 1 < argc)
+      certs = argv[++i];
+    else if(!strcmp(argv[i], "--dir") && i + 1 < argc)
+      dir = argv[++i];
+    else if(!strcmp(argv[i], "--iterations") && i + 1 < argc)
+      iterations = atoi(argv[++i]);
+    else if(!strcmp(argv[i], "--handshakes") && i + 1 < argc)
+      handshakes = atoi(argv[++i]);
+    else if(!strcmp(argv[i], "--payload") && i + 1 < argc)
+      payload_len = (size_t)atol(argv[++i]);
+    else {
+      fprintf(stderr, "wire-rtt: unknown argument %s\n", argv[i]);
+      return 2;
+    }
   }
   if(iterations < 1 || handshakes < 1 || payload_len > 60000) {
     fprintf(stderr, "wire-rtt: iterations and handshakes must be >= 1, payload <= 60000\n");

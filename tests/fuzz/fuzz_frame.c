@@ -44,7 +44,7 @@ static size_t seed_frame(uint8_t *buf, size_t cap, unsigned i)
   Memdiag__V1__Hello h = MEMDIAG__V1__HELLO__INIT;
   Memdiag__V1__Request r = MEMDIAG__V1__REQUEST__INIT;
   Memdiag__V1__MemoryDump md = MEMDIAG__V1__MEMORY_DUMP__INIT;
-  char *caps[] = { "memory_dump", "thread_dump" };
+  char *caps[] = {"memory_dump", "thread_dump"};
   uint8_t *enc;
   size_t len;
 

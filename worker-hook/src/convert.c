@@ -13,14 +13,14 @@ typedef struct {
 } reply_frame;
 
 static const char *const op_names[] = {
-  [MDH_OP_PING] = "ping",
-  [MDH_OP_MEMORY_DUMP] = "memory_dump",
-  [MDH_OP_ALLOCATION_TRACE_START] = "allocation_trace_start",
-  [MDH_OP_ALLOCATION_TRACE_STOP] = "allocation_trace_stop",
-  [MDH_OP_GARBAGE_PROFILE_START] = "garbage_profile_start",
-  [MDH_OP_GARBAGE_PROFILE_STOP] = "garbage_profile_stop",
-  [MDH_OP_SCHEDULER_DUMP] = "scheduler_dump",
-  [MDH_OP_THREAD_DUMP] = "thread_dump",
+    [MDH_OP_PING] = "ping",
+    [MDH_OP_MEMORY_DUMP] = "memory_dump",
+    [MDH_OP_ALLOCATION_TRACE_START] = "allocation_trace_start",
+    [MDH_OP_ALLOCATION_TRACE_STOP] = "allocation_trace_stop",
+    [MDH_OP_GARBAGE_PROFILE_START] = "garbage_profile_start",
+    [MDH_OP_GARBAGE_PROFILE_STOP] = "garbage_profile_stop",
+    [MDH_OP_SCHEDULER_DUMP] = "scheduler_dump",
+    [MDH_OP_THREAD_DUMP] = "thread_dump",
 };
 
 const char *mdh_op_name(mdh_op op)
@@ -66,8 +66,7 @@ static int copy_path(mdh_request *out, const char *path)
   return out->path ? MDH_OK : MDH_ENOMEM;
 }
 
-int mdh_request_from_wire(mdh_request *out, const Memdiag__V1__Request *in,
-                          uint64_t connection_id)
+int mdh_request_from_wire(mdh_request *out, const Memdiag__V1__Request *in, uint64_t connection_id)
 {
   int rc = MDH_OK;
 
@@ -119,9 +118,7 @@ int mdh_request_from_wire(mdh_request *out, const Memdiag__V1__Request *in,
     out->op = MDH_OP_THREAD_DUMP;
     rc = copy_path(out, in->thread_dump->path);
     break;
-  default:
-    rc = MDH_EINVAL;
-    break;
+  default: rc = MDH_EINVAL; break;
   }
 out:
   if(rc)
@@ -179,8 +176,7 @@ void mdh_reply_frame_free(Memdiag__V1__Frame *frame)
   free(rf);
 }
 
-Memdiag__V1__Frame *mdh_reply_frame_error(uint64_t request_id, mdh_status status,
-                                          const char *error)
+Memdiag__V1__Frame *mdh_reply_frame_error(uint64_t request_id, mdh_status status, const char *error)
 {
   reply_frame *rf = reply_frame_alloc(request_id, status);
   if(!rf)

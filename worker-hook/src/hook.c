@@ -62,15 +62,15 @@ static int copy_config(mdh_hook *h, const mdh_config *c)
     char **dst;
     const char *src, *fallback;
   } strings[] = {
-    { &h->socket_path, c->socket_path, NULL },
-    { &h->certificate, c->certificate, NULL },
-    { &h->key, c->key, NULL },
-    { &h->ca, c->ca, NULL },
-    { &h->name, c->name, NULL },
-    { &h->runtime, c->runtime, "unknown" },
-    { &h->runtime_version, c->runtime_version, "" },
-    { &h->hook_version, c->hook_version, MDH_VERSION },
-    { &h->dump_directory, c->dump_directory, NULL },
+      {&h->socket_path, c->socket_path, NULL},
+      {&h->certificate, c->certificate, NULL},
+      {&h->key, c->key, NULL},
+      {&h->ca, c->ca, NULL},
+      {&h->name, c->name, NULL},
+      {&h->runtime, c->runtime, "unknown"},
+      {&h->runtime_version, c->runtime_version, ""},
+      {&h->hook_version, c->hook_version, MDH_VERSION},
+      {&h->dump_directory, c->dump_directory, NULL},
   };
 
   for(i = 0; i < sizeof strings / sizeof strings[0]; i++) {
@@ -146,8 +146,8 @@ int mdh_start(mdh_hook **out, const mdh_config *config)
   int rc;
 
   *out = NULL;
-  if(!config || !config->socket_path || !config->certificate || !config->key ||
-     !config->ca || !config->name)
+  if(!config || !config->socket_path || !config->certificate || !config->key || !config->ca ||
+     !config->name)
     return MDH_EINVAL;
 
   h = calloc(1, sizeof *h);
@@ -191,10 +191,7 @@ out:
   return rc;
 }
 
-static int inherited(const mdh_hook *h)
-{
-  return h->forked_away || h->pid != getpid();
-}
+static int inherited(const mdh_hook *h) { return h->forked_away || h->pid != getpid(); }
 
 static void deadline_after(struct timespec *ts, int ms)
 {
@@ -280,8 +277,8 @@ int mdh_reply(mdh_hook *h, const mdh_reply_t *reply)
     if(size > MD_FRAME_MAX_DEFAULT) {
       char msg[160];
       snprintf(msg, sizeof msg,
-               "the result (%zu bytes) does not fit in one frame (%u bytes); give a path",
-               size, MD_FRAME_MAX_DEFAULT);
+               "the result (%zu bytes) does not fit in one frame (%u bytes); give a path", size,
+               MD_FRAME_MAX_DEFAULT);
       mdh_reply_frame_free(frame);
       frame = mdh_reply_frame_error(reply->request_id, MDH_STATUS_ERROR, msg);
     }
@@ -331,10 +328,7 @@ uint64_t mdh_connections(const mdh_hook *h)
   return h && !inherited(h) ? atomic_load(&h->connections) : 0;
 }
 
-int mdh_forked_away(const mdh_hook *h)
-{
-  return h ? inherited(h) : 0;
-}
+int mdh_forked_away(const mdh_hook *h) { return h ? inherited(h) : 0; }
 
 void mdh_shutdown(mdh_hook *h)
 {

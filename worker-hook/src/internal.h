@@ -50,14 +50,14 @@ struct mdh_hook {
   unsigned req_head, req_n;
   mdh_reply_node *replies, *replies_tail;
   int stopping;
-  unsigned wakeups;          /* pending mdh_wakeup() calls */
-  uint64_t busy_request_id;  /* popped, not yet replied */
-  int conn_fd;               /* socket of the live connection, or -1 */
+  unsigned wakeups;         /* pending mdh_wakeup() calls */
+  uint64_t busy_request_id; /* popped, not yet replied */
+  int conn_fd;              /* socket of the live connection, or -1 */
   _Atomic uint64_t connection_id;
   _Atomic uint64_t connections;
   int forked_away;
 
-  mdh_logstate log; /* I/O thread only */
+  mdh_logstate log;                 /* I/O thread only */
   struct mdh_hook *next_registered; /* fork registry (fork.c) */
 };
 
@@ -73,8 +73,7 @@ unsigned mdh_backoff_next(unsigned base_ms, unsigned min_ms, unsigned max_ms);
 
 /* convert.c: wire <-> mdh types. */
 /* Fill *out from a wire request. MDH_EINVAL when it names no operation. */
-int mdh_request_from_wire(mdh_request *out, const Memdiag__V1__Request *in,
-                          uint64_t connection_id);
+int mdh_request_from_wire(mdh_request *out, const Memdiag__V1__Request *in, uint64_t connection_id);
 /* Build a reply frame owning copies of every field of r. NULL on ENOMEM. */
 Memdiag__V1__Frame *mdh_reply_frame_new(const mdh_reply_t *r);
 /* Error reply frame for request_id. NULL on ENOMEM. */

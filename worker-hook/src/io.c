@@ -15,14 +15,14 @@
 #include "internal.h"
 
 #define HEARTBEAT_DEFAULT_MS 10000u
-#define HEARTBEAT_MIN_MS 50u
-#define HEARTBEAT_MAX_MS 600000u
-#define RESET_AFTER_MS 1000u
+#define HEARTBEAT_MIN_MS     50u
+#define HEARTBEAT_MAX_MS     600000u
+#define RESET_AFTER_MS       1000u
 /* The plugin answers every heartbeat. Three intervals without any frame
  * from it means it is stopped or wedged even if its socket is open; the
  * floor keeps short test intervals from mistaking a busy host for that. */
-#define SILENT_INTERVALS 3u
-#define SILENT_MIN_MS 3000u
+#define SILENT_INTERVALS     3u
+#define SILENT_MIN_MS        3000u
 
 typedef struct {
   mdh_hook *h;
@@ -36,8 +36,8 @@ typedef struct {
   uint64_t last_heard_ms; /* last whole frame from the plugin */
   unsigned silent_ms;     /* no frame for this long: the plugin is not serving us (0: the
                            * plugin does not answer heartbeats; never judged silent) */
-  int goodbye; /* the plugin refused us; already logged */
-  int silent;  /* we gave up on a silent plugin; already logged */
+  int goodbye;            /* the plugin refused us; already logged */
+  int silent;             /* we gave up on a silent plugin; already logged */
   mdh_reply_node *outbox, *outbox_tail; /* replies taken from the queue, not yet sent */
   char err[256];
 } session;
@@ -78,8 +78,8 @@ static int remaining_ms(uint64_t deadline_ms)
 static int wait_io(mdh_hook *h, int fd, short events, int timeout_ms)
 {
   struct pollfd p[2] = {
-    { .fd = h->wake_fd, .events = POLLIN },
-    { .fd = fd, .events = events },
+      {.fd = h->wake_fd, .events = POLLIN},
+      {.fd = fd, .events = events},
   };
   int n = poll(p, fd >= 0 ? 2 : 1, timeout_ms);
   if(n < 0)
@@ -139,10 +139,7 @@ static int step_flush(md_conn *c, void *arg)
   return md_conn_flush(c);
 }
 
-static int step_recv(md_conn *c, void *arg)
-{
-  return md_conn_recv(c, (Memdiag__V1__Frame **)arg);
-}
+static int step_recv(md_conn *c, void *arg) { return md_conn_recv(c, (Memdiag__V1__Frame **)arg); }
 
 static int send_frame(session *s, const Memdiag__V1__Frame *f)
 {
@@ -211,8 +208,10 @@ static int connect_plugin(const char *path, char *err, size_t errlen)
   }
   if(connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
     if(errno == EAGAIN)
-      snprintf(err, errlen, "cannot connect to %s: the plugin is not accepting connections "
-               "(its backlog is full)", path);
+      snprintf(err, errlen,
+               "cannot connect to %s: the plugin is not accepting connections "
+               "(its backlog is full)",
+               path);
     else
       snprintf(err, errlen, "cannot connect to %s: %s", path, strerror(errno));
     close(fd);
@@ -228,11 +227,11 @@ static int session_open(session *s)
   uint64_t deadline = md_now_ms() + h->handshake_timeout_ms;
   Memdiag__V1__Frame *f = NULL;
   md_tls_options opts = {
-    .certificate = h->certificate,
-    .key = h->key,
-    .ca = h->ca,
-    .server = 0,
-    .allowed_peer_roles = MD_ROLE_PLUGIN,
+      .certificate = h->certificate,
+      .key = h->key,
+      .ca = h->ca,
+      .server = 0,
+      .allowed_peer_roles = MD_ROLE_PLUGIN,
   };
   char detail[200] = "";
   int rc, fd;
@@ -296,7 +295,8 @@ static int session_open(session *s)
   }
   s->connection_id = f->welcome->connection_id;
   s->heartbeat_ms = f->welcome->has_heartbeat_interval_ms && f->welcome->heartbeat_interval_ms
-                      ? f->welcome->heartbeat_interval_ms : HEARTBEAT_DEFAULT_MS;
+                        ? f->welcome->heartbeat_interval_ms
+                        : HEARTBEAT_DEFAULT_MS;
   if(s->heartbeat_ms < HEARTBEAT_MIN_MS)
     s->heartbeat_ms = HEARTBEAT_MIN_MS;
   if(s->heartbeat_ms > HEARTBEAT_MAX_MS)
@@ -343,9 +343,11 @@ static void session_close(session *s, int polite)
   s->outbox = s->outbox_tail = NULL;
   /* the plugin has already ended these requests for its side */
   if((requests || replies) && !polite)
-    mdh_log(h, "connection %llu closed with %u request%s not started and %u repl%s not sent; "
-            "they are dropped", (unsigned long long)s->connection_id, requests,
-            requests == 1 ? "" : "s", replies, replies == 1 ? "y" : "ies");
+    mdh_log(h,
+            "connection %llu closed with %u request%s not started and %u repl%s not sent; "
+            "they are dropped",
+            (unsigned long long)s->connection_id, requests, requests == 1 ? "" : "s", replies,
+            replies == 1 ? "y" : "ies");
 }
 
 /* Replies the I/O thread makes itself go through the outbox too, so that
@@ -379,7 +381,7 @@ static int on_request(session *s, const Memdiag__V1__Request *wire)
 
   if(rc == MDH_EINVAL)
     return reply_now(s, wire->request_id, MDH_STATUS_BAD_REQUEST,
-                          "the request names no operation this hook knows");
+                     "the request names no operation this hook knows");
   if(rc)
     return reply_now(s, wire->request_id, MDH_STATUS_ERROR, "out of memory");
 
@@ -412,9 +414,7 @@ static int read_frames(session *s)
       return rc;
     s->last_heard_ms = md_now_ms();
     switch(f->body_case) {
-    case MEMDIAG__V1__FRAME__BODY_REQUEST:
-      rc = on_request(s, f->request);
-      break;
+    case MEMDIAG__V1__FRAME__BODY_REQUEST: rc = on_request(s, f->request); break;
     case MEMDIAG__V1__FRAME__BODY_GOODBYE:
       log_goodbye(s->h, f->goodbye);
       s->goodbye = 1;
@@ -558,7 +558,7 @@ void *mdh_io_main(void *arg)
   unsigned seed = (unsigned)getpid() ^ (unsigned)md_now_us();
 
   while(!is_stopping(h)) {
-    session s = { .h = h, .fd = -1 };
+    session s = {.h = h, .fd = -1};
     unsigned delay;
     int rc = session_open(&s);
 
@@ -578,8 +578,7 @@ void *mdh_io_main(void *arg)
         base = h->backoff_min_ms;
       if(!is_stopping(h) && !s.goodbye && !s.silent)
         mdh_log(h, "connection %llu lost (%s%s%s); reconnecting",
-                (unsigned long long)s.connection_id, md_strerror(rc),
-                s.err[0] ? ": " : "", s.err);
+                (unsigned long long)s.connection_id, md_strerror(rc), s.err[0] ? ": " : "", s.err);
     } else if(!is_stopping(h) && !s.goodbye) {
       mdh_log_failure(h, "%s; retrying", s.err[0] ? s.err : md_strerror(rc));
     }

@@ -14,8 +14,8 @@ static void emit(const mdh_hook *h, const char *msg, unsigned suppressed)
 {
   /* one fprintf so that lines from several processes do not interleave */
   if(suppressed)
-    fprintf(stderr, "memdiag hook[%ld] %s: %s (%u similar lines suppressed)\n",
-            (long)getpid(), h->name, msg, suppressed);
+    fprintf(stderr, "memdiag hook[%ld] %s: %s (%u similar lines suppressed)\n", (long)getpid(),
+            h->name, msg, suppressed);
   else
     fprintf(stderr, "memdiag hook[%ld] %s: %s\n", (long)getpid(), h->name, msg);
 }
@@ -41,8 +41,7 @@ void mdh_log_failure(mdh_hook *h, const char *fmt, ...)
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
 
-  if(s->last_ms && strcmp(s->last, msg) == 0 &&
-     now - s->last_ms < MDH_LOG_FOLD_MS) {
+  if(s->last_ms && strcmp(s->last, msg) == 0 && now - s->last_ms < MDH_LOG_FOLD_MS) {
     s->suppressed++;
     return;
   }
@@ -52,7 +51,4 @@ void mdh_log_failure(mdh_hook *h, const char *fmt, ...)
   memcpy(s->last, msg, sizeof s->last);
 }
 
-void mdh_log_reset(mdh_hook *h)
-{
-  memset(&h->log, 0, sizeof h->log);
-}
+void mdh_log_reset(mdh_hook *h) { memset(&h->log, 0, sizeof h->log); }

@@ -40,16 +40,15 @@ const char *md_role_name(md_role role);
 typedef struct md_tls_ctx md_tls_ctx;
 
 typedef struct {
-  const char *certificate; /* PEM file */
-  const char *key;         /* PEM file */
-  const char *ca;          /* PEM file: the only CA trusted for peers */
-  int server;              /* 1: accepts connections; 0: connects */
+  const char *certificate;     /* PEM file */
+  const char *key;             /* PEM file */
+  const char *ca;              /* PEM file: the only CA trusted for peers */
+  int server;                  /* 1: accepts connections; 0: connects */
   unsigned allowed_peer_roles; /* bitmask of md_role the peer may hold */
 } md_tls_options;
 
 /* On failure returns MD_ECONFIG/MD_ENOMEM and writes a message to err. */
-int md_tls_ctx_new(md_tls_ctx **out, const md_tls_options *opts,
-                   char *err, size_t errlen);
+int md_tls_ctx_new(md_tls_ctx **out, const md_tls_options *opts, char *err, size_t errlen);
 void md_tls_ctx_free(md_tls_ctx *ctx);
 
 typedef struct md_conn md_conn;
@@ -111,12 +110,11 @@ int md_unix_connect(const char *path, char *err, size_t errlen);
 /* Create, bind and listen on an AF_UNIX socket at path (removes a stale
  * socket file first; refuses to remove anything that is not a socket).
  * mode: permission bits for the socket file (0 keeps umask's). */
-int md_unix_listen(const char *path, unsigned mode, int backlog,
-                   char *err, size_t errlen);
+int md_unix_listen(const char *path, unsigned mode, int backlog, char *err, size_t errlen);
 
 /* Convenience for blocking clients: connect + TLS handshake. */
-int md_client_connect(md_conn **out, md_tls_ctx *ctx, const char *path,
-                      int timeout_ms, char *err, size_t errlen);
+int md_client_connect(md_conn **out, md_tls_ctx *ctx, const char *path, int timeout_ms, char *err,
+                      size_t errlen);
 
 /* Monotonic clock in milliseconds and microseconds. */
 uint64_t md_now_ms(void);

@@ -24,37 +24,37 @@ extern "C" {
 /* Errors are negative; 0 is success. */
 enum {
   MD_OK = 0,
-  MD_EAGAIN = -1,    /* not done yet: wait for md_conn_events() and call again */
-  MD_EIO = -2,       /* socket error; errno-level detail in the message */
-  MD_ETLS = -3,      /* TLS failure (handshake, certificate, record) */
-  MD_EPROTO = -4,    /* the bytes are not a valid frame */
-  MD_ETOOBIG = -5,   /* a frame longer than the cap */
-  MD_ECLOSED = -6,   /* the peer closed the connection */
+  MD_EAGAIN = -1,  /* not done yet: wait for md_conn_events() and call again */
+  MD_EIO = -2,     /* socket error; errno-level detail in the message */
+  MD_ETLS = -3,    /* TLS failure (handshake, certificate, record) */
+  MD_EPROTO = -4,  /* the bytes are not a valid frame */
+  MD_ETOOBIG = -5, /* a frame longer than the cap */
+  MD_ECLOSED = -6, /* the peer closed the connection */
   MD_ENOMEM = -7,
-  MD_EINVAL = -8,    /* bad argument */
+  MD_EINVAL = -8, /* bad argument */
   MD_ETIMEDOUT = -9,
-  MD_EROLE = -10,    /* the peer's certificate does not grant the needed role */
-  MD_ECONFIG = -11,  /* certificate, key or CA file could not be loaded */
+  MD_EROLE = -10,   /* the peer's certificate does not grant the needed role */
+  MD_ECONFIG = -11, /* certificate, key or CA file could not be loaded */
 };
 
 /* Static string for an error code; never NULL. */
 const char *md_strerror(int err);
 
-#define MD_FRAME_HEADER 4u
+#define MD_FRAME_HEADER      4u
 #define MD_FRAME_MAX_DEFAULT (16u * 1024u * 1024u)
 
 /* Encode `frame` with its length prefix into a new buffer (*out, *out_len).
  * Returns MD_ETOOBIG if the encoded frame exceeds max_len. */
-int md_frame_encode(const Memdiag__V1__Frame *frame, size_t max_len,
-                    uint8_t **out, size_t *out_len);
+int md_frame_encode(const Memdiag__V1__Frame *frame, size_t max_len, uint8_t **out,
+                    size_t *out_len);
 
 /* Try to decode one frame from the start of buf[0..len).
  * Returns MD_OK and sets *out and *consumed; MD_EAGAIN if buf holds less
  * than a whole frame (nothing allocated); MD_ETOOBIG if the announced
  * length exceeds max_len; MD_EPROTO if the payload does not parse or the
  * frame carries no body. */
-int md_frame_decode(const uint8_t *buf, size_t len, size_t max_len,
-                    Memdiag__V1__Frame **out, size_t *consumed);
+int md_frame_decode(const uint8_t *buf, size_t len, size_t max_len, Memdiag__V1__Frame **out,
+                    size_t *consumed);
 
 void md_frame_free(Memdiag__V1__Frame *frame);
 

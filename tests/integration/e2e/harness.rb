@@ -3,7 +3,7 @@
 # temp directory that is removed when the test process ends.
 #
 # ctest passes the locations of the built pieces in MEMDIAG_E2E_* variables
-# (see tests/integration/e2e.cmake). Set MEMDIAG_E2E_KEEP=1 to keep the temp
+# (see tests/integration/CMakeLists.txt). Set MEMDIAG_E2E_KEEP=1 to keep the temp
 # directory (collectd.log, csv files, worker output) for a post-mortem.
 require "minitest/autorun"
 require "fileutils"

@@ -54,7 +54,8 @@ static void assert_renders(const char *expected, const char *data, size_t len)
 static void test_escapes_quotes_backslashes_and_control_characters(void **state)
 {
   (void)state;
-  assert_renders("{\"status\":\"ok\",\"data\":\"a\\\"b\\\\c\\n\\t\\r\\b\\f\\u0001\\u001f\\u007f\",\"bytes\":13}",
+  assert_renders("{\"status\":\"ok\",\"data\":\"a\\\"b\\\\c\\n\\t\\r\\b\\f\\u0001\\u001f\\u007f\","
+                 "\"bytes\":13}",
                  "a\"b\\c\n\t\r\b\f\x01\x1f\x7f", 13);
 }
 
@@ -68,8 +69,9 @@ static void test_valid_utf8_passes_through(void **state)
 {
   (void)state;
   /* é, €, U+1F600 */
-  assert_renders("{\"status\":\"ok\",\"data\":\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\",\"bytes\":9}",
-                 "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", 9);
+  assert_renders(
+      "{\"status\":\"ok\",\"data\":\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\",\"bytes\":9}",
+      "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", 9);
 }
 
 static void test_invalid_utf8_is_sent_as_base64_instead(void **state)
@@ -85,13 +87,13 @@ static void test_utf8_validation_rejects_overlongs_surrogates_and_out_of_range(v
 {
   (void)state;
   assert_true(mdctl_utf8_valid((const uint8_t *)"", 0));
-  assert_true(mdctl_utf8_valid((const uint8_t *)"\xf4\x8f\xbf\xbf", 4));   /* U+10FFFF */
-  assert_false(mdctl_utf8_valid((const uint8_t *)"\xc0\xaf", 2));          /* overlong / */
-  assert_false(mdctl_utf8_valid((const uint8_t *)"\xe0\x80\xaf", 3));      /* overlong */
-  assert_false(mdctl_utf8_valid((const uint8_t *)"\xed\xa0\x80", 3));      /* U+D800 */
-  assert_false(mdctl_utf8_valid((const uint8_t *)"\xf4\x90\x80\x80", 4));  /* > U+10FFFF */
-  assert_false(mdctl_utf8_valid((const uint8_t *)"\xe2\x82", 2));          /* truncated */
-  assert_false(mdctl_utf8_valid((const uint8_t *)"\x80", 1));              /* lone continuation */
+  assert_true(mdctl_utf8_valid((const uint8_t *)"\xf4\x8f\xbf\xbf", 4));  /* U+10FFFF */
+  assert_false(mdctl_utf8_valid((const uint8_t *)"\xc0\xaf", 2));         /* overlong / */
+  assert_false(mdctl_utf8_valid((const uint8_t *)"\xe0\x80\xaf", 3));     /* overlong */
+  assert_false(mdctl_utf8_valid((const uint8_t *)"\xed\xa0\x80", 3));     /* U+D800 */
+  assert_false(mdctl_utf8_valid((const uint8_t *)"\xf4\x90\x80\x80", 4)); /* > U+10FFFF */
+  assert_false(mdctl_utf8_valid((const uint8_t *)"\xe2\x82", 2));         /* truncated */
+  assert_false(mdctl_utf8_valid((const uint8_t *)"\x80", 1));             /* lone continuation */
 }
 
 static void text_fields(mdctl_json *j, const void *arg)
@@ -126,12 +128,12 @@ static void test_text_fields_nesting_and_replacement_character(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_escapes_quotes_backslashes_and_control_characters),
-    cmocka_unit_test(test_nul_bytes_are_kept_as_u0000),
-    cmocka_unit_test(test_valid_utf8_passes_through),
-    cmocka_unit_test(test_invalid_utf8_is_sent_as_base64_instead),
-    cmocka_unit_test(test_utf8_validation_rejects_overlongs_surrogates_and_out_of_range),
-    cmocka_unit_test(test_text_fields_nesting_and_replacement_character),
+      cmocka_unit_test(test_escapes_quotes_backslashes_and_control_characters),
+      cmocka_unit_test(test_nul_bytes_are_kept_as_u0000),
+      cmocka_unit_test(test_valid_utf8_passes_through),
+      cmocka_unit_test(test_invalid_utf8_is_sent_as_base64_instead),
+      cmocka_unit_test(test_utf8_validation_rejects_overlongs_surrogates_and_out_of_range),
+      cmocka_unit_test(test_text_fields_nesting_and_replacement_character),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,14 +19,20 @@
 
 #include "memdiag/hook.h"
 
-static const char *caps[] = { "ping" };
+static const char *caps[] = {"ping"};
 
 static mdh_config config(char **argv, const char *name)
 {
   mdh_config c = {
-    .socket_path = argv[1], .certificate = argv[2], .key = argv[3], .ca = argv[4],
-    .name = name, .runtime = "c", .runtime_version = "c11",
-    .capabilities = caps, .n_capabilities = 1,
+      .socket_path = argv[1],
+      .certificate = argv[2],
+      .key = argv[3],
+      .ca = argv[4],
+      .name = name,
+      .runtime = "c",
+      .runtime_version = "c11",
+      .capabilities = caps,
+      .n_capabilities = 1,
   };
   return c;
 }
@@ -47,7 +53,7 @@ static void *serve(void *arg)
   char line[64];
   for(;;) {
     mdh_request req;
-    mdh_reply_t r = { 0 };
+    mdh_reply_t r = {0};
     int rc = mdh_next_request(h, &req, 1000);
     if(rc == MDH_ETIMEDOUT || rc == MDH_EINTR)
       continue;
@@ -77,7 +83,7 @@ static void *serve(void *arg)
 static int check_inherited(mdh_hook *h)
 {
   mdh_request req;
-  mdh_reply_t r = { .connection_id = 1, .request_id = 1 };
+  mdh_reply_t r = {.connection_id = 1, .request_id = 1};
   int bad = 0;
   bad |= !mdh_forked_away(h);
   bad |= mdh_connection_id(h) != 0;

@@ -30,7 +30,7 @@
 #include "md/tls.h"
 #include "md/wire.h"
 
-#define MAX_CLIENTS 64
+#define MAX_CLIENTS  64
 #define MAX_ON_HELLO 16
 
 typedef struct {
@@ -55,10 +55,7 @@ static void on_signal(int sig)
   quit_flag = 1;
 }
 
-static void event_begin(const char *event)
-{
-  printf("{\"event\":\"%s\"", event);
-}
+static void event_begin(const char *event) { printf("{\"event\":\"%s\"", event); }
 
 static void event_end(void)
 {
@@ -158,14 +155,22 @@ static void send_request(client *c, char *spec)
   }
   md.path = atp.path = gpp.path = sd.path = td.path = path;
 
-  if(!strcmp(op, "ping")) r.op_case = MEMDIAG__V1__REQUEST__OP_PING, r.ping = &ping;
-  else if(!strcmp(op, "memory_dump")) r.op_case = MEMDIAG__V1__REQUEST__OP_MEMORY_DUMP, r.memory_dump = &md;
-  else if(!strcmp(op, "allocation_trace_start")) r.op_case = MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_START, r.allocation_trace_start = &ats;
-  else if(!strcmp(op, "allocation_trace_stop")) r.op_case = MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_STOP, r.allocation_trace_stop = &atp;
-  else if(!strcmp(op, "garbage_profile_start")) r.op_case = MEMDIAG__V1__REQUEST__OP_GARBAGE_PROFILE_START, r.garbage_profile_start = &gps;
-  else if(!strcmp(op, "garbage_profile_stop")) r.op_case = MEMDIAG__V1__REQUEST__OP_GARBAGE_PROFILE_STOP, r.garbage_profile_stop = &gpp;
-  else if(!strcmp(op, "scheduler_dump")) r.op_case = MEMDIAG__V1__REQUEST__OP_SCHEDULER_DUMP, r.scheduler_dump = &sd;
-  else if(!strcmp(op, "thread_dump")) r.op_case = MEMDIAG__V1__REQUEST__OP_THREAD_DUMP, r.thread_dump = &td;
+  if(!strcmp(op, "ping"))
+    r.op_case = MEMDIAG__V1__REQUEST__OP_PING, r.ping = &ping;
+  else if(!strcmp(op, "memory_dump"))
+    r.op_case = MEMDIAG__V1__REQUEST__OP_MEMORY_DUMP, r.memory_dump = &md;
+  else if(!strcmp(op, "allocation_trace_start"))
+    r.op_case = MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_START, r.allocation_trace_start = &ats;
+  else if(!strcmp(op, "allocation_trace_stop"))
+    r.op_case = MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_STOP, r.allocation_trace_stop = &atp;
+  else if(!strcmp(op, "garbage_profile_start"))
+    r.op_case = MEMDIAG__V1__REQUEST__OP_GARBAGE_PROFILE_START, r.garbage_profile_start = &gps;
+  else if(!strcmp(op, "garbage_profile_stop"))
+    r.op_case = MEMDIAG__V1__REQUEST__OP_GARBAGE_PROFILE_STOP, r.garbage_profile_stop = &gpp;
+  else if(!strcmp(op, "scheduler_dump"))
+    r.op_case = MEMDIAG__V1__REQUEST__OP_SCHEDULER_DUMP, r.scheduler_dump = &sd;
+  else if(!strcmp(op, "thread_dump"))
+    r.op_case = MEMDIAG__V1__REQUEST__OP_THREAD_DUMP, r.thread_dump = &td;
   else if(strcmp(op, "empty") != 0) { /* "empty": a request naming no operation */
     print_error("bad_command", c->id, op);
     return;
@@ -305,9 +310,7 @@ static void service(client *c)
   }
   while(c->conn && (rc = md_conn_recv(c->conn, &f)) == MD_OK) {
     switch(f->body_case) {
-    case MEMDIAG__V1__FRAME__BODY_HELLO:
-      on_hello_frame(c, f->hello);
-      break;
+    case MEMDIAG__V1__FRAME__BODY_HELLO: on_hello_frame(c, f->hello); break;
     case MEMDIAG__V1__FRAME__BODY_HEARTBEAT:
       event_begin("heartbeat");
       jo_kv_u64(stdout, "conn", c->id);
@@ -317,12 +320,8 @@ static void service(client *c)
       if(!legacy)
         echo_heartbeat(c, f->heartbeat);
       break;
-    case MEMDIAG__V1__FRAME__BODY_REPLY:
-      on_reply_frame(c, f->reply);
-      break;
-    default:
-      print_error("unexpected_frame", c->id, md_frame_kind(f));
-      break;
+    case MEMDIAG__V1__FRAME__BODY_REPLY: on_reply_frame(c, f->reply); break;
+    default: print_error("unexpected_frame", c->id, md_frame_kind(f)); break;
     }
     md_frame_free(f);
   }
@@ -386,25 +385,26 @@ static void accept_one(int lfd)
 
 static void usage(void)
 {
-  fprintf(stderr, "usage: mdh-test-server --socket PATH --cert PEM --key PEM --ca PEM\n"
-                  "         [--heartbeat-ms N] [--first-id N] [--on-hello 'OP k=v...'] [--legacy]\n");
+  fprintf(stderr,
+          "usage: mdh-test-server --socket PATH --cert PEM --key PEM --ca PEM\n"
+          "         [--heartbeat-ms N] [--first-id N] [--on-hello 'OP k=v...'] [--legacy]\n");
   exit(2);
 }
 
 int main(int argc, char **argv)
 {
   static const struct option longopts[] = {
-    { "socket", required_argument, NULL, 's' },
-    { "cert", required_argument, NULL, 'c' },
-    { "key", required_argument, NULL, 'k' },
-    { "ca", required_argument, NULL, 'a' },
-    { "heartbeat-ms", required_argument, NULL, 'h' },
-    { "first-id", required_argument, NULL, 'f' },
-    { "on-hello", required_argument, NULL, 'o' },
-    { "legacy", no_argument, NULL, 'l' },
-    { NULL, 0, NULL, 0 },
+      {"socket", required_argument, NULL, 's'},
+      {"cert", required_argument, NULL, 'c'},
+      {"key", required_argument, NULL, 'k'},
+      {"ca", required_argument, NULL, 'a'},
+      {"heartbeat-ms", required_argument, NULL, 'h'},
+      {"first-id", required_argument, NULL, 'f'},
+      {"on-hello", required_argument, NULL, 'o'},
+      {"legacy", no_argument, NULL, 'l'},
+      {NULL, 0, NULL, 0},
   };
-  md_tls_options opts = { .server = 1, .allowed_peer_roles = MD_ROLE_WORKER };
+  md_tls_options opts = {.server = 1, .allowed_peer_roles = MD_ROLE_WORKER};
   const char *sock = NULL;
   char err[256], line[4096];
   size_t used = 0;

@@ -3,7 +3,7 @@
 # Makes a temp dir with certificates, a PluginDir holding a copy of the
 # built memdiag.so beside collectd's stock csv.so and logfile.so, and starts
 # `collectd -f` on a config written there. Everything started is stopped on
-# exit. Environment (set by ctest, see tests/integration/plugin.cmake):
+# exit. Environment (set by ctest, see tests/integration/plugin/CMakeLists.txt):
 # MDP_PLUGIN MDP_TEST_WORKER MDP_CERTS MDP_COLLECTD MDP_COLLECTD_PLUGINS
 # MDP_TYPES_DB.
 set -eu

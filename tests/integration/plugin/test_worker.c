@@ -15,9 +15,9 @@
  * Reply frame of exactly N bytes, the largest a MaxFrameSize of N lets
  * through), --control-flood N (after the hello, N Control frames sent
  * without reading the answers), --error-text T (ping and operations it
- * does not offer answered with an error saying T), --goodbye T (a Goodbye with reason T right after the
- * welcome, then exit), --fork N (N workers,
- * one process each; the parent waits), --exit-after S.
+ * does not offer answered with an error saying T), --goodbye T (a Goodbye with reason T right after
+ * the welcome, then exit), --fork N (N workers, one process each; the parent waits), --exit-after
+ * S.
  *
  * Output: "welcome connection_id=N pid=P" once registered, with
  * --show-heartbeats "heartbeat back sequence=S sent=N" for each heartbeat
@@ -49,15 +49,19 @@ static const char *error_text; /* --error-text */
 
 static int usage(void)
 {
-  fprintf(stderr, "usage: md-test-worker worker|control [--socket P --cert C --key K --ca A] "
-                  "[--name N] [--claim-pid P] [--skip-hello] [--control-after-hello] [--show-heartbeats] "
-                  "[--allocate-mb M] [--fork N] [--exit-after S] [verb args]\n");
+  fprintf(stderr,
+          "usage: md-test-worker worker|control [--socket P --cert C --key K --ca A] "
+          "[--name N] [--claim-pid P] [--skip-hello] [--control-after-hello] [--show-heartbeats] "
+          "[--allocate-mb M] [--fork N] [--exit-after S] [verb args]\n");
   return 2;
 }
 
 static int connect_tls(const opts *o, md_tls_ctx **ctx, md_conn **c)
 {
-  md_tls_options to = {.certificate = o->cert, .key = o->key, .ca = o->ca, .server = 0,
+  md_tls_options to = {.certificate = o->cert,
+                       .key = o->key,
+                       .ca = o->ca,
+                       .server = 0,
                        .allowed_peer_roles = MD_ROLE_PLUGIN};
   char err[512];
   int rc = md_tls_ctx_new(ctx, &to, err, sizeof(err));
@@ -285,9 +289,7 @@ static int run_worker(const opts *o)
         goto out;
       }
       break;
-    case MEMDIAG__V1__FRAME__BODY_GOODBYE:
-      rc = print_goodbye(in);
-      goto out;
+    case MEMDIAG__V1__FRAME__BODY_GOODBYE: rc = print_goodbye(in); goto out;
     case MEMDIAG__V1__FRAME__BODY_CONTROL_REPLY:
       printf("control_reply status=%s error=%s\n", md_status_name(in->control_reply->status),
              in->control_reply->error ? in->control_reply->error : "");
@@ -301,11 +303,11 @@ static int run_worker(const opts *o)
     case MEMDIAG__V1__FRAME__BODY_HEARTBEAT:
       if(!o->show_heartbeats)
         break;
-      printf("heartbeat back sequence=%" PRIu64 " sent=%" PRIu64 "\n", in->heartbeat->sequence, seq);
+      printf("heartbeat back sequence=%" PRIu64 " sent=%" PRIu64 "\n", in->heartbeat->sequence,
+             seq);
       fflush(stdout);
       break;
-    default:
-      break;
+    default: break;
     }
     md_frame_free(in);
     in = NULL;
@@ -419,7 +421,8 @@ static int run_control(const opts *o, int argc, char **argv)
   if(rc == 0)
     rc = md_conn_recv_wait(c, &in, 60000);
   if(rc) {
-    fprintf(stderr, "md-test-worker: %s\n", md_conn_error(c)[0] ? md_conn_error(c) : md_strerror(rc));
+    fprintf(stderr, "md-test-worker: %s\n",
+            md_conn_error(c)[0] ? md_conn_error(c) : md_strerror(rc));
     rc = 1;
     goto out;
   }
@@ -477,8 +480,11 @@ static int run_garbage(const opts *o)
 
 int main(int argc, char **argv)
 {
-  opts o = {.socket = getenv("MEMDIAG_SOCKET"), .cert = getenv("MEMDIAG_CERT"),
-            .key = getenv("MEMDIAG_KEY"), .ca = getenv("MEMDIAG_CA"), .name = "test-worker"};
+  opts o = {.socket = getenv("MEMDIAG_SOCKET"),
+            .cert = getenv("MEMDIAG_CERT"),
+            .key = getenv("MEMDIAG_KEY"),
+            .ca = getenv("MEMDIAG_CA"),
+            .name = "test-worker"};
   const char *mode;
   int i;
 

@@ -3,7 +3,7 @@
 # temp directory (never the system's, never a TCP port), and Debian's
 # `sidekiq` started with the hook in RUBYOPT only.
 #
-# ctest passes the e2e settings (see tests/integration/sidekiq.cmake) plus
+# ctest passes the e2e settings (see tests/integration/sidekiq/CMakeLists.txt) plus
 # MEMDIAG_SIDEKIQ, MEMDIAG_REDIS_SERVER, MEMDIAG_REDIS_CLI and MEMDIAG_HEAPY,
 # empty when the program is not installed.
 require_relative "../e2e/harness"

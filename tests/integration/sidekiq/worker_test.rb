@@ -8,7 +8,7 @@
 require_relative "helper"
 
 unless SidekiqSite.missing.empty?
-  # 77: ctest reports the test as skipped (SKIP_RETURN_CODE in sidekiq.cmake).
+  # 77: ctest reports the test as skipped (SKIP_RETURN_CODE in sidekiq/CMakeLists.txt).
   puts "skipped: not installed: #{SidekiqSite.missing.join(', ')} (run 'make deps')"
   exit 77
 end

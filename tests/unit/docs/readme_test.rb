@@ -9,8 +9,8 @@ class ReadmeTest < Minitest::Test
   def read(path) = File.read(File.join(TOP, path))
 
   def config_keys
-    %w[plugin/config.c plugin/capture_config.c plugin/detector_config.c].flat_map do |f|
-      read(f).scan(/strcasecmp\(\s*(?:k|key)\s*,\s*"([A-Z][A-Za-z]+)"\)/).flatten
+    Dir[File.join(TOP, "plugin/**/*.c")].reject { |f| f.include?("/ctl/") }.flat_map do |f|
+      File.read(f).scan(/strcasecmp\(\s*(?:k|key)\s*,\s*"([A-Z][A-Za-z]+)"\)/).flatten
     end.uniq
   end
 

@@ -90,7 +90,8 @@ static void two_frames_back_to_back(void **state)
   memcpy(both, a, alen);
   memcpy(both + alen, a, alen);
   for(int i = 0; i < 2; i++) {
-    assert_int_equal(md_frame_decode(both + off, 2 * alen - off, MD_FRAME_MAX_DEFAULT, &out, &used), MD_OK);
+    assert_int_equal(md_frame_decode(both + off, 2 * alen - off, MD_FRAME_MAX_DEFAULT, &out, &used),
+                     MD_OK);
     assert_string_equal(out->hello->name, "puma-worker");
     assert_int_equal(out->hello->pid, 1234);
     md_frame_free(out);
@@ -125,13 +126,14 @@ static void truncated_frame_waits(void **state)
 static void oversized_frame_refused_before_allocation(void **state)
 {
   /* Announces 4 GiB - 1; only the header is present. */
-  uint8_t hdr[4] = { 0xff, 0xff, 0xff, 0xff };
-  uint8_t small[8] = { 0, 0, 0, 200, 1, 2, 3, 4 };
+  uint8_t hdr[4] = {0xff, 0xff, 0xff, 0xff};
+  uint8_t small[8] = {0, 0, 0, 200, 1, 2, 3, 4};
   Memdiag__V1__Frame *out = NULL;
   size_t used;
 
   (void)state;
-  assert_int_equal(md_frame_decode(hdr, sizeof(hdr), MD_FRAME_MAX_DEFAULT, &out, &used), MD_ETOOBIG);
+  assert_int_equal(md_frame_decode(hdr, sizeof(hdr), MD_FRAME_MAX_DEFAULT, &out, &used),
+                   MD_ETOOBIG);
   /* The cap is the caller's: 200 bytes over a 100-byte cap is refused. */
   assert_int_equal(md_frame_decode(small, sizeof(small), 100, &out, &used), MD_ETOOBIG);
   assert_null(out);
@@ -158,17 +160,19 @@ static void encode_refuses_over_cap(void **state)
 static void empty_and_bodyless_frames_rejected(void **state)
 {
   Memdiag__V1__Frame f = MEMDIAG__V1__FRAME__INIT;
-  uint8_t zero[4] = { 0, 0, 0, 0 };
+  uint8_t zero[4] = {0, 0, 0, 0};
   /* A valid protobuf (field 99, varint 1) that sets no body. */
-  uint8_t unknown[7] = { 0, 0, 0, 3, 0x98, 0x06, 0x01 };
+  uint8_t unknown[7] = {0, 0, 0, 3, 0x98, 0x06, 0x01};
   Memdiag__V1__Frame *out = NULL;
   uint8_t *buf = NULL;
   size_t len, used;
 
   (void)state;
   assert_int_equal(md_frame_encode(&f, MD_FRAME_MAX_DEFAULT, &buf, &len), MD_EINVAL);
-  assert_int_equal(md_frame_decode(zero, sizeof(zero), MD_FRAME_MAX_DEFAULT, &out, &used), MD_EPROTO);
-  assert_int_equal(md_frame_decode(unknown, sizeof(unknown), MD_FRAME_MAX_DEFAULT, &out, &used), MD_EPROTO);
+  assert_int_equal(md_frame_decode(zero, sizeof(zero), MD_FRAME_MAX_DEFAULT, &out, &used),
+                   MD_EPROTO);
+  assert_int_equal(md_frame_decode(unknown, sizeof(unknown), MD_FRAME_MAX_DEFAULT, &out, &used),
+                   MD_EPROTO);
   assert_null(out);
 }
 
@@ -190,7 +194,10 @@ static void garbage_never_crashes(void **state)
      * protobuf parser itself sees garbage, not only the length check. */
     if(i & 1) {
       size_t body = n - 4;
-      buf[0] = 0; buf[1] = 0; buf[2] = (uint8_t)(body >> 8); buf[3] = (uint8_t)body;
+      buf[0] = 0;
+      buf[1] = 0;
+      buf[2] = (uint8_t)(body >> 8);
+      buf[3] = (uint8_t)body;
     }
     rc = md_frame_decode(buf, n, MD_FRAME_MAX_DEFAULT, &out, &used);
     if(rc == MD_OK) {
@@ -218,15 +225,15 @@ static void names_are_stable(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(roundtrip_request),
-    cmocka_unit_test(defaults_apply_when_absent),
-    cmocka_unit_test(two_frames_back_to_back),
-    cmocka_unit_test(truncated_frame_waits),
-    cmocka_unit_test(oversized_frame_refused_before_allocation),
-    cmocka_unit_test(encode_refuses_over_cap),
-    cmocka_unit_test(empty_and_bodyless_frames_rejected),
-    cmocka_unit_test(garbage_never_crashes),
-    cmocka_unit_test(names_are_stable),
+      cmocka_unit_test(roundtrip_request),
+      cmocka_unit_test(defaults_apply_when_absent),
+      cmocka_unit_test(two_frames_back_to_back),
+      cmocka_unit_test(truncated_frame_waits),
+      cmocka_unit_test(oversized_frame_refused_before_allocation),
+      cmocka_unit_test(encode_refuses_over_cap),
+      cmocka_unit_test(empty_and_bodyless_frames_rejected),
+      cmocka_unit_test(garbage_never_crashes),
+      cmocka_unit_test(names_are_stable),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

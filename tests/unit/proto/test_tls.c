@@ -33,8 +33,8 @@ static md_tls_ctx *make_ctx(const char *d, const char *name, int server, unsigne
   snprintf(cert, sizeof(cert), "%s/%s.pem", d, name);
   snprintf(key, sizeof(key), "%s/%s.key", d, name);
   path(ca, sizeof(ca), dir, "ca.pem"); /* the local CA is the only one trusted */
-  o = (md_tls_options){ .certificate = cert, .key = key, .ca = ca, .server = server,
-                        .allowed_peer_roles = roles };
+  o = (md_tls_options){
+      .certificate = cert, .key = key, .ca = ca, .server = server, .allowed_peer_roles = roles};
   if(md_tls_ctx_new(&ctx, &o, err, sizeof(err)) != MD_OK)
     fail_msg("ctx %s/%s: %s", d, name, err);
   return ctx;
@@ -45,8 +45,8 @@ static void handshake_pair(md_conn *s, md_conn *c, int *rs, int *rc)
 {
   *rs = *rc = MD_EAGAIN;
   for(int i = 0; i < 1000 && (*rs == MD_EAGAIN || *rc == MD_EAGAIN); i++) {
-    struct pollfd p[2] = { { md_conn_fd(s), md_conn_events(s), 0 },
-                           { md_conn_fd(c), md_conn_events(c), 0 } };
+    struct pollfd p[2] = {{md_conn_fd(s), md_conn_events(s), 0},
+                          {md_conn_fd(c), md_conn_events(c), 0}};
     if(*rs == MD_EAGAIN)
       *rs = md_conn_handshake(s);
     if(*rc == MD_EAGAIN)
@@ -263,8 +263,11 @@ static void garbage_bytes_are_a_clean_error(void **state)
 
 static void bad_files_are_config_errors(void **state)
 {
-  md_tls_options o = { .certificate = "/nonexistent/plugin.pem", .key = "/nonexistent/k",
-                       .ca = "/nonexistent/ca", .server = 1, .allowed_peer_roles = MD_ROLE_WORKER };
+  md_tls_options o = {.certificate = "/nonexistent/plugin.pem",
+                      .key = "/nonexistent/k",
+                      .ca = "/nonexistent/ca",
+                      .server = 1,
+                      .allowed_peer_roles = MD_ROLE_WORKER};
   md_tls_ctx *ctx = NULL;
   char err[512] = "";
 
@@ -290,9 +293,10 @@ static int setup(void **state)
   if(!mkdtemp(dir))
     return -1;
   snprintf(other, sizeof(other), "%s/other", dir);
-  snprintf(cmd, sizeof(cmd), "sh %s %s >/dev/null && sh %s %s --add-expired old worker"
-           " && sh %s %s >/dev/null", MD_CERTS_SCRIPT, dir, MD_CERTS_SCRIPT, dir,
-           MD_CERTS_SCRIPT, other);
+  snprintf(cmd, sizeof(cmd),
+           "sh %s %s >/dev/null && sh %s %s --add-expired old worker"
+           " && sh %s %s >/dev/null",
+           MD_CERTS_SCRIPT, dir, MD_CERTS_SCRIPT, dir, MD_CERTS_SCRIPT, other);
   return run(cmd);
 }
 
@@ -307,14 +311,14 @@ static int teardown(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(good_pair_exchanges_frames),
-    cmocka_unit_test(foreign_ca_refused),
-    cmocka_unit_test(expired_certificate_refused),
-    cmocka_unit_test(worker_is_not_an_operator),
-    cmocka_unit_test(client_checks_server_role),
-    cmocka_unit_test(no_certificate_refused),
-    cmocka_unit_test(garbage_bytes_are_a_clean_error),
-    cmocka_unit_test(bad_files_are_config_errors),
+      cmocka_unit_test(good_pair_exchanges_frames),
+      cmocka_unit_test(foreign_ca_refused),
+      cmocka_unit_test(expired_certificate_refused),
+      cmocka_unit_test(worker_is_not_an_operator),
+      cmocka_unit_test(client_checks_server_role),
+      cmocka_unit_test(no_certificate_refused),
+      cmocka_unit_test(garbage_bytes_are_a_clean_error),
+      cmocka_unit_test(bad_files_are_config_errors),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -41,29 +41,29 @@ enum {
   MDH_ESTOPPED = -3,  /* mdh_stop() was called */
   MDH_ENOMEM = -4,
   MDH_EINVAL = -5,
-  MDH_EFORKED = -6,   /* the hook belongs to the parent of this process */
-  MDH_ETHREAD = -7,   /* the I/O thread could not be started */
-  MDH_ESTALE = -8,    /* the reply's connection is gone; reply dropped */
+  MDH_EFORKED = -6, /* the hook belongs to the parent of this process */
+  MDH_ETHREAD = -7, /* the I/O thread could not be started */
+  MDH_ESTALE = -8,  /* the reply's connection is gone; reply dropped */
 };
 
 const char *mdh_strerror(int err);
 
 typedef struct {
-  const char *socket_path;    /* the plugin's AF_UNIX socket */
-  const char *certificate;    /* PEM, OU=worker */
+  const char *socket_path; /* the plugin's AF_UNIX socket */
+  const char *certificate; /* PEM, OU=worker */
   const char *key;
-  const char *ca;             /* the only CA trusted for the plugin */
-  const char *name;           /* operator-facing name */
-  const char *runtime;        /* "ruby" */
+  const char *ca;      /* the only CA trusted for the plugin */
+  const char *name;    /* operator-facing name */
+  const char *runtime; /* "ruby" */
   const char *runtime_version;
-  const char *hook_version;   /* NULL: MDH_VERSION */
-  const char *dump_directory; /* NULL: none announced */
+  const char *hook_version;        /* NULL: MDH_VERSION */
+  const char *dump_directory;      /* NULL: none announced */
   const char *const *capabilities; /* operation names */
   size_t n_capabilities;
-  unsigned backoff_min_ms;    /* 0: 100 */
-  unsigned backoff_max_ms;    /* 0: 30000 */
+  unsigned backoff_min_ms;       /* 0: 100 */
+  unsigned backoff_max_ms;       /* 0: 30000 */
   unsigned handshake_timeout_ms; /* connect + TLS + welcome; 0: 5000 */
-  unsigned queue_capacity;    /* pending requests; 0: 16 */
+  unsigned queue_capacity;       /* pending requests; 0: 16 */
 } mdh_config;
 
 typedef enum {
@@ -91,11 +91,11 @@ typedef struct {
   uint64_t connection_id; /* connection the request came on */
   uint64_t id;            /* request_id, echoed in the reply */
   mdh_op op;
-  uint32_t timeout_ms;    /* 0: the operation's default */
-  char *path;             /* NULL when the request names none */
-  int shapes;             /* memory_dump, allocation_trace_stop */
-  mdh_mode mode;          /* memory_dump */
-  uint8_t *payload;       /* ping */
+  uint32_t timeout_ms; /* 0: the operation's default */
+  char *path;          /* NULL when the request names none */
+  int shapes;          /* memory_dump, allocation_trace_stop */
+  mdh_mode mode;       /* memory_dump */
+  uint8_t *payload;    /* ping */
   size_t payload_len;
 } mdh_request;
 

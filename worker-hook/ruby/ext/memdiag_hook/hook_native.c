@@ -36,9 +36,9 @@ static size_t native_size(const void *p)
 }
 
 static const rb_data_type_t native_type = {
-  .wrap_struct_name = "Memdiag::Hook::Native",
-  .function = { .dmark = NULL, .dfree = native_free, .dsize = native_size },
-  .flags = 0,
+    .wrap_struct_name = "Memdiag::Hook::Native",
+    .function = {.dmark = NULL, .dfree = native_free, .dsize = native_size},
+    .flags = 0,
 };
 
 static VALUE native_alloc(VALUE klass)
@@ -62,10 +62,7 @@ static mdh_hook *live_hook(VALUE self)
   return n->hook;
 }
 
-static VALUE sym(const char *name)
-{
-  return ID2SYM(rb_intern(name));
-}
+static VALUE sym(const char *name) { return ID2SYM(rb_intern(name)); }
 
 /* String option or NULL; raises if required and missing. A value that is
  * not a String is converted with to_str; the result is referenced only
@@ -97,9 +94,9 @@ static unsigned opt_uint(VALUE opts, const char *key)
 static VALUE native_initialize(VALUE self, VALUE opts)
 {
   native *n = get_native(self);
-  mdh_config c = { 0 };
+  mdh_config c = {0};
   VALUE caps;
-  VALUE keep[8] = { Qnil, Qnil, Qnil, Qnil, Qnil, Qnil, Qnil, Qnil };
+  VALUE keep[8] = {Qnil, Qnil, Qnil, Qnil, Qnil, Qnil, Qnil, Qnil};
   VALUE *keep_caps = NULL;
   const char **names = NULL;
   long i, ncaps = 0;
@@ -164,15 +161,9 @@ static void *wait_without_gvl(void *p)
   return NULL;
 }
 
-static void unblock(void *p)
-{
-  mdh_wakeup(p);
-}
+static void unblock(void *p) { mdh_wakeup(p); }
 
-static VALUE opt_str_or_nil(const char *s)
-{
-  return s ? rb_utf8_str_new_cstr(s) : Qnil;
-}
+static VALUE opt_str_or_nil(const char *s) { return s ? rb_utf8_str_new_cstr(s) : Qnil; }
 
 static VALUE request_hash(VALUE arg)
 {
@@ -254,13 +245,10 @@ static VALUE native_next_request(VALUE self, VALUE timeout)
   if(state)
     rb_jump_tag(state);
   switch(a.rc) {
-  case MDH_OK:
-    return h;
+  case MDH_OK: return h;
   case MDH_ETIMEDOUT:
-  case MDH_EINTR:
-    return Qnil;
-  default:
-    return Qfalse;
+  case MDH_EINTR: return Qnil;
+  default: return Qfalse;
   }
 }
 
@@ -272,11 +260,16 @@ static mdh_status status_from(VALUE v)
   if(!RB_TYPE_P(v, T_STRING))
     return MDH_STATUS_ERROR;
   s = StringValueCStr(v);
-  if(!strcmp(s, "ok")) return MDH_STATUS_OK;
-  if(!strcmp(s, "refused")) return MDH_STATUS_REFUSED;
-  if(!strcmp(s, "timeout")) return MDH_STATUS_TIMEOUT;
-  if(!strcmp(s, "unsupported")) return MDH_STATUS_UNSUPPORTED;
-  if(!strcmp(s, "bad_request")) return MDH_STATUS_BAD_REQUEST;
+  if(!strcmp(s, "ok"))
+    return MDH_STATUS_OK;
+  if(!strcmp(s, "refused"))
+    return MDH_STATUS_REFUSED;
+  if(!strcmp(s, "timeout"))
+    return MDH_STATUS_TIMEOUT;
+  if(!strcmp(s, "unsupported"))
+    return MDH_STATUS_UNSUPPORTED;
+  if(!strcmp(s, "bad_request"))
+    return MDH_STATUS_BAD_REQUEST;
   return MDH_STATUS_ERROR;
 }
 
@@ -308,7 +301,7 @@ static VALUE native_reply(VALUE self, VALUE conn_id, VALUE req_id, VALUE reply)
 {
   mdh_hook *hook = live_hook(self);
   mdh_reply_t r;
-  VALUE keep[5] = { Qnil, Qnil, Qnil, Qnil, Qnil };
+  VALUE keep[5] = {Qnil, Qnil, Qnil, Qnil, Qnil};
   VALUE data;
   int rc;
 

@@ -1,0 +1,159 @@
+/* memdiag plugin: automatic capture plans (prefix mdp_capture_).
+ *
+ * When the detector (or an operator's `memdiagctl capture`) decides that a
+ * worker's memory is worth capturing, this module runs a capture plan on
+ * that worker: heap dumps, GC profile, scheduler and thread dumps, written
+ * by the worker into a new folder under CaptureDirectory, with a
+ * capture.json manifest, collectd notifications and counters. With
+ * RestartAfterCapture it also signals a worker that reached MemoryLimit,
+ * after its dump finished. Without it memdiag never signals anything.
+ *
+ * Threading: every function below may be called from any thread (collectd's
+ * read threads, the server loop, the config thread). The module keeps its
+ * state behind one mutex and never calls back into the caller while holding
+ * it. Requests, timers and replies go through plugin/server.h.
+ *
+ * Ownership: strings passed in are borrowed for the duration of the call;
+ * the module copies what it keeps. Nothing returned needs freeing.
+ */
+#ifndef MDP_CAPTURE_H
+#define MDP_CAPTURE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct oconfig_item_s;
+
+#define MDP_CAPTURE_PATH_MAX 4096
+#define MDP_CAPTURE_PLAN_MAX 32 /* steps in one plan */
+
+/* ---------------------------------------------------------------- config */
+
+typedef struct mdp_capture_config {
+  char directory[MDP_CAPTURE_PATH_MAX]; /* CaptureDirectory */
+  char plan[512];                       /* Plan: step names, space-separated */
+  bool trace_allocations;               /* TraceAllocations */
+  int dump_mode;                        /* DumpMode: MEMDIAG__V1__DUMP_MODE__* */
+  bool dump_shapes;                     /* DumpShapes (false for Reap) */
+  double dump_space_factor;             /* DumpSpaceFactor: needed = RSS x factor */
+  uint64_t keep_free;                   /* KeepFree: bytes left free after a dump */
+  uint64_t max_use;                     /* MaxUse: bytes for all captures; 0 = unbounded */
+  uint64_t interval_ms;                 /* CaptureInterval */
+  unsigned concurrency;                 /* CaptureConcurrency */
+  uint64_t cooldown_ms;                 /* CaptureCooldown, per worker name */
+  bool restart_after_capture;           /* RestartAfterCapture */
+  int restart_signal;                   /* RestartSignal */
+  uint32_t step_timeout_ms;             /* StepTimeout: 0 = the server's default per operation */
+} mdp_capture_config_t;
+
+/* Fill in every default (see docs/capture.md). */
+void mdp_capture_config_init(mdp_capture_config_t *cfg);
+
+/* Set one key from its text value ("CaptureInterval", "60s").
+ * Returns 0, -ENOENT when the key is not a capture key (the caller tries
+ * its own keys or reports an unknown key), -EINVAL when the value is bad
+ * (err holds a message naming the key). */
+int mdp_capture_config_set(mdp_capture_config_t *cfg, const char *key, const char *value, char *err,
+                           size_t errlen);
+
+/* Same for one collectd config item (string, number or boolean value);
+ * logs a bad value through collectd's ERROR naming the key. Returns 0,
+ * -ENOENT (not a capture key, nothing logged) or -EINVAL. */
+int mdp_capture_config_item(mdp_capture_config_t *cfg, const struct oconfig_item_s *ci);
+
+/* Checks that need every key (e.g. the Plan pairs its start/stop steps).
+ * Returns 0 or -EINVAL with a message in err. */
+int mdp_capture_config_check(const mdp_capture_config_t *cfg, char *err, size_t errlen);
+
+/* ---------------------------------------------------------------- lifecycle */
+
+/* Copy the config and get ready. CaptureDirectory is created (0711) at the
+ * first capture. Call from the plugin's init callback, after the server is
+ * up. Returns 0 or a negative errno (logged). */
+int mdp_capture_init(const mdp_capture_config_t *cfg);
+
+/* Ends every plan (manifests say "complete": false, "plugin shutdown"). */
+void mdp_capture_shutdown(void);
+
+/* ---------------------------------------------------------------- events */
+
+/* What the caller knows about a worker at the time of the call. */
+typedef struct mdp_capture_worker {
+  uint64_t connection_id;
+  const char *name; /* from its hello */
+  pid_t pid;        /* SO_PEERCRED */
+  uid_t uid;        /* SO_PEERCRED: the capture folder is chowned to it */
+  gid_t gid;
+  uint64_t rss; /* latest sample in bytes; 0 if unknown */
+} mdp_capture_worker_t;
+
+/* One sample of the series that caused a trigger (goes into the manifest). */
+typedef struct mdp_capture_sample {
+  double time;    /* unix seconds */
+  uint64_t value; /* bytes */
+} mdp_capture_sample_t;
+
+#define MDP_CAPTURE_MANUAL 1u /* operator request: ignores CaptureCooldown */
+
+/* Start the plan on a worker (the detector fired, or an operator asked).
+ * Returns 0 when the plan started, 1 when it is queued behind
+ * CaptureConcurrency, or a negative errno with a message in err:
+ * -ENOENT (no such connection), -ESHUTDOWN (module not running), -EBUSY (a
+ * plan already runs or is queued for this worker), -EALREADY
+ * (CaptureCooldown for this worker name), -EPERM (CaptureDirectory is
+ * outside the dump directory the worker announced): these are refusals,
+ * counted as skipped and notified (FAILURE) except the first two; -EIO: the
+ * capture folder could not be made, counted as failed and notified. On 0,
+ * dir (if not NULL) receives the capture folder. */
+int mdp_capture_start(const mdp_capture_worker_t *w, const char *reason,
+                      const mdp_capture_sample_t *samples, size_t n_samples, unsigned flags,
+                      char *dir, size_t dirlen, char *err, size_t errlen);
+
+/* Call for every worker on every sample. Keeps the RSS used by the space
+ * check current and, when limit_reached (RSS >= MemoryLimit) and
+ * RestartAfterCapture is set, lets the dump in progress finish (or takes
+ * one) and then signals the worker once. */
+void mdp_capture_observe(const mdp_capture_worker_t *w, bool limit_reached);
+
+/* The worker's connection is gone (exit, disconnect, heartbeat loss). */
+void mdp_capture_worker_gone(uint64_t connection_id);
+
+/* ---------------------------------------------------------------- status */
+
+typedef struct mdp_capture_info {
+  uint64_t connection_id;
+  char worker[128];
+  char reason[256];
+  char directory[MDP_CAPTURE_PATH_MAX];
+  char step[64];       /* "dump (2/9)", "wait (5/9)", "queued" */
+  uint64_t started_at; /* unix seconds; 0 while queued */
+} mdp_capture_info_t;
+
+typedef struct mdp_capture_counters {
+  uint64_t started, completed, failed, skipped, restarts;
+} mdp_capture_counters_t;
+
+/* Plans running or queued; returns how many exist (may exceed max). */
+size_t mdp_capture_list(mdp_capture_info_t *out, size_t max);
+
+void mdp_capture_get_counters(mdp_capture_counters_t *out);
+
+/* One word for `memdiagctl status` / WorkerInfo.plan_state:
+ * "idle", "queued", "running: <step>", "cooldown", "signalled". */
+void mdp_capture_plan_state(uint64_t connection_id, char *buf, size_t len);
+
+/* Dispatch the capture counters as collectd values (plugin memdiag, type
+ * "counter", type instances captures_started/completed/failed/skipped,
+ * restarts). Call from the plugin's read callback. */
+int mdp_capture_read(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

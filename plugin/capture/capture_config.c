@@ -1,0 +1,187 @@
+/* Capture configuration keys: defaults, parsing, checks (pure code). */
+#include "capture.h"
+#include "detector/detector.h"
+#include "plan.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "memdiag.pb-c.h"
+
+#define DEFAULT_PLAN "trace_start dump gc_start wait scheduler threads gc_stop trace_stop wait dump"
+
+void mdp_capture_config_init(mdp_capture_config_t *cfg)
+{
+  memset(cfg, 0, sizeof(*cfg));
+  snprintf(cfg->directory, sizeof(cfg->directory), "/var/tmp/memdiag");
+  snprintf(cfg->plan, sizeof(cfg->plan), "%s", DEFAULT_PLAN);
+  cfg->trace_allocations = false;
+  cfg->dump_mode = MEMDIAG__V1__DUMP_MODE__DUMP_MODE_AUTO;
+  cfg->dump_shapes = true;
+  cfg->dump_space_factor = 3.0;
+  cfg->keep_free = 1024ull * 1024 * 1024;
+  cfg->max_use = 0;
+  cfg->interval_ms = 60000;
+  cfg->concurrency = 1;
+  cfg->cooldown_ms = 3600000;
+  cfg->restart_after_capture = false;
+  cfg->restart_signal = SIGTERM;
+  cfg->step_timeout_ms = 0;
+}
+
+static int parse_bool(const char *v, bool *out)
+{
+  static const char *yes[] = {"true", "yes", "on", "1"}, *no[] = {"false", "no", "off", "0"};
+  for(size_t i = 0; i < 4; i++) {
+    if(strcasecmp(v, yes[i]) == 0)
+      return *out = true, 0;
+    if(strcasecmp(v, no[i]) == 0)
+      return *out = false, 0;
+  }
+  return -EINVAL;
+}
+
+static int parse_ms(const char *v, uint64_t *out, bool zero_ok)
+{
+  double s;
+  if(mdp_parse_duration(v, &s) || !isfinite(s) || s < 0 || (!zero_ok && s <= 0) || s > 1e9)
+    return -EINVAL;
+  *out = (uint64_t)llround(s * 1000.0);
+  if(!zero_ok && *out == 0)
+    return -EINVAL;
+  return 0;
+}
+
+static int parse_signal(const char *v, int *out)
+{
+  char *end;
+  long n = strtol(v, &end, 10);
+  if(*v && !*end) {
+    if(n <= 0 || n >= NSIG)
+      return -EINVAL;
+    return *out = (int)n, 0;
+  }
+  if(strncasecmp(v, "SIG", 3) == 0)
+    v += 3;
+  for(int s = 1; s < NSIG; s++) {
+    const char *name = sigabbrev_np(s);
+    if(name && strcasecmp(name, v) == 0)
+      return *out = s, 0;
+  }
+  return -EINVAL;
+}
+
+int mdp_capture_config_set(mdp_capture_config_t *cfg, const char *key, const char *value, char *err,
+                           size_t errlen)
+{
+  int rc = 0;
+  const char *want = "";
+
+  if(strcasecmp(key, "CaptureDirectory") == 0) {
+    want = "an absolute path";
+    if(value[0] != '/' || strlen(value) >= sizeof(cfg->directory) - 128)
+      rc = -EINVAL;
+    else {
+      snprintf(cfg->directory, sizeof(cfg->directory), "%s", value);
+      size_t l = strlen(cfg->directory);
+      while(l > 1 && cfg->directory[l - 1] == '/')
+        cfg->directory[--l] = '\0';
+    }
+  } else if(strcasecmp(key, "Plan") == 0) {
+    mdp_step_kind_t kinds[MDP_CAPTURE_PLAN_MAX];
+    size_t n;
+    if(strlen(value) >= sizeof(cfg->plan)) {
+      want = "a shorter list of steps";
+      rc = -EINVAL;
+    } else if((rc = mdp_plan_parse(value, kinds, MDP_CAPTURE_PLAN_MAX, &n, err, errlen))) {
+      return rc; /* err names the bad step */
+    } else {
+      snprintf(cfg->plan, sizeof(cfg->plan), "%s", value);
+    }
+  } else if(strcasecmp(key, "TraceAllocations") == 0) {
+    want = "true or false";
+    rc = parse_bool(value, &cfg->trace_allocations);
+  } else if(strcasecmp(key, "DumpShapes") == 0) {
+    want = "true or false";
+    rc = parse_bool(value, &cfg->dump_shapes);
+  } else if(strcasecmp(key, "RestartAfterCapture") == 0) {
+    want = "true or false";
+    rc = parse_bool(value, &cfg->restart_after_capture);
+  } else if(strcasecmp(key, "DumpMode") == 0) {
+    want = "inline, fork or auto";
+    if(strcasecmp(value, "inline") == 0)
+      cfg->dump_mode = MEMDIAG__V1__DUMP_MODE__DUMP_MODE_INLINE;
+    else if(strcasecmp(value, "fork") == 0)
+      cfg->dump_mode = MEMDIAG__V1__DUMP_MODE__DUMP_MODE_FORK;
+    else if(strcasecmp(value, "auto") == 0)
+      cfg->dump_mode = MEMDIAG__V1__DUMP_MODE__DUMP_MODE_AUTO;
+    else
+      rc = -EINVAL;
+  } else if(strcasecmp(key, "DumpSpaceFactor") == 0) {
+    char *end;
+    want = "a number from 0 to 100";
+    double f = strtod(value, &end);
+    if(end == value || *end || !isfinite(f) || f < 0 || f > 100)
+      rc = -EINVAL;
+    else
+      cfg->dump_space_factor = f;
+  } else if(strcasecmp(key, "KeepFree") == 0) {
+    want = "a size (bytes, or with a K/M/G/T suffix)";
+    rc = mdp_parse_size(value, &cfg->keep_free);
+  } else if(strcasecmp(key, "MaxUse") == 0) {
+    want = "a size (bytes, or with a K/M/G/T suffix; 0 for no bound)";
+    rc = mdp_parse_size(value, &cfg->max_use);
+  } else if(strcasecmp(key, "CaptureInterval") == 0) {
+    want = "a duration above 0 (seconds, or with s/m/h suffix)";
+    rc = parse_ms(value, &cfg->interval_ms, false);
+  } else if(strcasecmp(key, "CaptureCooldown") == 0) {
+    want = "a duration (seconds, or with s/m/h/d suffix; 0 for none)";
+    rc = parse_ms(value, &cfg->cooldown_ms, true);
+  } else if(strcasecmp(key, "StepTimeout") == 0) {
+    uint64_t ms;
+    want = "a duration (0 for the server's default per operation)";
+    rc = parse_ms(value, &ms, true);
+    if(!rc && ms > UINT32_MAX)
+      rc = -EINVAL;
+    if(!rc)
+      cfg->step_timeout_ms = (uint32_t)ms;
+  } else if(strcasecmp(key, "CaptureConcurrency") == 0) {
+    char *end;
+    want = "a whole number from 1 to 64";
+    long n = strtol(value, &end, 10);
+    if(end == value || *end || n < 1 || n > 64)
+      rc = -EINVAL;
+    else
+      cfg->concurrency = (unsigned)n;
+  } else if(strcasecmp(key, "RestartSignal") == 0) {
+    want = "a signal name (TERM, INT, QUIT, USR1, KILL...) or number";
+    rc = parse_signal(value, &cfg->restart_signal);
+  } else {
+    return -ENOENT;
+  }
+  if(rc) {
+    rc = -EINVAL;
+    if(err)
+      snprintf(err, errlen, "%s: \"%s\" is not valid; expected %s", key, value, want);
+  }
+  return rc;
+}
+
+int mdp_capture_config_check(const mdp_capture_config_t *cfg, char *err, size_t errlen)
+{
+  mdp_step_kind_t kinds[MDP_CAPTURE_PLAN_MAX];
+  size_t n;
+  int rc = mdp_plan_parse(cfg->plan, kinds, MDP_CAPTURE_PLAN_MAX, &n, err, errlen);
+  if(rc)
+    return rc;
+  if(cfg->directory[0] != '/') {
+    snprintf(err, errlen, "CaptureDirectory: must be an absolute path");
+    return -EINVAL;
+  }
+  return 0;
+}

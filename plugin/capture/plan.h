@@ -1,0 +1,167 @@
+/* memdiag plugin: one capture plan as a pure state machine (prefix mdp_plan_).
+ *
+ * Events go in (begin, space answer, step reply, timer, worker gone, memory
+ * limit, abort), each with the caller's clock reading; actions come out
+ * (check space, send a request, set a timer, write the manifest, notify,
+ * signal the worker, done). No I/O and no clock reads here, so every
+ * sequence can be replayed in a unit test.
+ *
+ * Ownership: an mdp_plan_t is a plain value owned by whoever declared or
+ * allocated it; it holds no pointers.
+ */
+#ifndef MDP_PLAN_H
+#define MDP_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MDP_PLAN_STEPS_MAX   34 /* configured steps + the limit's final dump */
+#define MDP_PLAN_SAMPLES_MAX 64
+
+typedef enum {
+  MDP_STEP_TRACE_START,
+  MDP_STEP_DUMP,
+  MDP_STEP_TRACE_STOP, /* stops tracing and writes a heap dump */
+  MDP_STEP_GC_START,
+  MDP_STEP_GC_STOP,
+  MDP_STEP_SCHEDULER,
+  MDP_STEP_THREADS,
+  MDP_STEP_WAIT,
+} mdp_step_kind_t;
+
+typedef enum {
+  MDP_SS_PENDING,
+  MDP_SS_RUNNING,
+  MDP_SS_OK,
+  MDP_SS_ERROR,   /* the worker replied with an error, or timed out */
+  MDP_SS_SKIPPED, /* memdiag did not run it (space, a start step failed) */
+  MDP_SS_NOT_RUN, /* the plan ended before it (worker gone, limit, shutdown) */
+} mdp_step_status_t;
+
+typedef struct mdp_step {
+  mdp_step_kind_t kind;
+  mdp_step_status_t status;
+  char file[64]; /* name inside the capture folder; "" when none */
+  char error[256];
+  char mode[16]; /* dump mode the worker used */
+  char note[128];
+  uint64_t bytes, duration_us, pause_us;
+  int64_t started_ms, finished_ms; /* unix ms; 0 = never */
+} mdp_step_t;
+
+typedef struct mdp_plan_params {
+  uint64_t interval_ms;   /* length of a wait step */
+  double space_factor;    /* dump needs RSS x factor */
+  uint64_t keep_free;     /* bytes that must stay free after a dump */
+  uint64_t max_use;       /* bytes all captures may take; 0 = unbounded */
+  bool trace_allocations; /* false: trace_start dropped, trace_stop = dump */
+} mdp_plan_params_t;
+
+typedef struct mdp_plan_sample {
+  double time;
+  uint64_t value;
+} mdp_plan_sample_t;
+
+typedef struct mdp_plan {
+  mdp_plan_params_t p;
+  mdp_step_t steps[MDP_PLAN_STEPS_MAX];
+  size_t n_steps;
+  size_t cur;     /* step running or next to run */
+  unsigned dumps; /* heap-N numbering */
+  unsigned gc_files, sched_files, thread_files;
+  bool tracing, gc_active, dump_ok, restart_pending, final_added;
+  bool waiting_space, in_flight, waiting_timer;
+  bool finished, complete;
+  uint64_t timer_id;    /* stale timers are ignored */
+  uint64_t rss;         /* latest, for the space check */
+  uint64_t trigger_rss; /* when the plan was asked for */
+  int64_t started_ms, finished_ms;
+  int64_t limit_ms; /* when the memory limit was reported, 0 if never */
+  char reason[256];
+  char end[64]; /* "finished", "worker gone", "memory limit", ... */
+  mdp_plan_sample_t samples[MDP_PLAN_SAMPLES_MAX];
+  size_t n_samples;
+} mdp_plan_t;
+
+typedef enum {
+  MDP_ACT_CHECK_SPACE, /* answer with mdp_plan_space(); .bytes = space needed */
+  MDP_ACT_SEND,        /* send the request for steps[.step] */
+  MDP_ACT_TIMER,       /* call mdp_plan_timer(.timer_id) after .ms */
+  MDP_ACT_MANIFEST,    /* write capture.json from the plan */
+  MDP_ACT_NOTIFY,      /* .severity + .message */
+  MDP_ACT_SIGNAL,      /* send RestartSignal to the worker */
+  MDP_ACT_DONE,        /* the plan is over; .complete says how */
+} mdp_act_kind_t;
+
+enum { MDP_NOTIFY_FAILURE = 1, MDP_NOTIFY_WARNING = 2, MDP_NOTIFY_OKAY = 4 };
+
+typedef struct mdp_action {
+  mdp_act_kind_t kind;
+  size_t step;
+  uint64_t ms, timer_id, bytes;
+  int severity;
+  bool complete;
+  char message[256];
+} mdp_action_t;
+
+#define MDP_ACTIONS_MAX 12
+typedef struct mdp_actions {
+  mdp_action_t a[MDP_ACTIONS_MAX];
+  size_t n;
+} mdp_actions_t;
+
+/* What a worker answered to a step's request. */
+typedef enum {
+  MDP_REPLY_OK,
+  MDP_REPLY_ERROR, /* error, refused, unsupported, timeout */
+  MDP_REPLY_GONE,  /* unknown connection: the worker is gone */
+} mdp_reply_status_t;
+
+typedef struct mdp_reply {
+  mdp_reply_status_t status;
+  const char *error; /* may be NULL */
+  const char *mode;  /* may be NULL */
+  const char *note;  /* may be NULL */
+  uint64_t bytes, duration_us, pause_us;
+} mdp_reply_t;
+
+/* Parse a Plan string ("trace_start dump gc_start wait ..."). Returns 0, or
+ * -EINVAL with a message naming the bad word or unpaired step. */
+int mdp_plan_parse(const char *text, mdp_step_kind_t *kinds, size_t max, size_t *n, char *err,
+                   size_t errlen);
+
+/* Set up a plan from parsed steps; trace steps follow p->trace_allocations. */
+void mdp_plan_init(mdp_plan_t *plan, const mdp_plan_params_t *p, const mdp_step_kind_t *kinds,
+                   size_t n, const char *reason, const mdp_plan_sample_t *samples, size_t n_samples,
+                   uint64_t rss);
+
+/* A plan of one heap dump (worker at its limit, no dump yet), followed by
+ * the restart signal. */
+void mdp_plan_init_limit(mdp_plan_t *plan, const mdp_plan_params_t *p, uint64_t rss);
+
+void mdp_plan_begin(mdp_plan_t *plan, int64_t now_ms, mdp_actions_t *out);
+/* Answer to MDP_ACT_CHECK_SPACE: bytes available to unprivileged users on
+ * the captures' filesystem, and bytes the captures folder holds now. */
+void mdp_plan_space(mdp_plan_t *plan, int64_t now_ms, uint64_t avail, uint64_t used,
+                    mdp_actions_t *out);
+void mdp_plan_reply(mdp_plan_t *plan, int64_t now_ms, const mdp_reply_t *r, mdp_actions_t *out);
+void mdp_plan_timer(mdp_plan_t *plan, int64_t now_ms, uint64_t timer_id, mdp_actions_t *out);
+void mdp_plan_worker_gone(mdp_plan_t *plan, int64_t now_ms, mdp_actions_t *out);
+/* RestartAfterCapture: the worker reached MemoryLimit. */
+void mdp_plan_limit(mdp_plan_t *plan, int64_t now_ms, mdp_actions_t *out);
+void mdp_plan_abort(mdp_plan_t *plan, int64_t now_ms, const char *why, mdp_actions_t *out);
+void mdp_plan_set_rss(mdp_plan_t *plan, uint64_t rss);
+
+const char *mdp_step_name(mdp_step_kind_t kind);
+const char *mdp_step_status_name(mdp_step_status_t st);
+bool mdp_step_is_dump(mdp_step_kind_t kind);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

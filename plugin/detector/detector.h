@@ -1,0 +1,142 @@
+/* Leak detector (prefix mdp_detector_): one per worker. Pure code: samples
+ * in, decisions out; it reads no clock, does no I/O and has no globals, so
+ * `memdiagctl replay` runs exactly what the plugin runs.
+ *
+ * Samples are folded into MDP_DETECTOR_BUCKETS time buckets spanning
+ * GrowthWindow; each bucket keeps its minimum (the lower envelope, which GC
+ * sawtooth and short spikes do not move) and maximum. Memory per worker is
+ * therefore fixed whatever the sampling rate.
+ *
+ * Ownership: mdp_detector and mdp_detector_config are caller-owned plain
+ * structs (embed them, no init allocation, nothing to free). Reason strings
+ * in mdp_decision are static.
+ */
+#ifndef MDP_DETECTOR_H
+#define MDP_DETECTOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MDP_DETECTOR_BUCKETS 12
+/* Levels held before the window: the highest minimum over any three
+ * consecutive buckets, one entry per three buckets, remembered for about a
+ * day at the default window. A rise that only climbs back to a level
+ * already held (a traffic cycle) is not new growth. */
+#define MDP_DETECTOR_HISTORY 100
+#define MDP_DETECTOR_FOLD    3
+
+#define MDP_REASON_GROWTH       "sustained-growth"
+#define MDP_REASON_NEAR_LIMIT   "near-limit"
+#define MDP_REASON_CAPTURE_SIZE "capture-size"
+
+typedef struct {
+  uint64_t memory_limit;  /* MemoryLimit, bytes; 0 = not set */
+  uint64_t capture_size;  /* CaptureSize, bytes; 0 = not set */
+  double growth_window;   /* GrowthWindow, seconds */
+  double min_growth_rate; /* MinGrowthRate, bytes/s; 0 = not set */
+  double horizon;         /* Horizon, seconds */
+  double near_limit;      /* NearLimit, fraction of MemoryLimit; 0 = off */
+  double warmup;          /* WarmupTime, seconds before growth may fire */
+} mdp_detector_config;
+
+/* Defaults: no MemoryLimit, no CaptureSize, GrowthWindow 3600 s,
+ * MinGrowthRate not set, Horizon 21600 s, NearLimit 0.9, WarmupTime 7200 s. */
+void mdp_detector_config_init(mdp_detector_config *cfg);
+
+/* Sets one key (case-insensitive, collectd spelling) from its text value,
+ * e.g. ("MemoryLimit", "1G"). Returns 0, -ENOENT for an unknown key or
+ * -EINVAL for a bad value; on error writes a one-line message naming the key
+ * into err (may be NULL). Used by the collectd config (numbers passed as
+ * their decimal text) and by replay. */
+int mdp_detector_config_set(mdp_detector_config *cfg, const char *key, const char *value, char *err,
+                            size_t errlen);
+
+/* Checks the keys together (e.g. CaptureSize below MemoryLimit). Returns 0
+ * or -EINVAL with a message in err. */
+int mdp_detector_config_check(const mdp_detector_config *cfg, char *err, size_t errlen);
+
+/* Parsers shared with other config keys. Sizes: bytes, or K/M/G/T suffix in
+ * binary units (1K = 1024), optional "iB"/"B". Durations: seconds, or
+ * s/m/min/h/d suffix. Return 0 or -EINVAL. */
+int mdp_parse_size(const char *text, uint64_t *out);
+int mdp_parse_duration(const char *text, double *out);
+
+typedef struct {
+  double start; /* first sample time in the bucket */
+  uint64_t min;
+  uint64_t max;
+  uint32_t count; /* 0 = no sample fell in this bucket */
+} mdp_detector_bucket;
+
+/* Levels the process held before the window, kept across episodes. */
+typedef struct {
+  uint64_t evicted[MDP_DETECTOR_FOLD - 1]; /* minima of the last buckets to leave */
+  unsigned evicted_n;
+  uint64_t fold_max; /* highest three-bucket minimum in the current fold */
+  unsigned fold_n;
+  uint64_t history[MDP_DETECTOR_HISTORY]; /* fold maxima, oldest overwritten */
+  unsigned head, n;
+} mdp_detector_levels;
+
+typedef enum {
+  MDP_DETECTOR_WARMING, /* less than one GrowthWindow of history */
+  MDP_DETECTOR_STABLE,
+  MDP_DETECTOR_GROWING, /* growth seen but the rule does not fire (yet) */
+  MDP_DETECTOR_FIRED    /* fired; silent until the episode ends */
+} mdp_detector_state;
+
+/* What a fire is based on. Growth fields are 0 for size-based reasons. */
+typedef struct {
+  const char *reason;   /* MDP_REASON_* */
+  double time;          /* sample time that fired */
+  uint64_t rss;         /* that sample's value */
+  uint64_t envelope;    /* lower envelope at `time` (fitted) */
+  double slope;         /* bytes/s over the window (Theil-Sen on bucket minima) */
+  double slope_recent;  /* bytes/s over the window's second half */
+  double slope_before;  /* bytes/s over the window before; 0 if unknown */
+  uint32_t samples;     /* samples inside the window */
+  double window;        /* seconds of history used */
+  double time_to_limit; /* seconds until the trend plus the usual
+                           excursion above it reaches MemoryLimit;
+                           -1 when unknown */
+} mdp_decision;
+
+typedef struct {
+  mdp_detector_config cfg;
+  double bucket_len;
+  mdp_detector_bucket ring[MDP_DETECTOR_BUCKETS + 1]; /* closed buckets + the open one */
+  unsigned head;                                      /* index of the open bucket */
+  unsigned filled;  /* buckets used in the ring, open one included */
+  uint64_t nbucket; /* index (from origin) of the open bucket */
+  double origin;    /* time of the first sample of the episode */
+  double last_t;
+  uint64_t last_v;
+  uint64_t samples; /* since the episode began */
+  int have_last;
+  mdp_detector_levels held;
+  /* The window's slope at each of the last NB bucket closes, so that the
+   * slope now can be compared with the slope one window ago. */
+  double past_slope[MDP_DETECTOR_BUCKETS];
+  uint64_t past_at[MDP_DETECTOR_BUCKETS]; /* bucket index + 1; 0 = empty */
+  mdp_detector_state state;
+  uint64_t rearm_below;   /* FIRED until a sample drops below this */
+  mdp_decision last_eval; /* last growth evaluation, for the state text */
+} mdp_detector;
+
+/* Starts a detector with a copy of cfg. One detector per worker process:
+ * it remembers the levels the process held, so a restarted worker (a new
+ * process) needs a fresh one. */
+void mdp_detector_init(mdp_detector *d, const mdp_detector_config *cfg);
+
+/* Feeds one sample (t in seconds, any epoch; value in bytes). Returns 1 and
+ * fills out when a capture should start, 0 when not, -EINVAL when t goes
+ * backwards or is not finite (the sample is ignored). out may be NULL. */
+int mdp_detector_feed(mdp_detector *d, double t, uint64_t value, mdp_decision *out);
+
+const char *mdp_detector_state_name(mdp_detector_state s);
+
+/* One short line for `memdiagctl status`, e.g. "warming (20/60 min)",
+ * "growing 2.1 MiB/min, limit in 35 min". Returns snprintf's result. */
+int mdp_detector_describe(const mdp_detector *d, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,370 @@
+/* memdiag plugin: operator requests (list, status, operate, capture now). */
+#include "collectd/core/daemon/collectd.h"
+#include "collectd/core/daemon/plugin.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "md/tls.h"
+
+#include "control.h"
+#include "workers/registry.h"
+#include "relay.h"
+#include "server.h"
+#include "capture/capture.h"
+
+#ifndef MDP_VERSION
+#define MDP_VERSION "unknown"
+#endif
+
+static void send_reply(uint64_t serial, Memdiag__V1__ControlReply *r)
+{
+  Memdiag__V1__Frame f = MEMDIAG__V1__FRAME__INIT;
+  Memdiag__V1__ControlReply small = MEMDIAG__V1__CONTROL_REPLY__INIT;
+  int rc;
+
+  f.body_case = MEMDIAG__V1__FRAME__BODY_CONTROL_REPLY;
+  f.control_reply = r;
+  rc = mdp_loop_send_operator(serial, &f);
+  if(rc == -EMSGSIZE) {
+    /* A worker's answer that just fitted no longer does once wrapped: the
+     * operator still gets an answer, and can ask for a file instead. */
+    small.has_request_id = 1;
+    small.request_id = r->request_id;
+    small.has_status = 1;
+    small.status = MEMDIAG__V1__STATUS__STATUS_ERROR;
+    small.error = "the answer is larger than the plugin's MaxFrameSize: "
+                  "ask for it to be written to a file (give a path)";
+    f.control_reply = &small;
+    rc = mdp_loop_send_operator(serial, &f);
+  }
+  if(rc == -ENOENT)
+    INFO("memdiag plugin: operator connection closed before its answer (request %" PRIu64 ")",
+         r->request_id);
+}
+
+/* Every ControlReply starts the same way: the operator's id and a status. */
+static void reply_head(Memdiag__V1__ControlReply *r, uint64_t request_id,
+                       Memdiag__V1__Status status)
+{
+  r->has_request_id = 1;
+  r->request_id = request_id;
+  r->has_status = 1;
+  r->status = status;
+}
+
+void mdp_control_refuse(uint64_t serial, uint64_t request_id, Memdiag__V1__Status status,
+                        const char *error)
+{
+  Memdiag__V1__ControlReply r = MEMDIAG__V1__CONTROL_REPLY__INIT;
+
+  reply_head(&r, request_id, status);
+  r.error = (char *)error;
+  send_reply(serial, &r);
+}
+
+/* ------------------------------------------------------------ worker list */
+
+typedef struct {
+  mdp_worker **workers;
+  size_t n;
+  Memdiag__V1__WorkerInfo *infos;
+  Memdiag__V1__WorkerInfo **ptrs;
+  char (*detector)[96];
+  char (*plan)[96];
+} worker_list;
+
+static void list_free(worker_list *l)
+{
+  if(l->workers)
+    mdp_registry_release(l->workers, l->n);
+  free(l->infos);
+  free(l->ptrs);
+  free(l->detector);
+  free(l->plan);
+  memset(l, 0, sizeof(*l));
+}
+
+/* The infos point into the referenced workers: keep `l` until sent. */
+static int list_fill(worker_list *l)
+{
+  size_t n = mdp_registry_snapshot(&l->workers);
+
+  if(n == (size_t)-1) {
+    l->workers = NULL;
+    return -ENOMEM;
+  }
+  l->n = n;
+  l->infos = calloc(n ? n : 1, sizeof(*l->infos));
+  l->ptrs = calloc(n ? n : 1, sizeof(*l->ptrs));
+  l->detector = calloc(n ? n : 1, sizeof(*l->detector));
+  l->plan = calloc(n ? n : 1, sizeof(*l->plan));
+  if(!l->infos || !l->ptrs || !l->detector || !l->plan)
+    return -ENOMEM;
+  for(size_t i = 0; i < n; i++) {
+    mdp_worker *w = l->workers[i];
+    Memdiag__V1__WorkerInfo *wi = &l->infos[i];
+    mdp_sample s;
+    double t;
+
+    memdiag__v1__worker_info__init(wi);
+    mdp_registry_last(w, &s, &t);
+    mdp_registry_detector_text(w, l->detector[i], sizeof(l->detector[i]));
+    mdp_capture_plan_state(w->id, l->plan[i], sizeof(l->plan[i]));
+    wi->has_connection_id = 1;
+    wi->connection_id = w->id;
+    wi->has_pid = 1;
+    wi->pid = (uint32_t)w->pid;
+    wi->has_ppid = w->ppid != 0;
+    wi->ppid = (uint32_t)w->ppid;
+    wi->name = w->name;
+    wi->instance = w->instance;
+    wi->runtime = w->runtime;
+    wi->runtime_version = w->runtime_version;
+    wi->has_rss = wi->has_pss = wi->has_private_bytes = wi->has_swap = 1;
+    wi->rss = s.rss;
+    wi->pss = s.pss;
+    wi->private_bytes = s.private_bytes;
+    wi->swap = s.swap;
+    wi->has_connected_at = 1;
+    wi->connected_at = w->connected_at;
+    wi->n_capabilities = w->n_capabilities;
+    wi->capabilities = w->capabilities;
+    wi->detector_state = l->detector[i];
+    wi->plan_state = l->plan[i];
+    l->ptrs[i] = wi;
+  }
+  return 0;
+}
+
+static void list_workers(uint64_t serial, uint64_t request_id)
+{
+  Memdiag__V1__ControlReply r = MEMDIAG__V1__CONTROL_REPLY__INIT;
+  Memdiag__V1__WorkerList wl = MEMDIAG__V1__WORKER_LIST__INIT;
+  worker_list l = {0};
+
+  if(list_fill(&l)) {
+    mdp_control_refuse(serial, request_id, MEMDIAG__V1__STATUS__STATUS_ERROR,
+                       "plugin out of memory");
+    goto out;
+  }
+  wl.n_workers = l.n;
+  wl.workers = l.ptrs;
+  reply_head(&r, request_id, MEMDIAG__V1__STATUS__STATUS_OK);
+  r.body_case = MEMDIAG__V1__CONTROL_REPLY__BODY_WORKERS;
+  r.workers = &wl;
+  send_reply(serial, &r);
+out:
+  list_free(&l);
+}
+
+/* ------------------------------------------------------------ status */
+
+static void status(uint64_t serial, uint64_t request_id)
+{
+  Memdiag__V1__ControlReply r = MEMDIAG__V1__CONTROL_REPLY__INIT;
+  Memdiag__V1__StatusReport sr = MEMDIAG__V1__STATUS_REPORT__INIT;
+  worker_list l = {0};
+  uint64_t now = (uint64_t)time(NULL);
+  mdp_capture_info_t infos[32];
+  Memdiag__V1__CaptureInfo ci[32];
+  Memdiag__V1__CaptureInfo *cp[32];
+  mdp_capture_counters_t counters;
+  size_t nc;
+
+  if(list_fill(&l)) {
+    mdp_control_refuse(serial, request_id, MEMDIAG__V1__STATUS__STATUS_ERROR,
+                       "plugin out of memory");
+    goto out;
+  }
+  sr.version = MDP_VERSION;
+  sr.has_uptime_s = 1;
+  sr.uptime_s = now > mdp_loop_started_at() ? now - mdp_loop_started_at() : 0;
+  sr.n_workers = l.n;
+  sr.workers = l.ptrs;
+  nc = mdp_capture_list(infos, 32);
+  if(nc > 32)
+    nc = 32;
+  for(size_t i = 0; i < nc; i++) {
+    memdiag__v1__capture_info__init(&ci[i]);
+    ci[i].has_connection_id = 1;
+    ci[i].connection_id = infos[i].connection_id;
+    ci[i].worker = infos[i].worker;
+    ci[i].reason = infos[i].reason;
+    ci[i].directory = infos[i].directory;
+    ci[i].step = infos[i].step;
+    ci[i].has_started_at = infos[i].started_at != 0;
+    ci[i].started_at = infos[i].started_at;
+    cp[i] = &ci[i];
+  }
+  sr.n_captures = nc;
+  sr.captures = cp;
+  mdp_capture_get_counters(&counters);
+  sr.has_captures_started = sr.has_captures_completed = sr.has_captures_failed = 1;
+  sr.has_captures_skipped = 1;
+  sr.captures_skipped = counters.skipped;
+  sr.captures_started = counters.started;
+  sr.captures_completed = counters.completed;
+  sr.captures_failed = counters.failed;
+  reply_head(&r, request_id, MEMDIAG__V1__STATUS__STATUS_OK);
+  r.body_case = MEMDIAG__V1__CONTROL_REPLY__BODY_STATUS_REPORT;
+  r.status_report = &sr;
+  send_reply(serial, &r);
+out:
+  list_free(&l);
+}
+
+/* ------------------------------------------------------------ operate */
+
+typedef struct {
+  uint64_t serial;
+  uint64_t control_id;
+  uint64_t inner_id;
+  uint64_t connection_id;
+} relay_ctx;
+
+static void relay_done(const Memdiag__V1__Reply *reply, void *arg)
+{
+  relay_ctx *ctx = arg;
+  Memdiag__V1__ControlReply r = MEMDIAG__V1__CONTROL_REPLY__INIT;
+  Memdiag__V1__Reply inner = *reply;
+
+  /* The operator sees its own request id, not the one the plugin used. */
+  inner.has_request_id = 1;
+  inner.request_id = ctx->inner_id;
+  reply_head(&r, ctx->control_id,
+             reply->has_status ? reply->status : MEMDIAG__V1__STATUS__STATUS_OK);
+  r.error = reply->error;
+  r.body_case = MEMDIAG__V1__CONTROL_REPLY__BODY_REPLY;
+  r.reply = &inner;
+  if(r.status != MEMDIAG__V1__STATUS__STATUS_OK) {
+    char error[256];
+    /* The worker's text: no control characters into the log. */
+    snprintf(error, sizeof(error), "%s", reply->error ? reply->error : "");
+    for(char *p = error; *p; p++)
+      if((unsigned char)*p < 0x20 || *p == 0x7f)
+        *p = '?';
+    INFO("memdiag plugin: request to worker %" PRIu64 " ended with %s: %s", ctx->connection_id,
+         md_status_name(r.status), error);
+  }
+  send_reply(ctx->serial, &r);
+  free(ctx);
+}
+
+static void operate(uint64_t serial, const char *who, uint64_t request_id,
+                    const Memdiag__V1__Operate *op)
+{
+  const Memdiag__V1__Request *req = op->request;
+  mdp_worker_info info;
+  relay_ctx *ctx;
+  char err[256];
+  const char *name;
+
+  if(!op->has_connection_id || !req || req->op_case == MEMDIAG__V1__REQUEST__OP__NOT_SET) {
+    mdp_control_refuse(serial, request_id, MEMDIAG__V1__STATUS__STATUS_BAD_REQUEST,
+                       "operate needs a connection_id and a request with an operation");
+    return;
+  }
+  name = md_request_op_name(req);
+  if(mdp_registry_info(op->connection_id, &info) != 0) {
+    snprintf(err, sizeof(err),
+             "no worker with connection ID %" PRIu64
+             " (IDs change when a worker or collectd restarts: list workers again)",
+             op->connection_id);
+    mdp_control_refuse(serial, request_id, MEMDIAG__V1__STATUS__STATUS_UNKNOWN_CONNECTION, err);
+    return;
+  }
+  /* A worker that announced what it can run is not sent anything else. */
+  if(info.n_capabilities > 0 && !mdp_registry_can(op->connection_id, name)) {
+    snprintf(err, sizeof(err), "worker %" PRIu64 " ('%s' pid %ld) does not offer %s",
+             op->connection_id, info.name, (long)info.pid, name);
+    mdp_control_refuse(serial, request_id, MEMDIAG__V1__STATUS__STATUS_UNSUPPORTED, err);
+    return;
+  }
+  ctx = calloc(1, sizeof(*ctx));
+  if(!ctx) {
+    mdp_control_refuse(serial, request_id, MEMDIAG__V1__STATUS__STATUS_ERROR,
+                       "plugin out of memory");
+    return;
+  }
+  ctx->serial = serial;
+  ctx->control_id = request_id;
+  ctx->inner_id = req->has_request_id ? req->request_id : request_id;
+  ctx->connection_id = op->connection_id;
+  INFO("memdiag plugin: %s runs %s on worker %" PRIu64 " ('%s' pid %ld)", who, name,
+       op->connection_id, info.name, (long)info.pid);
+  mdp_relay_submit(op->connection_id, req, 0, relay_done, ctx);
+}
+
+/* ------------------------------------------------------------ capture now */
+
+static void capture_now(uint64_t serial, const char *who, uint64_t request_id,
+                        const Memdiag__V1__CaptureNow *cn)
+{
+  Memdiag__V1__ControlReply r = MEMDIAG__V1__CONTROL_REPLY__INIT;
+  Memdiag__V1__CaptureInfo ci = MEMDIAG__V1__CAPTURE_INFO__INIT;
+  mdp_capture_worker_t cw;
+  mdp_worker_info info;
+  char dir[MDP_CAPTURE_PATH_MAX] = "";
+  char err[256] = "";
+  int rc;
+
+  if(!cn->has_connection_id || mdp_registry_info(cn->connection_id, &info) != 0) {
+    snprintf(err, sizeof(err),
+             "no worker with connection ID %" PRIu64
+             " (IDs change when a worker or collectd restarts: list workers again)",
+             cn->connection_id);
+    mdp_control_refuse(serial, request_id, MEMDIAG__V1__STATUS__STATUS_UNKNOWN_CONNECTION, err);
+    return;
+  }
+  memset(&cw, 0, sizeof(cw));
+  cw.connection_id = info.connection_id;
+  cw.name = info.name;
+  cw.pid = info.pid;
+  cw.uid = info.uid;
+  cw.gid = info.gid;
+  cw.rss = info.rss;
+  INFO("memdiag plugin: %s asks for a capture of worker %" PRIu64 " ('%s' pid %ld)", who,
+       info.connection_id, info.name, (long)info.pid);
+  rc = mdp_capture_start(&cw, "operator request", NULL, 0, MDP_CAPTURE_MANUAL, dir, sizeof(dir),
+                         err, sizeof(err));
+  if(rc < 0) {
+    mdp_control_refuse(serial, request_id,
+                       rc == -EBUSY || rc == -EALREADY || rc == -ENOSPC
+                           ? MEMDIAG__V1__STATUS__STATUS_REFUSED
+                           : MEMDIAG__V1__STATUS__STATUS_ERROR,
+                       err[0] ? err : strerror(-rc));
+    return;
+  }
+  ci.has_connection_id = 1;
+  ci.connection_id = info.connection_id;
+  ci.worker = info.name;
+  ci.reason = "operator request";
+  ci.directory = dir;
+  ci.step = rc == 1 ? "queued" : "started";
+  ci.has_started_at = rc == 0;
+  ci.started_at = (uint64_t)time(NULL);
+  reply_head(&r, request_id, MEMDIAG__V1__STATUS__STATUS_OK);
+  r.body_case = MEMDIAG__V1__CONTROL_REPLY__BODY_CAPTURE;
+  r.capture = &ci;
+  send_reply(serial, &r);
+}
+
+void mdp_control_handle(uint64_t serial, const char *who, const Memdiag__V1__Control *ctl)
+{
+  uint64_t id = ctl->request_id;
+
+  switch(ctl->op_case) {
+  case MEMDIAG__V1__CONTROL__OP_LIST_WORKERS: list_workers(serial, id); break;
+  case MEMDIAG__V1__CONTROL__OP_STATUS: status(serial, id); break;
+  case MEMDIAG__V1__CONTROL__OP_OPERATE: operate(serial, who, id, ctl->operate); break;
+  case MEMDIAG__V1__CONTROL__OP_CAPTURE_NOW: capture_now(serial, who, id, ctl->capture_now); break;
+  default:
+    mdp_control_refuse(serial, id, MEMDIAG__V1__STATUS__STATUS_BAD_REQUEST,
+                       "unknown control operation (is memdiagctl newer than the plugin?)");
+    break;
+  }
+}

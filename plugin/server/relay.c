@@ -1,0 +1,274 @@
+/* memdiag plugin: requests in flight to workers, their timeouts and replies. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "md/tls.h"
+#include "relay.h"
+
+/* A ping or a start/stop toggle answers in moments; a heap dump of a large
+ * busy worker may take minutes. The plugin waits a little longer than it
+ * tells the worker so that the worker's own timeout reply can arrive. */
+#define QUICK_TIMEOUT_MS       10000u
+#define INLINE_DUMP_TIMEOUT_MS 60000u
+#define GRACE_MS               1000u
+
+typedef struct pending {
+  struct pending *next;
+  uint64_t request_id;
+  uint64_t connection_id;
+  uint64_t deadline_ms;
+  mdp_reply_fn done;
+  void *arg;
+  Memdiag__V1__Status status; /* for replies the server makes up */
+  char error[200];
+} pending;
+
+static pending *in_flight;
+static uint64_t next_request_id = 1;
+static uint32_t dump_timeout_ms = 600000;
+static int shutting_down;
+
+void mdp_relay_configure(uint32_t dump_ms) { dump_timeout_ms = dump_ms; }
+
+uint32_t mdp_server_default_timeout_ms(const Memdiag__V1__Request *req)
+{
+  switch(req->op_case) {
+  case MEMDIAG__V1__REQUEST__OP_MEMORY_DUMP:
+  case MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_STOP: return dump_timeout_ms;
+  case MEMDIAG__V1__REQUEST__OP_GARBAGE_PROFILE_STOP:
+  case MEMDIAG__V1__REQUEST__OP_SCHEDULER_DUMP:
+  case MEMDIAG__V1__REQUEST__OP_THREAD_DUMP: return INLINE_DUMP_TIMEOUT_MS;
+  default: return QUICK_TIMEOUT_MS;
+  }
+}
+
+static void finish(pending *p, const Memdiag__V1__Reply *from_worker)
+{
+  Memdiag__V1__Reply made = MEMDIAG__V1__REPLY__INIT;
+
+  if(!from_worker) {
+    made.has_request_id = 1;
+    made.request_id = p->request_id;
+    made.has_status = 1;
+    made.status = p->status;
+    made.error = p->error;
+    from_worker = &made;
+  }
+  p->done(from_worker, p->arg);
+  free(p);
+}
+
+static void finish_task(void *arg) { finish(arg, NULL); }
+
+/* Callbacks never run inside the call that registered them. */
+static void finish_later(pending *p, Memdiag__V1__Status status, const char *fmt, uint64_t id)
+{
+  p->status = status;
+  snprintf(p->error, sizeof(p->error), fmt, id);
+  if(mdp_server_post(finish_task, p) != 0)
+    finish(p, NULL);
+}
+
+void mdp_relay_submit(uint64_t connection_id, const Memdiag__V1__Request *req, uint32_t timeout_ms,
+                      mdp_reply_fn done, void *arg)
+{
+  Memdiag__V1__Frame frame = MEMDIAG__V1__FRAME__INIT;
+  Memdiag__V1__Request copy = *req;
+  pending *p = calloc(1, sizeof(*p));
+  int rc;
+
+  if(!p) {
+    Memdiag__V1__Reply oom = MEMDIAG__V1__REPLY__INIT;
+    oom.has_status = 1;
+    oom.status = MEMDIAG__V1__STATUS__STATUS_ERROR;
+    oom.error = "memdiag plugin: out of memory";
+    done(&oom, arg);
+    return;
+  }
+  p->request_id = next_request_id++;
+  p->connection_id = connection_id;
+  p->done = done;
+  p->arg = arg;
+  if(shutting_down) {
+    finish_later(p, MEMDIAG__V1__STATUS__STATUS_ERROR,
+                 "plugin shutting down (connection %" PRIu64 ")", connection_id);
+    return;
+  }
+  if(timeout_ms == 0)
+    timeout_ms = req->has_timeout_ms && req->timeout_ms ? req->timeout_ms
+                                                        : mdp_server_default_timeout_ms(req);
+  copy.has_request_id = 1;
+  copy.request_id = p->request_id;
+  copy.has_timeout_ms = 1;
+  copy.timeout_ms = timeout_ms;
+  frame.body_case = MEMDIAG__V1__FRAME__BODY_REQUEST;
+  frame.request = &copy;
+  rc = mdp_loop_send_worker(connection_id, &frame);
+  if(rc == -ENOENT) {
+    finish_later(p, MEMDIAG__V1__STATUS__STATUS_UNKNOWN_CONNECTION,
+                 "no worker with connection ID %" PRIu64
+                 " (it may have exited or reconnected: list workers again)",
+                 connection_id);
+    return;
+  }
+  if(rc != 0 && rc != -EIO) {
+    finish_later(p, MEMDIAG__V1__STATUS__STATUS_ERROR,
+                 "could not send the request to connection %" PRIu64, connection_id);
+    return;
+  }
+  /* On -EIO the connection is closing; mdp_relay_worker_gone ends it. */
+  p->deadline_ms = md_now_ms() + timeout_ms + GRACE_MS;
+  p->next = in_flight;
+  in_flight = p;
+}
+
+void mdp_relay_on_reply(uint64_t connection_id, const Memdiag__V1__Reply *reply)
+{
+  for(pending **pp = &in_flight; *pp; pp = &(*pp)->next) {
+    pending *p = *pp;
+    if(p->request_id == reply->request_id && p->connection_id == connection_id) {
+      *pp = p->next;
+      finish(p, reply);
+      return;
+    }
+  }
+  /* A reply after its timeout: the caller was already told; dropped. */
+}
+
+/* Unlink everything matching into a private list first: callbacks may
+ * submit new requests while we walk. */
+static pending *take(int (*match)(const pending *, uint64_t), uint64_t key)
+{
+  pending *taken = NULL;
+
+  for(pending **pp = &in_flight; *pp;) {
+    pending *p = *pp;
+    if(match(p, key)) {
+      *pp = p->next;
+      p->next = taken;
+      taken = p;
+    } else {
+      pp = &p->next;
+    }
+  }
+  return taken;
+}
+
+static int match_conn(const pending *p, uint64_t id) { return p->connection_id == id; }
+static int match_due(const pending *p, uint64_t now) { return p->deadline_ms <= now; }
+static int match_all(const pending *p, uint64_t unused)
+{
+  (void)p;
+  (void)unused;
+  return 1;
+}
+
+static unsigned finish_list(pending *list, Memdiag__V1__Status status, const char *fmt)
+{
+  unsigned n = 0;
+
+  while(list) {
+    pending *p = list;
+    list = p->next;
+    p->status = status;
+    snprintf(p->error, sizeof(p->error), fmt, p->connection_id);
+    finish(p, NULL);
+    n++;
+  }
+  return n;
+}
+
+void mdp_relay_worker_gone(uint64_t connection_id)
+{
+  finish_list(take(match_conn, connection_id), MEMDIAG__V1__STATUS__STATUS_UNKNOWN_CONNECTION,
+              "worker with connection ID %" PRIu64 " went away before answering");
+}
+
+uint64_t mdp_relay_expire(uint64_t now_ms)
+{
+  uint64_t next = 0;
+
+  finish_list(take(match_due, now_ms), MEMDIAG__V1__STATUS__STATUS_TIMEOUT,
+              "worker with connection ID %" PRIu64 " did not answer in time");
+  for(pending *p = in_flight; p; p = p->next)
+    if(next == 0 || p->deadline_ms < next)
+      next = p->deadline_ms;
+  return next;
+}
+
+unsigned mdp_relay_shutdown(void)
+{
+  shutting_down = 1;
+  return finish_list(take(match_all, 0), MEMDIAG__V1__STATUS__STATUS_ERROR,
+                     "plugin shutting down (connection %" PRIu64 ")");
+}
+
+/* From any thread: the loop-thread half is mdp_relay_submit. */
+
+typedef struct {
+  uint64_t connection_id;
+  uint32_t timeout_ms;
+  mdp_reply_fn done;
+  void *arg;
+  Memdiag__V1__Request *req;
+} request_task;
+
+static void request_task_run(void *arg)
+{
+  request_task *rt = arg;
+
+  mdp_relay_submit(rt->connection_id, rt->req, rt->timeout_ms, rt->done, rt->arg);
+  memdiag__v1__request__free_unpacked(rt->req, NULL);
+  free(rt);
+}
+
+int mdp_server_request(uint64_t connection_id, const Memdiag__V1__Request *req, uint32_t timeout_ms,
+                       mdp_reply_fn done, void *arg)
+{
+  request_task *rt;
+  uint8_t *buf;
+  size_t len;
+  int rc;
+
+  if(!req || !done)
+    return -EINVAL;
+  if(mdp_loop_on_thread()) {
+    mdp_relay_submit(connection_id, req, timeout_ms, done, arg);
+    return 0;
+  }
+  /* From another thread the caller's request may be gone before the loop
+   * runs: carry a deep copy (packed and unpacked) across. */
+  len = memdiag__v1__request__get_packed_size(req);
+  buf = malloc(len ? len : 1);
+  rt = calloc(1, sizeof(*rt));
+  if(!buf || !rt) {
+    free(buf);
+    free(rt);
+    return -ENOMEM;
+  }
+  memdiag__v1__request__pack(req, buf);
+  rt->req = memdiag__v1__request__unpack(NULL, len, buf);
+  free(buf);
+  if(!rt->req) {
+    free(rt);
+    return -ENOMEM;
+  }
+  rt->connection_id = connection_id;
+  rt->timeout_ms = timeout_ms;
+  rt->done = done;
+  rt->arg = arg;
+  rc = mdp_server_post(request_task_run, rt);
+  if(rc) {
+    Memdiag__V1__Reply r = MEMDIAG__V1__REPLY__INIT;
+    memdiag__v1__request__free_unpacked(rt->req, NULL);
+    free(rt);
+    r.has_status = 1;
+    r.status = MEMDIAG__V1__STATUS__STATUS_ERROR;
+    r.error = "plugin shutting down";
+    done(&r, arg);
+  }
+  return 0;
+}

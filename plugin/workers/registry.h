@@ -1,0 +1,102 @@
+/* memdiag plugin: the registered workers (prefix mdp_registry_).
+ *
+ * The server thread adds and removes workers; collectd's read thread samples
+ * them; control requests list them. One mutex guards the table and every
+ * field marked "locked" below; critical sections copy and leave.
+ *
+ * Entries are reference counted so that the read thread can sample a worker
+ * without holding the lock while the server removes it: removal takes the
+ * entry out of the table, and the last reference closes its /proc handle and
+ * frees it.
+ *
+ * Ownership: the registry owns every mdp_worker. mdp_registry_snapshot hands
+ * out references that the caller returns with mdp_registry_release.
+ */
+#ifndef MDP_REGISTRY_H
+#define MDP_REGISTRY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "detector/detector.h"
+#include "sampler.h"
+#include "server/server.h"
+
+#define MDP_WORKER_HISTORY 32 /* samples kept for a capture manifest */
+
+typedef struct mdp_worker {
+  /* Immutable after mdp_registry_add. */
+  uint64_t id;
+  pid_t pid, ppid;
+  uid_t uid;
+  gid_t gid;
+  char name[128];
+  char instance[128];
+  char runtime[32];
+  char runtime_version[32];
+  char dump_directory[512];
+  char **capabilities; /* owned */
+  size_t n_capabilities;
+  uint64_t connected_at;
+  int proc_fd; /* mdp_sampler_open; -1 if it could not be opened */
+
+  /* Read thread only (collectd runs one read callback at a time). */
+  mdp_detector detector;
+  double history_t[MDP_WORKER_HISTORY];
+  uint64_t history_v[MDP_WORKER_HISTORY];
+  unsigned history_head, history_n;
+
+  /* Locked. */
+  unsigned refs;
+  mdp_sample last;
+  double sampled_at;
+  char detector_text[96];
+} mdp_worker;
+
+/* What the server learnt from a hello and SO_PEERCRED. Borrowed. */
+typedef struct mdp_worker_hello {
+  pid_t pid, ppid;
+  uid_t uid;
+  gid_t gid;
+  const char *name, *runtime, *runtime_version, *dump_directory;
+  char **capabilities;
+  size_t n_capabilities;
+} mdp_worker_hello;
+
+/* memory: the MDP_MEM_* figures sampled (decides which /proc file each
+ * worker's proc_fd is). */
+int mdp_registry_init(const mdp_detector_config *detector, unsigned memory);
+void mdp_registry_destroy(void);
+
+/* Register a worker; assigns the next connection ID (1, 2, 3, ... for the
+ * plugin's lifetime, never reused). Returns 0 with *id set, or -ENOMEM.
+ * *proc_err is 0, or the negative errno of opening its /proc file (the
+ * worker is registered but cannot be sampled). */
+int mdp_registry_add(const mdp_worker_hello *hello, uint64_t *id, int *proc_err);
+
+/* Forget a worker. Returns 0 or -ENOENT. */
+int mdp_registry_remove(uint64_t id);
+
+size_t mdp_registry_count(void);
+
+/* References to every worker, in connection ID order. *out is a new array
+ * (caller frees it through mdp_registry_release). Returns the count, or
+ * (size_t)-1 on allocation failure. */
+size_t mdp_registry_snapshot(mdp_worker ***out);
+void mdp_registry_release(mdp_worker **workers, size_t n);
+
+/* Store a sample and the detector's description of the worker. */
+void mdp_registry_store(mdp_worker *w, const mdp_sample *s, double t, const char *detector_text);
+
+/* Locked copies for other threads. */
+int mdp_registry_info(uint64_t id, mdp_worker_info *out);
+int mdp_registry_can(uint64_t id, const char *op);
+void mdp_registry_detector_text(const mdp_worker *w, char *buf, size_t len);
+void mdp_registry_last(const mdp_worker *w, mdp_sample *s, double *t);
+
+/* Turn a worker name into a collectd plugin_instance: letters, digits and
+ * "._-" kept, anything else becomes '_'. */
+void mdp_registry_sanitise(const char *name, char *out, size_t len);
+
+#endif

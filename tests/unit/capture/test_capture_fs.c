@@ -1,0 +1,334 @@
+/* Capture folders (0700, owner, never reused or followed), the manifest
+ * (parses as JSON, atomic), MaxUse pruning order. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "capture/capture_fs.h"
+#include "capture/plan.h"
+
+#define T0 1795000000000ll /* 2026-11-18T11:06:40Z, in ms */
+
+static char root[256];
+
+static int setup(void **state)
+{
+  (void)state;
+  snprintf(root, sizeof(root), "/tmp/md-capfs-XXXXXX");
+  assert_non_null(mkdtemp(root));
+  return 0;
+}
+
+static int teardown(void **state)
+{
+  (void)state;
+  char cmd[512];
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+static void write_file(const char *dir, const char *name, size_t bytes)
+{
+  char path[1200];
+  if((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path))
+    fail_msg("path too long");
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  for(size_t i = 0; i < bytes; i++)
+    fputc('x', f);
+  fclose(f);
+}
+
+static void folder_is_private_and_owned(void **state)
+{
+  (void)state;
+  char dir[512], base[64];
+  struct stat st;
+  assert_int_equal(
+      mdp_capfs_make_folder(root, "puma worker/1", 4242, T0, 65534, 65534, dir, sizeof(dir)), 0);
+  assert_int_equal(stat(dir, &st), 0);
+  assert_true(S_ISDIR(st.st_mode));
+  assert_int_equal(st.st_mode & 07777, 0700);
+  if(geteuid() == 0) {
+    assert_int_equal(st.st_uid, 65534);
+    assert_int_equal(st.st_gid, 65534);
+  }
+  snprintf(base, sizeof(base), "puma_worker_1-4242-");
+  assert_non_null(strstr(dir, base));
+  assert_non_null(strstr(dir, "Z"));
+  assert_int_equal(strncmp(dir, root, strlen(root)), 0);
+}
+
+static void folder_never_reused_nor_followed(void **state)
+{
+  (void)state;
+  char first[400], second[400], target[512], link[512];
+  struct stat st;
+  assert_int_equal(
+      mdp_capfs_make_folder(root, "w", 1, T0, getuid(), getgid(), first, sizeof(first)), 0);
+  /* A symlink planted under the next name the same second would produce. */
+  snprintf(target, sizeof(target), "%s/elsewhere", root);
+  assert_int_equal(mkdir(target, 0755), 0);
+  snprintf(link, sizeof(link), "%s-2", first);
+  assert_int_equal(symlink(target, link), 0);
+  assert_int_equal(
+      mdp_capfs_make_folder(root, "w", 1, T0, getuid(), getgid(), second, sizeof(second)), 0);
+  assert_string_not_equal(first, second);
+  assert_string_not_equal(second, link);
+  assert_int_equal(lstat(second, &st), 0);
+  assert_true(S_ISDIR(st.st_mode));
+  assert_int_equal(lstat(link, &st), 0);
+  assert_true(S_ISLNK(st.st_mode)); /* left alone */
+  assert_int_equal(stat(target, &st), 0);
+  assert_int_equal(st.st_mode & 07777, 0755);
+}
+
+static void ensure_root_creates_traversable_dir(void **state)
+{
+  (void)state;
+  char path[1200];
+  struct stat st;
+  snprintf(path, sizeof(path), "%s/a/b/captures", root);
+  assert_int_equal(mdp_capfs_ensure_root(path), 0);
+  assert_int_equal(stat(path, &st), 0);
+  assert_int_equal(st.st_mode & 0777 & ~0022, 0711 & ~0022);
+  write_file(root, "plain", 1);
+  snprintf(path, sizeof(path), "%s/plain", root);
+  assert_int_equal(mdp_capfs_ensure_root(path), -ENOTDIR);
+}
+
+static void make_plan(mdp_plan_t *plan, bool finish)
+{
+  mdp_step_kind_t kinds[] = {MDP_STEP_DUMP, MDP_STEP_SCHEDULER, MDP_STEP_WAIT, MDP_STEP_DUMP};
+  mdp_plan_params_t p = {.interval_ms = 1000, .space_factor = 3, .keep_free = 1};
+  mdp_plan_sample_t samples[] = {{1795000000.5, 1000}, {1795000010.25, 2000}};
+  mdp_plan_init(plan, &p, kinds, 4, "capture-size \"quoted\"\nline2\x01", samples, 2, 2000);
+  plan->started_ms = T0;
+  plan->steps[0].status = MDP_SS_OK;
+  plan->steps[0].bytes = 123456;
+  plan->steps[0].duration_us = 1500;
+  plan->steps[0].pause_us = 250;
+  plan->steps[0].started_ms = T0;
+  plan->steps[0].finished_ms = T0 + 2;
+  snprintf(plan->steps[0].mode, sizeof(plan->steps[0].mode), "fork");
+  plan->steps[1].status = MDP_SS_ERROR;
+  snprintf(plan->steps[1].error, sizeof(plan->steps[1].error), "error: C:\\path \"x\"\ttab");
+  if(finish) {
+    plan->finished = true;
+    plan->finished_ms = T0 + 5000;
+    snprintf(plan->end, sizeof(plan->end), "worker gone");
+  }
+}
+
+/* Parse the manifest with Ruby's JSON (Ruby is part of every memdiag
+ * install) and evaluate a Ruby expression over it, `m` being the document.
+ * The expression goes through a file, not the shell, so that it may hold
+ * any quoting; on failure the manifest is printed. */
+static int json_check(const char *path, const char *expr)
+{
+  char cmd[2048], exprfile[512];
+  snprintf(exprfile, sizeof(exprfile), "%s/check.rb", root);
+  FILE *f = fopen(exprfile, "w");
+  assert_non_null(f);
+  fputs(expr, f);
+  fclose(f);
+  snprintf(cmd, sizeof(cmd),
+           "'%s' -rjson -e 'm = JSON.parse(File.read(ARGV[0])); "
+           "ok = eval(File.read(ARGV[1])); "
+           "puts File.read(ARGV[0]) unless ok; exit(ok ? 0 : 1)' '%s' '%s'",
+           MEMDIAG_RUBY, path, exprfile);
+  int st = system(cmd);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void manifest_parses(void **state)
+{
+  (void)state;
+  char dir[512], path[600], tmp[600];
+  mdp_plan_t plan;
+  struct stat st;
+  assert_int_equal(mdp_capfs_make_folder(root, "web", 7, T0, getuid(), getgid(), dir, sizeof(dir)),
+                   0);
+  make_plan(&plan, false);
+  mdp_manifest_info_t info = {.worker = "web \"1\"",
+                              .pid = 7,
+                              .connection_id = 3,
+                              .directory = dir,
+                              .plan_text = "dump scheduler wait dump",
+                              .restart_signal = 15};
+  assert_int_equal(mdp_capfs_write_manifest(dir, &info, &plan), 0);
+  snprintf(path, sizeof(path), "%s/capture.json", dir);
+  assert_int_equal(stat(path, &st), 0);
+  assert_int_equal(st.st_mode & 07777, 0600);
+  assert_int_equal(json_check(path, "m[\"complete\"] == false && m[\"finished\"].nil?"), 0);
+  /* Now the plan ended: the rewrite replaces the file, nothing else left. */
+  make_plan(&plan, true);
+  assert_int_equal(mdp_capfs_write_manifest(dir, &info, &plan), 0);
+  assert_int_equal(
+      json_check(
+          path,
+          "m[\"worker\"][\"name\"] == \"web \\\"1\\\"\" && m[\"worker\"][\"pid\"] == 7 && "
+          "m[\"worker\"][\"connection_id\"] == 3 && "
+          "m[\"trigger\"][\"reason\"].start_with?(\"capture-size \\\"quoted\\\"\\nline2\\u0001\") "
+          "&& "
+          "m[\"trigger\"][\"samples\"].size == 2 && "
+          "m[\"trigger\"][\"samples\"][1][\"rss\"] == 2000 && m[\"trigger\"][\"rss\"] == 2000 && "
+          "m[\"complete\"] == false && m[\"end\"] == \"worker gone\" && "
+          "m[\"restart\"][\"signal\"] == \"TERM\" && m[\"restart\"][\"sent\"].nil? && "
+          "m[\"restart\"][\"limit_reached\"].nil? && "
+          "m[\"steps\"].map { |s| s[\"file\"] } == [\"heap-1.json\", \"scheduler.txt\", nil, "
+          "\"heap-2.json\"] && "
+          "m[\"steps\"][0][\"status\"] == \"ok\" && m[\"steps\"][0][\"bytes\"] == 123456 && "
+          "m[\"steps\"][0][\"worker_pause_ms\"] == 0.25 && m[\"steps\"][0][\"mode\"] == \"fork\" "
+          "&& "
+          "m[\"steps\"][0][\"started\"] == \"2026-11-18T11:06:40.000Z\" && "
+          "m[\"steps\"][1][\"status\"] == \"error\" && "
+          "m[\"steps\"][1][\"error\"] == \"error: C:\\\\path \\\"x\\\"\\ttab\" && "
+          "m[\"steps\"][3][\"status\"] == \"pending\""),
+      0);
+  snprintf(tmp, sizeof(tmp), "%s/.capture.json.tmp", dir);
+  assert_int_equal(access(tmp, F_OK), -1);
+}
+
+static void manifest_ignores_planted_temp(void **state)
+{
+  (void)state;
+  char dir[512], victim[512], tmp[600];
+  mdp_plan_t plan;
+  struct stat st;
+  assert_int_equal(mdp_capfs_make_folder(root, "web", 8, T0, getuid(), getgid(), dir, sizeof(dir)),
+                   0);
+  write_file(root, "victim", 5);
+  snprintf(victim, sizeof(victim), "%s/victim", root);
+  snprintf(tmp, sizeof(tmp), "%s/.capture.json.tmp", dir);
+  assert_int_equal(symlink(victim, tmp), 0);
+  make_plan(&plan, true);
+  mdp_manifest_info_t info = {.worker = "web", .pid = 8, .directory = dir};
+  assert_int_equal(mdp_capfs_write_manifest(dir, &info, &plan), 0);
+  assert_int_equal(stat(victim, &st), 0);
+  assert_int_equal(st.st_size, 5);
+}
+
+static void make_capture(const char *name, size_t bytes, time_t mtime, bool manifest)
+{
+  char dir[1200];
+  snprintf(dir, sizeof(dir), "%s/%s", root, name);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  write_file(dir, "heap-1.json", bytes);
+  if(manifest)
+    write_file(dir, "capture.json", 0);
+  struct timespec ts[2] = {{mtime, 0}, {mtime, 0}};
+  assert_int_equal(utimensat(AT_FDCWD, dir, ts, 0), 0);
+}
+
+static bool exists(const char *name)
+{
+  char dir[1300];
+  snprintf(dir, sizeof(dir), "%s/%s", root, name);
+  return access(dir, F_OK) == 0;
+}
+
+static void prune_oldest_first(void **state)
+{
+  (void)state;
+  char keep_path[512];
+  uint64_t used = 0;
+  unsigned removed = 0;
+  make_capture("c-old", 1000, 1000, true);
+  make_capture("c-mid", 1000, 2000, true);
+  make_capture("c-new", 1000, 3000, true);
+  make_capture("c-ancient-running", 1000, 500, true);
+  make_capture("not-a-capture", 5000, 100, false);
+  assert_int_equal(mdp_capfs_usage(root, &used), 0);
+  assert_int_equal(used, 4000);
+  snprintf(keep_path, sizeof(keep_path), "%s/c-ancient-running", root);
+  const char *keep[] = {keep_path};
+  assert_int_equal(mdp_capfs_prune(root, 2500, keep, 1, &used, &removed), 0);
+  assert_int_equal(removed, 2);
+  assert_int_equal(used, 2000);
+  assert_false(exists("c-old"));
+  assert_false(exists("c-mid"));
+  assert_true(exists("c-new"));
+  assert_true(exists("c-ancient-running")); /* in progress: never removed */
+  assert_true(exists("not-a-capture"));     /* not ours */
+  /* A capture the worker put a directory into is passed over, whole. */
+  make_capture("c-newer", 1000, 4000, true);
+  char sub[1300];
+  snprintf(sub, sizeof(sub), "%s/c-new/subdir", root);
+  assert_int_equal(mkdir(sub, 0700), 0);
+  assert_int_equal(mdp_capfs_prune(root, 1500, keep, 1, &used, &removed), 0);
+  assert_int_equal(removed, 1);
+  assert_true(exists("c-new"));
+  assert_true(exists("c-new/capture.json")); /* left whole, not emptied */
+  assert_true(exists("c-new/heap-1.json"));
+  assert_false(exists("c-newer"));
+  assert_int_equal(used, 2000);
+  /* Under the bound: nothing more goes. */
+  assert_int_equal(mdp_capfs_prune(root, 2500, keep, 1, &used, &removed), 0);
+  assert_int_equal(removed, 0);
+}
+
+static void avail_reports_space(void **state)
+{
+  (void)state;
+  uint64_t avail = 0;
+  assert_int_equal(mdp_capfs_avail(root, &avail), 0);
+  assert_true(avail > 0);
+  assert_int_equal(mdp_capfs_avail("/nonexistent/memdiag", &avail), -ENOENT);
+}
+
+static void inside_checks_components(void **state)
+{
+  (void)state;
+  char sub[600], link[600];
+  assert_true(mdp_capfs_inside("/var/tmp/memdiag", "/var/tmp/memdiag"));
+  assert_true(mdp_capfs_inside("/var/tmp/memdiag/captures", "/var/tmp/memdiag/"));
+  assert_true(mdp_capfs_inside("/srv/x", "/"));
+  assert_false(mdp_capfs_inside("/var/tmp/memdiag2", "/var/tmp/memdiag"));
+  assert_false(mdp_capfs_inside("/var/tmp", "/var/tmp/memdiag"));
+  /* Through a symbolic link to the same place. */
+  snprintf(sub, sizeof(sub), "%s/real", root);
+  snprintf(link, sizeof(link), "%s/alias", root);
+  assert_int_equal(mkdir(sub, 0700), 0);
+  assert_int_equal(symlink(sub, link), 0);
+  assert_true(mdp_capfs_inside(link, sub));
+}
+
+static void sanitize_names(void **state)
+{
+  (void)state;
+  char out[72];
+  mdp_capfs_sanitize("../etc/passwd", out, sizeof(out));
+  assert_string_equal(out, "_._etc_passwd");
+  mdp_capfs_sanitize("", out, sizeof(out));
+  assert_string_equal(out, "worker");
+  mdp_capfs_sanitize("puma.worker-1_a", out, sizeof(out));
+  assert_string_equal(out, "puma.worker-1_a");
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(folder_is_private_and_owned, setup, teardown),
+      cmocka_unit_test_setup_teardown(folder_never_reused_nor_followed, setup, teardown),
+      cmocka_unit_test_setup_teardown(ensure_root_creates_traversable_dir, setup, teardown),
+      cmocka_unit_test_setup_teardown(manifest_parses, setup, teardown),
+      cmocka_unit_test_setup_teardown(manifest_ignores_planted_temp, setup, teardown),
+      cmocka_unit_test_setup_teardown(prune_oldest_first, setup, teardown),
+      cmocka_unit_test_setup_teardown(avail_reports_space, setup, teardown),
+      cmocka_unit_test_setup_teardown(inside_checks_components, setup, teardown),
+      cmocka_unit_test(sanitize_names),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

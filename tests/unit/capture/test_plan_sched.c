@@ -1,0 +1,186 @@
+/* Capture admission: one plan per worker, CaptureConcurrency with a queue,
+ * CaptureCooldown per worker name, memory limit decisions. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <string.h>
+
+#include "capture/plan_sched.h"
+
+#define HOUR (3600ll * 1000)
+
+static void one_plan_per_worker(void **state)
+{
+  (void)state;
+  mdp_sched_t s;
+  char why[256];
+  mdp_sched_init(&s, 2, HOUR, false);
+  assert_int_equal(mdp_sched_admit(&s, 1, "web-1", 0, false, why, sizeof(why)), MDP_ADMIT_START);
+  assert_int_equal(mdp_sched_admit(&s, 1, "web-1", 10, true, why, sizeof(why)), -EBUSY);
+  assert_non_null(strstr(why, "already runs"));
+  mdp_sched_free(&s);
+}
+
+static void concurrency_queues_oldest_first(void **state)
+{
+  (void)state;
+  mdp_sched_t s;
+  char why[256];
+  uint64_t conn = 0;
+  mdp_sched_init(&s, 1, 0, false);
+  assert_int_equal(mdp_sched_admit(&s, 1, "a", 0, false, why, sizeof(why)), MDP_ADMIT_START);
+  assert_int_equal(mdp_sched_admit(&s, 3, "c", 1, false, why, sizeof(why)), MDP_ADMIT_QUEUE);
+  assert_non_null(strstr(why, "CaptureConcurrency 1"));
+  assert_int_equal(mdp_sched_admit(&s, 2, "b", 2, false, why, sizeof(why)), MDP_ADMIT_QUEUE);
+  assert_int_equal(mdp_sched_admit(&s, 2, "b", 3, false, why, sizeof(why)), -EBUSY);
+  assert_non_null(strstr(why, "waits"));
+  /* Nothing starts while the slot is taken. */
+  assert_int_equal(mdp_sched_next(&s, 5, &conn, why, sizeof(why)), 0);
+  mdp_sched_finished(&s, 1, true);
+  assert_int_equal(mdp_sched_next(&s, 6, &conn, why, sizeof(why)), 1);
+  assert_int_equal(conn, 3);
+  assert_int_equal(mdp_sched_next(&s, 6, &conn, why, sizeof(why)), 0);
+  mdp_sched_finished(&s, 3, true);
+  assert_int_equal(mdp_sched_next(&s, 7, &conn, why, sizeof(why)), 1);
+  assert_int_equal(conn, 2);
+  assert_int_equal(s.running, 1);
+  mdp_sched_free(&s);
+}
+
+static void concurrency_two(void **state)
+{
+  (void)state;
+  mdp_sched_t s;
+  char why[256];
+  mdp_sched_init(&s, 2, 0, false);
+  assert_int_equal(mdp_sched_admit(&s, 1, "a", 0, false, why, sizeof(why)), MDP_ADMIT_START);
+  assert_int_equal(mdp_sched_admit(&s, 2, "b", 0, false, why, sizeof(why)), MDP_ADMIT_START);
+  assert_int_equal(mdp_sched_admit(&s, 3, "c", 0, false, why, sizeof(why)), MDP_ADMIT_QUEUE);
+  mdp_sched_free(&s);
+}
+
+static void cooldown_per_name(void **state)
+{
+  (void)state;
+  mdp_sched_t s;
+  char why[256];
+  mdp_sched_init(&s, 4, HOUR, false);
+  assert_int_equal(mdp_sched_admit(&s, 1, "web", 0, false, why, sizeof(why)), MDP_ADMIT_START);
+  mdp_sched_finished(&s, 1, true);
+  mdp_sched_gone(&s, 1);
+  /* The restarted worker has a new connection ID but the same name. */
+  assert_int_equal(mdp_sched_admit(&s, 2, "web", HOUR / 2, false, why, sizeof(why)), -EALREADY);
+  assert_non_null(strstr(why, "CaptureCooldown"));
+  assert_non_null(strstr(why, "1800 s"));
+  /* Another name is not affected, an operator is not held back. */
+  assert_int_equal(mdp_sched_admit(&s, 3, "jobs", HOUR / 2, false, why, sizeof(why)),
+                   MDP_ADMIT_START);
+  assert_int_equal(mdp_sched_admit(&s, 2, "web", HOUR / 2, true, why, sizeof(why)),
+                   MDP_ADMIT_START);
+  mdp_sched_finished(&s, 2, true);
+  assert_int_equal(mdp_sched_admit(&s, 2, "web", HOUR / 2 + HOUR, false, why, sizeof(why)),
+                   MDP_ADMIT_START);
+  mdp_sched_free(&s);
+}
+
+static void queued_then_cooldown_is_dropped(void **state)
+{
+  (void)state;
+  mdp_sched_t s;
+  char why[256];
+  uint64_t conn = 0;
+  mdp_sched_init(&s, 1, HOUR, false);
+  assert_int_equal(mdp_sched_admit(&s, 1, "web", 0, false, why, sizeof(why)), MDP_ADMIT_START);
+  assert_int_equal(mdp_sched_admit(&s, 2, "jobs", 1, false, why, sizeof(why)), MDP_ADMIT_QUEUE);
+  assert_int_equal(mdp_sched_admit(&s, 3, "jobs", 2, false, why, sizeof(why)), MDP_ADMIT_QUEUE);
+  mdp_sched_finished(&s, 1, true);
+  assert_int_equal(mdp_sched_next(&s, 3, &conn, why, sizeof(why)), 1);
+  assert_int_equal(conn, 2);
+  mdp_sched_finished(&s, 2, true);
+  /* "jobs" was captured meanwhile: the second "jobs" trigger is dropped. */
+  assert_int_equal(mdp_sched_next(&s, 4, &conn, why, sizeof(why)), 2);
+  assert_int_equal(conn, 3);
+  assert_non_null(strstr(why, "CaptureCooldown"));
+  assert_int_equal(mdp_sched_next(&s, 4, &conn, why, sizeof(why)), 0);
+  assert_int_equal(mdp_sched_find(&s, 3)->state, MDP_CONN_IDLE);
+  mdp_sched_free(&s);
+}
+
+static void gone_drops_queued(void **state)
+{
+  (void)state;
+  mdp_sched_t s;
+  char why[256];
+  uint64_t conn = 0;
+  mdp_sched_init(&s, 1, 0, false);
+  assert_int_equal(mdp_sched_admit(&s, 1, "a", 0, false, why, sizeof(why)), MDP_ADMIT_START);
+  assert_int_equal(mdp_sched_admit(&s, 2, "b", 0, false, why, sizeof(why)), MDP_ADMIT_QUEUE);
+  assert_true(mdp_sched_gone(&s, 2));
+  mdp_sched_finished(&s, 1, false);
+  assert_int_equal(mdp_sched_next(&s, 1, &conn, why, sizeof(why)), 0);
+  /* A running worker that goes frees its slot. */
+  assert_int_equal(mdp_sched_admit(&s, 4, "d", 5, false, why, sizeof(why)), MDP_ADMIT_START);
+  assert_false(mdp_sched_gone(&s, 4));
+  assert_int_equal(s.running, 0);
+  mdp_sched_free(&s);
+}
+
+static void limit_decisions(void **state)
+{
+  (void)state;
+  mdp_sched_t s;
+  char why[256];
+  mdp_sched_init(&s, 1, HOUR, true);
+  /* No plan, no dump yet: take one, ignoring the concurrency slot. */
+  assert_int_equal(mdp_sched_admit(&s, 9, "busy", 0, false, why, sizeof(why)), MDP_ADMIT_START);
+  assert_int_equal(mdp_sched_limit(&s, 1, "a", 0, why, sizeof(why)), MDP_LIMIT_DUMP);
+  assert_int_equal(s.running, 2);
+  /* Handled once only. */
+  assert_int_equal(mdp_sched_limit(&s, 1, "a", 1, why, sizeof(why)), MDP_LIMIT_IGNORE);
+  /* A running plan is told. */
+  assert_int_equal(mdp_sched_limit(&s, 9, "busy", 1, why, sizeof(why)), MDP_LIMIT_PLAN);
+  /* A worker whose plan finished with a dump is signalled at once. */
+  assert_int_equal(mdp_sched_admit(&s, 2, "b", 0, true, why, sizeof(why)), MDP_ADMIT_QUEUE);
+  mdp_sched_finished(&s, 9, true);
+  uint64_t conn;
+  assert_int_equal(mdp_sched_next(&s, 2, &conn, why, sizeof(why)), 0); /* slot: limit dump of 1 */
+  mdp_sched_finished(&s, 1, true);
+  assert_int_equal(mdp_sched_next(&s, 2, &conn, why, sizeof(why)), 1);
+  mdp_sched_finished(&s, 2, true);
+  assert_int_equal(mdp_sched_limit(&s, 2, "b", 3, why, sizeof(why)), MDP_LIMIT_SIGNAL);
+  assert_non_null(strstr(why, "already captured"));
+  /* Same name in cooldown, no dump of this connection: signal without one. */
+  mdp_sched_gone(&s, 2);
+  assert_int_equal(mdp_sched_limit(&s, 5, "b", 4, why, sizeof(why)), MDP_LIMIT_SIGNAL);
+  assert_non_null(strstr(why, "CaptureCooldown"));
+  mdp_sched_free(&s);
+}
+
+static void limit_ignored_without_restart(void **state)
+{
+  (void)state;
+  mdp_sched_t s;
+  char why[256];
+  mdp_sched_init(&s, 1, HOUR, false);
+  assert_int_equal(mdp_sched_limit(&s, 1, "a", 0, why, sizeof(why)), MDP_LIMIT_IGNORE);
+  mdp_sched_free(&s);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(one_plan_per_worker),
+      cmocka_unit_test(concurrency_queues_oldest_first),
+      cmocka_unit_test(concurrency_two),
+      cmocka_unit_test(cooldown_per_name),
+      cmocka_unit_test(queued_then_cooldown_is_dropped),
+      cmocka_unit_test(gone_drops_queued),
+      cmocka_unit_test(limit_decisions),
+      cmocka_unit_test(limit_ignored_without_restart),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,209 @@
+/* Detector behaviour around its rules: size thresholds, one fire per
+ * episode and re-arming, growth without MemoryLimit, time going backwards,
+ * gaps, and the state line `memdiagctl status` shows. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "detector/detector.h"
+
+#define MIB (1024ull * 1024ull)
+#define T0  1790000000.0
+
+static mdp_detector_config cfg;
+static mdp_detector det;
+static mdp_decision dec;
+
+static int setup(void **s)
+{
+  (void)s;
+  mdp_detector_config_init(&cfg);
+  cfg.memory_limit = 1024 * MIB;
+  return 0;
+}
+
+static int feed(double t, uint64_t v)
+{
+  memset(&dec, 0, sizeof(dec));
+  int rc = mdp_detector_feed(&det, T0 + t, v, &dec);
+  assert_true(rc >= 0);
+  return rc;
+}
+
+/* Feeds a straight line every 10 s over [from, to); returns how many fired
+ * and leaves the first decision in *first. */
+static int feed_line(double from, double to, double start_mib, double mib_per_min,
+                     mdp_decision *first)
+{
+  int fires = 0;
+  for(double t = from; t < to; t += 10) {
+    double v = start_mib + mib_per_min * (t - from) / 60;
+    if(feed(t, (uint64_t)(v * MIB)) && fires++ == 0 && first)
+      *first = dec;
+  }
+  return fires;
+}
+
+static void test_capture_size_needs_two_samples(void **s)
+{
+  (void)s;
+  cfg.capture_size = 600 * MIB;
+  mdp_detector_init(&det, &cfg);
+  assert_int_equal(feed(0, 400 * MIB), 0);
+  assert_int_equal(feed(10, 650 * MIB), 0); /* a single spike */
+  assert_int_equal(feed(20, 400 * MIB), 0);
+  assert_int_equal(feed(30, 610 * MIB), 0);
+  assert_int_equal(feed(40, 620 * MIB), 1);
+  assert_string_equal(dec.reason, MDP_REASON_CAPTURE_SIZE);
+  assert_int_equal(dec.rss, 620 * MIB);
+  assert_true(dec.time == T0 + 40);
+  assert_int_equal(feed(50, 630 * MIB), 0); /* same episode */
+}
+
+static void test_near_limit(void **s)
+{
+  (void)s;
+  mdp_detector_init(&det, &cfg);
+  assert_int_equal(feed(0, 930 * MIB), 0);
+  assert_int_equal(feed(10, 925 * MIB), 1); /* 0.9 * 1024 MiB = 921.6 MiB */
+  assert_string_equal(dec.reason, MDP_REASON_NEAR_LIMIT);
+  assert_true(dec.time_to_limit < 0);
+
+  cfg.near_limit = 0;
+  mdp_detector_init(&det, &cfg);
+  assert_int_equal(feed(0, 1000 * MIB), 0);
+  assert_int_equal(feed(10, 1000 * MIB), 0);
+}
+
+static void test_growth_fires_once_then_rearms_after_drop(void **s)
+{
+  (void)s;
+  mdp_decision first;
+  mdp_detector_init(&det, &cfg);
+  assert_int_equal(feed_line(0, 4 * 3600, 200, 2, &first), 1);
+  assert_string_equal(first.reason, MDP_REASON_GROWTH);
+  assert_true(first.time >= T0 + cfg.warmup);
+  assert_true(first.slope > 1.9 * MIB / 60 && first.slope < 2.1 * MIB / 60);
+  assert_true(first.samples >= 350 && first.samples <= 370);
+  assert_true(first.time_to_limit > 0 && first.time_to_limit <= cfg.horizon);
+  assert_int_equal(det.state, MDP_DETECTOR_FIRED);
+
+  /* Memory falls far below where it fired (released by the same process):
+   * a new episode begins, but climbing back to the level already held is
+   * not new growth ... */
+  assert_int_equal(feed_line(4 * 3600, 7 * 3600, 300, 2, NULL), 0);
+  assert_int_not_equal(det.state, MDP_DETECTOR_FIRED);
+  /* ... growing well past it is. */
+  assert_int_equal(feed_line(7 * 3600, 9 * 3600, 660, 2, &first), 1);
+  assert_string_equal(first.reason, MDP_REASON_GROWTH);
+  assert_true(first.rss > 700 * MIB);
+}
+
+static void test_no_limit_needs_min_growth_rate(void **s)
+{
+  (void)s;
+  mdp_decision first;
+  cfg.memory_limit = 0;
+  mdp_detector_init(&det, &cfg);
+  assert_int_equal(feed_line(0, 10 * 3600, 200, 2, NULL), 0);
+
+  cfg.min_growth_rate = 1.0 * MIB / 60;
+  mdp_detector_init(&det, &cfg);
+  assert_int_equal(feed_line(0, 10 * 3600, 200, 2, &first), 1);
+  assert_string_equal(first.reason, MDP_REASON_GROWTH);
+  assert_true(first.time_to_limit < 0);
+
+  /* ... and growth below that rate does not fire. */
+  mdp_detector_init(&det, &cfg);
+  assert_int_equal(feed_line(0, 10 * 3600, 200, 0.5, NULL), 0);
+}
+
+static void test_min_growth_rate_floor_with_limit(void **s)
+{
+  (void)s;
+  cfg.min_growth_rate = 5.0 * MIB / 60;
+  mdp_detector_init(&det, &cfg);
+  assert_int_equal(feed_line(0, 6 * 3600, 200, 2, NULL), 0);
+}
+
+static void test_time_backwards(void **s)
+{
+  (void)s;
+  mdp_detector_init(&det, &cfg);
+  assert_int_equal(feed(100, 400 * MIB), 0);
+  assert_int_equal(mdp_detector_feed(&det, T0 + 90, 400 * MIB, NULL), -EINVAL);
+  assert_int_equal(feed(110, 400 * MIB), 0);
+}
+
+/* A worker not sampled for a while: the window with holes says nothing,
+ * and nothing fires on the jump across the gap. */
+static void test_gap_does_not_fire(void **s)
+{
+  (void)s;
+  mdp_detector_init(&det, &cfg);
+  assert_int_equal(feed_line(0, 3 * 3600, 400, 0, NULL), 0);
+  assert_int_equal(feed_line(5 * 3600, 8 * 3600, 500, 0, NULL), 0);
+}
+
+static void test_describe(void **s)
+{
+  (void)s;
+  char line[96];
+  mdp_detector_init(&det, &cfg);
+  feed_line(0, 1800, 200, 2, NULL);
+  assert_int_equal(det.state, MDP_DETECTOR_WARMING);
+  mdp_detector_describe(&det, line, sizeof(line));
+  assert_string_equal(line, "warming (30/120 min)");
+  assert_string_equal(mdp_detector_state_name(det.state), "warming");
+
+  cfg.horizon = 600; /* growth seen, limit too far away to fire */
+  mdp_detector_init(&det, &cfg);
+  feed_line(0, 3 * 3600, 200, 2, NULL);
+  assert_int_equal(det.state, MDP_DETECTOR_GROWING);
+  mdp_detector_describe(&det, line, sizeof(line));
+  assert_non_null(strstr(line, "growing 2.0 MiB/min, limit in "));
+
+  mdp_detector_init(&det, &cfg);
+  feed_line(0, 3 * 3600, 300, 0, NULL);
+  assert_int_equal(det.state, MDP_DETECTOR_STABLE);
+  mdp_detector_describe(&det, line, sizeof(line));
+  assert_string_equal(line, "stable");
+
+  feed(3 * 3600, 950 * MIB);
+  feed(3 * 3600 + 10, 950 * MIB);
+  mdp_detector_describe(&det, line, sizeof(line));
+  assert_string_equal(line, "fired (near-limit)");
+}
+
+/* Memory per worker does not depend on how long it runs or how often it is
+ * sampled: the detector is one fixed-size struct. */
+static void test_bounded_memory(void **s)
+{
+  (void)s;
+  assert_true(sizeof(mdp_detector) < 4096);
+  mdp_detector_init(&det, &cfg);
+  for(double t = 0; t < 7 * 86400; t += 1)
+    feed(t, 400 * MIB + ((uint64_t)t % 97) * MIB / 10);
+  assert_int_equal(det.state, MDP_DETECTOR_STABLE);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup(test_capture_size_needs_two_samples, setup),
+      cmocka_unit_test_setup(test_near_limit, setup),
+      cmocka_unit_test_setup(test_growth_fires_once_then_rearms_after_drop, setup),
+      cmocka_unit_test_setup(test_no_limit_needs_min_growth_rate, setup),
+      cmocka_unit_test_setup(test_min_growth_rate_floor_with_limit, setup),
+      cmocka_unit_test_setup(test_time_backwards, setup),
+      cmocka_unit_test_setup(test_gap_does_not_fire, setup),
+      cmocka_unit_test_setup(test_describe, setup),
+      cmocka_unit_test_setup(test_bounded_memory, setup),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

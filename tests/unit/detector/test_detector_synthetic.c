@@ -1,0 +1,323 @@
+/* Detector on synthetic series sampled every 10 s with MemoryLimit 1 GiB
+ * and every other key at its default: what a user gets untuned.
+ * Benign shapes must never start a capture; leaks must, before the limit.
+ * The memory-leak gem's rule (count steps of more than 10 MiB above the
+ * high-water mark, 20 of them mean a leak) runs beside it for comparison. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cmocka.h>
+
+#include "detector/detector.h"
+
+#define MIB   (1024.0 * 1024.0)
+#define LIMIT (1024.0 * MIB)
+#define HOUR  3600.0
+#define STEP  10.0
+#define T0    1790000000.0
+
+typedef double (*shape_fn)(double t, uint32_t *rng);
+
+/* Deterministic noise in [-1, 1]. */
+static double noise(uint32_t *s)
+{
+  *s ^= *s << 13;
+  *s ^= *s >> 17;
+  *s ^= *s << 5;
+  return (double)*s / 2147483647.5 - 1.0;
+}
+
+typedef struct {
+  int fires;
+  double first_t; /* seconds since start; -1 when none */
+  uint64_t first_rss;
+  const char *first_reason;
+  double limit_t; /* when the series first reached the limit; -1 */
+  double gem_t;   /* when the memory-leak gem's rule fired; -1 */
+} outcome;
+
+static outcome run_cfg(shape_fn f, double duration, const mdp_detector_config *cfg)
+{
+  mdp_detector d;
+  mdp_decision dec;
+  outcome o = {0, -1, 0, NULL, -1, -1};
+  uint32_t rng = 2463534242u;
+  double gem_max = -1;
+  int gem_count = 0;
+
+  mdp_detector_init(&d, cfg);
+  for(double t = 0; t < duration; t += STEP) {
+    double v = f(t, &rng);
+    uint64_t value = v > 0 ? (uint64_t)v : 0;
+    if(o.limit_t < 0 && v >= LIMIT)
+      o.limit_t = t;
+    if(gem_max < 0)
+      gem_max = v;
+    else if(v - gem_max > 10 * MIB) {
+      gem_max = v;
+      if(++gem_count == 20)
+        o.gem_t = t;
+    }
+    int rc = mdp_detector_feed(&d, T0 + t, value, &dec);
+    assert_true(rc >= 0);
+    if(rc == 1 && o.fires++ == 0) {
+      o.first_t = t;
+      o.first_rss = dec.rss;
+      o.first_reason = dec.reason;
+    }
+  }
+  return o;
+}
+
+static outcome run(shape_fn f, double duration)
+{
+  mdp_detector_config cfg;
+  mdp_detector_config_init(&cfg);
+  cfg.memory_limit = (uint64_t)LIMIT;
+  return run_cfg(f, duration, &cfg);
+}
+
+static void report(const char *name, const outcome *o)
+{
+  printf("# %-22s fires=%d first=%.0fs rss=%.0fMiB reason=%s limit_at=%.0fs gem=%.0fs\n", name,
+         o->fires, o->first_t, o->first_rss / MIB, o->first_reason ? o->first_reason : "-",
+         o->limit_t, o->gem_t);
+}
+
+static void assert_quiet(const char *name, shape_fn f, double duration)
+{
+  outcome o = run(f, duration);
+  report(name, &o);
+  assert_int_equal(o.fires, 0);
+}
+
+/* Fires exactly once, on sustained growth, at least min_lead before the
+ * series reaches the limit. */
+static outcome assert_leak(const char *name, shape_fn f, double duration, double min_lead)
+{
+  outcome o = run(f, duration);
+  report(name, &o);
+  assert_int_equal(o.fires, 1);
+  assert_string_equal(o.first_reason, MDP_REASON_GROWTH);
+  assert_true(o.limit_t > 0);
+  assert_true(o.first_t >= 0 && o.first_t + min_lead <= o.limit_t);
+  return o;
+}
+
+/* ---- benign shapes ---- */
+
+static double stable_large(double t, uint32_t *r)
+{
+  (void)t;
+  return 850 * MIB + 10 * MIB * noise(r);
+}
+
+/* Ruby-like GC sawtooth whose period (7 min) is not a multiple of the
+ * detector's 5-minute buckets. */
+static double gc_sawtooth(double t, uint32_t *r)
+{
+  double phase = fmod(t, 420.0) / 420.0;
+  return 400 * MIB + 60 * MIB * phase + 2 * MIB * noise(r);
+}
+
+/* A 1-sample spike to 990 MiB every 20 min and a 3-minute 200 MiB burst
+ * every 2 h on a 400 MiB worker. */
+static double spikes(double t, uint32_t *r)
+{
+  double v = 400 * MIB + 3 * MIB * noise(r);
+  if(fmod(t, 1200.0) < STEP)
+    v = 990 * MIB;
+  if(fmod(t, 7200.0) >= 3600 && fmod(t, 7200.0) < 3780)
+    v += 200 * MIB;
+  return v;
+}
+
+static double daily_cycle(double t, uint32_t *r)
+{
+  return 450 * MIB + 250 * MIB * sin(2 * M_PI * t / 86400) + 5 * MIB * noise(r);
+}
+
+static double hourly_cycle(double t, uint32_t *r)
+{
+  return 500 * MIB + 80 * MIB * sin(2 * M_PI * t / 3600) + 5 * MIB * noise(r);
+}
+
+static double two_hour_cycle(double t, uint32_t *r)
+{
+  return 500 * MIB + 80 * MIB * sin(2 * M_PI * t / 7200) + 5 * MIB * noise(r);
+}
+
+/* Cache warm-up levelling off at 500 MiB (time constant 30 min) ... */
+static double warmup_fast(double t, uint32_t *r)
+{
+  return 200 * MIB + 300 * MIB * (1 - exp(-t / 1800)) + 4 * MIB * noise(r);
+}
+
+/* ... and a slow one: 400 MiB over several hours (time constant 2 h). */
+static double warmup_slow(double t, uint32_t *r)
+{
+  return 200 * MIB + 400 * MIB * (1 - exp(-t / 7200)) + 4 * MIB * noise(r);
+}
+
+/* The warm-up the memory-leak gem mistakes for a leak: 30 steps of 12 MiB,
+ * each arriving 15% later than the one before (first after a minute). */
+static double warmup_steps(double t, uint32_t *r)
+{
+  double next = 60, gap = 60, v = 200 * MIB;
+  for(int k = 0; k < 30 && t >= next; k++) {
+    v += 12 * MIB;
+    gap *= 1.15;
+    next += gap;
+  }
+  return v + 2 * MIB * noise(r);
+}
+
+static void test_stable_large(void **s)
+{
+  (void)s;
+  assert_quiet("stable-large", stable_large, 24 * HOUR);
+}
+
+static void test_gc_sawtooth(void **s)
+{
+  (void)s;
+  assert_quiet("gc-sawtooth", gc_sawtooth, 24 * HOUR);
+}
+
+static void test_spikes(void **s)
+{
+  (void)s;
+  assert_quiet("spikes", spikes, 24 * HOUR);
+}
+
+static void test_daily_cycle(void **s)
+{
+  (void)s;
+  assert_quiet("daily-cycle", daily_cycle, 72 * HOUR);
+}
+
+static void test_hourly_cycle(void **s)
+{
+  (void)s;
+  assert_quiet("hourly-cycle", hourly_cycle, 24 * HOUR);
+}
+
+static void test_two_hour_cycle(void **s)
+{
+  (void)s;
+  assert_quiet("two-hour-cycle", two_hour_cycle, 24 * HOUR);
+}
+
+static void test_warmup_fast(void **s)
+{
+  (void)s;
+  assert_quiet("warmup-fast", warmup_fast, 24 * HOUR);
+}
+
+static void test_warmup_slow(void **s)
+{
+  (void)s;
+  assert_quiet("warmup-slow", warmup_slow, 24 * HOUR);
+}
+
+static void test_warmup_steps_gem_fires_we_do_not(void **s)
+{
+  (void)s;
+  outcome o = run(warmup_steps, 24 * HOUR);
+  report("warmup-steps", &o);
+  assert_int_equal(o.fires, 0);
+  assert_true(o.gem_t >= 0); /* the gem's rule calls this a leak */
+}
+
+/* ---- leaks ---- */
+
+static double leak_slow_sawtooth(double t, uint32_t *r)
+{
+  return 300 * MIB + 0.5 * MIB * t / 60 + 40 * MIB * fmod(t, 240.0) / 240.0 + 2 * MIB * noise(r);
+}
+
+static double leak_linear(double t, uint32_t *r)
+{
+  return 250 * MIB + 2 * MIB * t / 60 + 8 * MIB * noise(r);
+}
+
+/* A leak on top of a daily traffic cycle. */
+static double leak_daily(double t, uint32_t *r)
+{
+  return 350 * MIB + 0.4 * MIB * t / 60 + 100 * MIB * sin(2 * M_PI * t / 86400) +
+         5 * MIB * noise(r);
+}
+
+/* Stable for 3 h, then a fast leak (8 MiB/min). */
+static double leak_late_fast(double t, uint32_t *r)
+{
+  double v = 400 * MIB + 4 * MIB * noise(r);
+  if(t > 3 * HOUR)
+    v += 8 * MIB * (t - 3 * HOUR) / 60;
+  return v;
+}
+
+/* 25 MiB steps every 12 minutes with the occasional spike. */
+static double leak_staircase(double t, uint32_t *r)
+{
+  double v = 250 * MIB + 25 * MIB * floor(t / 720) + 3 * MIB * noise(r);
+  if(fmod(t, 3000.0) < STEP)
+    v += 150 * MIB;
+  return v;
+}
+
+static void test_leak_slow_sawtooth(void **s)
+{
+  (void)s;
+  assert_leak("leak-slow-sawtooth", leak_slow_sawtooth, 30 * HOUR, 4 * HOUR);
+}
+
+static void test_leak_linear(void **s)
+{
+  (void)s;
+  outcome o = assert_leak("leak-linear", leak_linear, 12 * HOUR, 3 * HOUR);
+  assert_true(o.first_rss < 600 * MIB);
+}
+
+static void test_leak_daily(void **s)
+{
+  (void)s;
+  assert_leak("leak-daily", leak_daily, 48 * HOUR, 2 * HOUR);
+}
+
+static void test_leak_late_fast(void **s)
+{
+  (void)s;
+  assert_leak("leak-late-fast", leak_late_fast, 6 * HOUR, 10 * 60);
+}
+
+static void test_leak_staircase(void **s)
+{
+  (void)s;
+  assert_leak("leak-staircase", leak_staircase, 12 * HOUR, 3 * HOUR);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_stable_large),
+      cmocka_unit_test(test_gc_sawtooth),
+      cmocka_unit_test(test_spikes),
+      cmocka_unit_test(test_daily_cycle),
+      cmocka_unit_test(test_hourly_cycle),
+      cmocka_unit_test(test_two_hour_cycle),
+      cmocka_unit_test(test_warmup_fast),
+      cmocka_unit_test(test_warmup_slow),
+      cmocka_unit_test(test_warmup_steps_gem_fires_we_do_not),
+      cmocka_unit_test(test_leak_slow_sawtooth),
+      cmocka_unit_test(test_leak_linear),
+      cmocka_unit_test(test_leak_daily),
+      cmocka_unit_test(test_leak_late_fast),
+      cmocka_unit_test(test_leak_staircase),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
