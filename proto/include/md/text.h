@@ -1,0 +1,52 @@
+/* memdiag text helpers (prefix md_): error messages and printable text.
+ *
+ * Every part of memdiag reports failures into a caller-supplied buffer
+ * (char *err, size_t errlen) and shows text that came from a peer (worker
+ * names, reasons, errors, paths) in logs, notifications and the operator's
+ * terminal. These helpers are the one way to do both.
+ *
+ * Ownership: nothing here allocates; every buffer belongs to the caller.
+ * Threading: all functions are reentrant.
+ */
+#ifndef MD_TEXT_H
+#define MD_TEXT_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Format an error message into err[0..errlen), always NUL-terminated,
+ * truncated if it does not fit. err NULL or errlen 0 does nothing, so a
+ * caller that does not want the text may pass NULL, 0. */
+void md_seterr(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Which bytes md_printable() keeps. */
+enum md_text_flags {
+  MD_TEXT_PLAIN = 0,      /* one line: every control character and DEL become '?' */
+  MD_TEXT_KEEP_LINES = 1, /* keep '\n' and '\t' (multi-line text for a terminal) */
+  /* Keep only well-formed UTF-8: each byte of an invalid, overlong or
+   * surrogate sequence becomes '?', and so does each C1 control
+   * (U+0080..U+009F, which some terminals obey as escapes). The result is
+   * valid UTF-8, as JSON needs. Without this flag bytes >= 0x80 are copied
+   * unchanged. */
+  MD_TEXT_UTF8 = 2,
+};
+
+/* Copy src (NUL-terminated; NULL is taken as "") into dst[0..dstlen),
+ * replacing control characters (< 0x20) and DEL with '?' as flags say.
+ * dst is always NUL-terminated when dstlen > 0; text that does not fit is
+ * cut, never in the middle of a kept UTF-8 sequence. dst may equal src
+ * (in place). Returns the length written, without the NUL. */
+size_t md_printable(char *dst, size_t dstlen, const char *src, unsigned flags);
+
+/* In-place form for text already in a buffer: returns s. s NULL is fine. */
+char *md_printable_inplace(char *s, unsigned flags);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
