@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "md/text.h"
 #include "memdiag.pb-c.h"
 
 #define DEFAULT_PLAN "trace_start dump gc_start wait scheduler threads gc_stop trace_stop wait dump"
@@ -167,7 +168,7 @@ int mdp_capture_config_set(mdp_capture_config_t *cfg, const char *key, const cha
   if(rc) {
     rc = -EINVAL;
     if(err)
-      snprintf(err, errlen, "%s: \"%s\" is not valid; expected %s", key, value, want);
+      md_seterr(err, errlen, "%s: \"%s\" is not valid; expected %s", key, value, want);
   }
   return rc;
 }
@@ -180,7 +181,7 @@ int mdp_capture_config_check(const mdp_capture_config_t *cfg, char *err, size_t 
   if(rc)
     return rc;
   if(cfg->directory[0] != '/') {
-    snprintf(err, errlen, "CaptureDirectory: must be an absolute path");
+    md_seterr(err, errlen, "CaptureDirectory: must be an absolute path");
     return -EINVAL;
   }
   return 0;

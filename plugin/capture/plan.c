@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "md/text.h"
+
 static const struct {
   const char *name;
   mdp_step_kind_t kind;
@@ -58,7 +60,7 @@ int mdp_plan_parse(const char *text, mdp_step_kind_t *kinds, size_t max, size_t 
       break;
     size_t len = strcspn(p, " \t,");
     if(len >= sizeof(word)) {
-      snprintf(err, errlen, "Plan: step name too long near \"%.20s\"", p);
+      md_seterr(err, errlen, "Plan: step name too long near \"%.20s\"", p);
       return -EINVAL;
     }
     memcpy(word, p, len);
@@ -76,26 +78,26 @@ int mdp_plan_parse(const char *text, mdp_step_kind_t *kinds, size_t max, size_t 
       return -EINVAL;
     }
     if(count == max) {
-      snprintf(err, errlen, "Plan: more than %zu steps", max);
+      md_seterr(err, errlen, "Plan: more than %zu steps", max);
       return -EINVAL;
     }
     mdp_step_kind_t k = step_names[i].kind;
     /* Start/stop steps must pair up: a plan that leaves tracing or GC
      * profiling on would keep costing the worker after memdiag is done. */
     if(k == MDP_STEP_TRACE_START && trace++) {
-      snprintf(err, errlen, "Plan: trace_start twice without trace_stop");
+      md_seterr(err, errlen, "Plan: trace_start twice without trace_stop");
       return -EINVAL;
     }
     if(k == MDP_STEP_TRACE_STOP && trace-- != 1) {
-      snprintf(err, errlen, "Plan: trace_stop without trace_start before it");
+      md_seterr(err, errlen, "Plan: trace_stop without trace_start before it");
       return -EINVAL;
     }
     if(k == MDP_STEP_GC_START && gc++) {
-      snprintf(err, errlen, "Plan: gc_start twice without gc_stop");
+      md_seterr(err, errlen, "Plan: gc_start twice without gc_stop");
       return -EINVAL;
     }
     if(k == MDP_STEP_GC_STOP && gc-- != 1) {
-      snprintf(err, errlen, "Plan: gc_stop without gc_start before it");
+      md_seterr(err, errlen, "Plan: gc_stop without gc_start before it");
       return -EINVAL;
     }
     if(mdp_step_is_dump(k))
@@ -103,19 +105,19 @@ int mdp_plan_parse(const char *text, mdp_step_kind_t *kinds, size_t max, size_t 
     kinds[count++] = k;
   }
   if(trace) {
-    snprintf(err, errlen, "Plan: trace_start without a later trace_stop");
+    md_seterr(err, errlen, "Plan: trace_start without a later trace_stop");
     return -EINVAL;
   }
   if(gc) {
-    snprintf(err, errlen, "Plan: gc_start without a later gc_stop");
+    md_seterr(err, errlen, "Plan: gc_start without a later gc_stop");
     return -EINVAL;
   }
   if(count == 0) {
-    snprintf(err, errlen, "Plan: no steps");
+    md_seterr(err, errlen, "Plan: no steps");
     return -EINVAL;
   }
   if(!dumps) {
-    snprintf(err, errlen, "Plan: no heap dump step (dump or trace_stop)");
+    md_seterr(err, errlen, "Plan: no heap dump step (dump or trace_stop)");
     return -EINVAL;
   }
   *n = count;

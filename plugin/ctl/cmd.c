@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "md/text.h"
 #include "md/wire.h"
 
 #define ID          MDCTL_KEY_CONNECTION_ID
@@ -84,8 +85,8 @@ static int parse_key(mdctl_cmd *cmd, const char *arg, char *err, size_t errlen)
   uint64_t id;
 
   if(!eq || eq == arg) {
-    snprintf(err, errlen, "argument '%s' is not key=value (try: %s %s)", arg, cmd->verb->name,
-             cmd->verb->synopsis);
+    md_seterr(err, errlen, "argument '%s' is not key=value (try: %s %s)", arg, cmd->verb->name,
+              cmd->verb->synopsis);
     return MD_EINVAL;
   }
   klen = (size_t)(eq - arg);
@@ -101,26 +102,26 @@ static int parse_key(mdctl_cmd *cmd, const char *arg, char *err, size_t errlen)
   else
     key = 0;
   if(!(key & cmd->verb->keys)) {
-    snprintf(err, errlen, "%s does not take '%.*s' (usage: %s %s)", cmd->verb->name, (int)klen, arg,
-             cmd->verb->name, cmd->verb->synopsis);
+    md_seterr(err, errlen, "%s does not take '%.*s' (usage: %s %s)", cmd->verb->name, (int)klen,
+              arg, cmd->verb->name, cmd->verb->synopsis);
     return MD_EINVAL;
   }
   if(cmd->given & key) {
-    snprintf(err, errlen, "'%.*s' given twice", (int)klen, arg);
+    md_seterr(err, errlen, "'%.*s' given twice", (int)klen, arg);
     return MD_EINVAL;
   }
   cmd->given |= key;
   switch(key) {
   case ID:
     if(parse_u64(val, UINT64_MAX, &id) || id == 0) {
-      snprintf(err, errlen, "connection_id must be a positive integer, not '%s'", val);
+      md_seterr(err, errlen, "connection_id must be a positive integer, not '%s'", val);
       return MD_EINVAL;
     }
     cmd->connection_id = id;
     break;
   case PATH:
     if(!*val) {
-      snprintf(err, errlen, "path= needs a file name");
+      md_seterr(err, errlen, "path= needs a file name");
       return MD_EINVAL;
     }
     cmd->path = val;
@@ -131,7 +132,7 @@ static int parse_key(mdctl_cmd *cmd, const char *arg, char *err, size_t errlen)
     else if(strcmp(val, "false") == 0)
       cmd->shapes = 0;
     else {
-      snprintf(err, errlen, "shapes must be true or false, not '%s'", val);
+      md_seterr(err, errlen, "shapes must be true or false, not '%s'", val);
       return MD_EINVAL;
     }
     break;
@@ -143,7 +144,7 @@ static int parse_key(mdctl_cmd *cmd, const char *arg, char *err, size_t errlen)
     else if(strcmp(val, "auto") == 0)
       cmd->mode = MEMDIAG__V1__DUMP_MODE__DUMP_MODE_AUTO;
     else {
-      snprintf(err, errlen, "mode must be inline, fork or auto, not '%s'", val);
+      md_seterr(err, errlen, "mode must be inline, fork or auto, not '%s'", val);
       return MD_EINVAL;
     }
     break;
@@ -167,7 +168,7 @@ static int option_value(const char *name, int argc, char **argv, int *i, const c
   if(arg[n] != '\0')
     return 0;
   if(*i + 1 >= argc) {
-    snprintf(err, errlen, "%s needs a value", name);
+    md_seterr(err, errlen, "%s needs a value", name);
     return -1;
   }
   *out = argv[++*i];
@@ -207,8 +208,8 @@ int mdctl_cmd_parse(mdctl_cmd *cmd, int argc, char **argv, char *err, size_t err
       if(m < 0)
         goto out;
       if(parse_u64(v, MAX_TIMEOUT_S, &t) || t == 0) {
-        snprintf(err, errlen, "--timeout takes whole seconds (1 to %u), not '%s'", MAX_TIMEOUT_S,
-                 v);
+        md_seterr(err, errlen, "--timeout takes whole seconds (1 to %u), not '%s'", MAX_TIMEOUT_S,
+                  v);
         goto out;
       }
       cmd->timeout_s = (unsigned)t;
@@ -219,12 +220,12 @@ int mdctl_cmd_parse(mdctl_cmd *cmd, int argc, char **argv, char *err, size_t err
       if(m < 0)
         goto out;
     } else if(arg[0] == '-' && arg[1] != '\0') {
-      snprintf(err, errlen, "unknown option '%s'", arg);
+      md_seterr(err, errlen, "unknown option '%s'", arg);
       goto out;
     } else if(!cmd->verb) {
       cmd->verb = find_verb(arg);
       if(!cmd->verb) {
-        snprintf(err, errlen, "unknown verb '%s'", arg);
+        md_seterr(err, errlen, "unknown verb '%s'", arg);
         goto out;
       }
     } else {
@@ -235,13 +236,13 @@ int mdctl_cmd_parse(mdctl_cmd *cmd, int argc, char **argv, char *err, size_t err
     }
   }
   if(!cmd->verb) {
-    snprintf(err, errlen, "no verb given");
+    md_seterr(err, errlen, "no verb given");
     goto out;
   }
   if(cmd->verb->required & ~cmd->given) {
     unsigned missing = cmd->verb->required & ~cmd->given;
-    snprintf(err, errlen, "%s needs %s (usage: %s %s)", cmd->verb->name,
-             (missing & ID) ? "connection_id=N" : "path=P", cmd->verb->name, cmd->verb->synopsis);
+    md_seterr(err, errlen, "%s needs %s (usage: %s %s)", cmd->verb->name,
+              (missing & ID) ? "connection_id=N" : "path=P", cmd->verb->name, cmd->verb->synopsis);
     goto out;
   }
   rc = MD_OK;

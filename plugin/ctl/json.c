@@ -4,6 +4,8 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "md/text.h"
+
 void mdctl_json_init(mdctl_json *j, FILE *out)
 {
   memset(j, 0, sizeof(*j));
@@ -43,48 +45,11 @@ void mdctl_json_end_object(mdctl_json *j) { close_scope(j, '}'); }
 void mdctl_json_begin_array(mdctl_json *j) { open_scope(j, '['); }
 void mdctl_json_end_array(mdctl_json *j) { close_scope(j, ']'); }
 
-/* Length of the UTF-8 sequence starting at s[0], or 0 when it is not a
- * well-formed one. */
-static size_t utf8_seq(const uint8_t *s, size_t len)
-{
-  uint8_t c = s[0];
-  size_t n;
-  uint32_t cp, min;
-
-  if(c < 0x80)
-    return 1;
-  if(c >= 0xc2 && c <= 0xdf) {
-    n = 2;
-    cp = c & 0x1f;
-    min = 0x80;
-  } else if(c >= 0xe0 && c <= 0xef) {
-    n = 3;
-    cp = c & 0x0f;
-    min = 0x800;
-  } else if(c >= 0xf0 && c <= 0xf4) {
-    n = 4;
-    cp = c & 0x07;
-    min = 0x10000;
-  } else {
-    return 0;
-  }
-  if(len < n)
-    return 0;
-  for(size_t i = 1; i < n; i++) {
-    if((s[i] & 0xc0) != 0x80)
-      return 0;
-    cp = (cp << 6) | (s[i] & 0x3f);
-  }
-  if(cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-    return 0;
-  return n;
-}
-
 int mdctl_utf8_valid(const uint8_t *s, size_t len)
 {
   size_t i = 0;
   while(i < len) {
-    size_t n = utf8_seq(s + i, len - i);
+    size_t n = md_utf8_len(s + i, len - i);
     if(n == 0)
       return 0;
     i += n;
@@ -138,7 +103,7 @@ static void write_string(FILE *out, const uint8_t *s, size_t len)
       i++;
       continue;
     }
-    n = utf8_seq(s + i, len - i);
+    n = md_utf8_len(s + i, len - i);
     if(n == 0) {
       fputs("\\ufffd", out);
       i++;

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "json.h"
+#include "md/text.h"
 
 void mdctl_format_size(char *buf, size_t len, uint64_t bytes)
 {
@@ -92,40 +93,31 @@ static void json_workers(mdctl_json *j, Memdiag__V1__WorkerInfo **w, size_t n)
   mdctl_json_end_array(j);
 }
 
-/* Names come from workers; a control character in one must not garble the
- * operator's terminal or the table. width 0: no padding or truncation. */
-static void print_clean(const char *s, int width)
+/* Text from a worker (names, paths, notes, errors) or quoting one (capture
+ * reasons) must not garble the operator's terminal: control characters,
+ * terminal escapes included, are shown as '?' (flags: MD_TEXT_KEEP_LINES
+ * keeps line breaks and tabs in multi-line text). width > 0 pads or cuts
+ * to that many bytes, as a table column needs. Cleaned through a small
+ * buffer, so no allocation can fail and text of any length is shown. */
+static void put_clean(FILE *out, const char *s, unsigned flags, int width)
 {
+  char buf[256];
+  size_t left = s ? strlen(s) : 0;
   int n = 0;
-  for(; s && *s && (width == 0 || n < width); s++, n++)
-    putchar((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s);
+
+  while(left && (width == 0 || n < width)) {
+    size_t k = left < sizeof(buf) - 1 ? left : sizeof(buf) - 1;
+    if(width && k > (size_t)(width - n))
+      k = (size_t)(width - n);
+    memcpy(buf, s, k);
+    buf[k] = '\0';
+    fputs(md_printable_inplace(buf, flags), out);
+    s += k;
+    left -= k;
+    n += (int)k;
+  }
   for(; n < width; n++)
-    putchar(' ');
-}
-
-/* Text from a worker (paths, notes, errors) or quoting one (capture
- * reasons): line breaks and tabs kept, every other control character,
- * terminal escapes included, shown as '?'. */
-static int control_char(unsigned char c)
-{
-  return (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f;
-}
-
-static void put_clean(FILE *out, const char *s)
-{
-  for(; s && *s; s++)
-    fputc(control_char((unsigned char)*s) ? '?' : *s, out);
-}
-
-/* A cleaned copy of s, owned by the caller (free); NULL only when s is
- * NULL or memory is short, and then s itself is printed. */
-static char *dup_clean(const char *s)
-{
-  char *c = s ? strdup(s) : NULL;
-  for(char *p = c; p && *p; p++)
-    if(control_char((unsigned char)*p))
-      *p = '?';
-  return c;
+    fputc(' ', out);
 }
 
 static int name_width(Memdiag__V1__WorkerInfo **w, size_t n)
@@ -187,7 +179,7 @@ static void table_workers(Memdiag__V1__WorkerInfo **w, size_t n, int with_detect
       printf("%-8" PRIu32 " ", x->ppid);
     else
       printf("%-8s ", "-");
-    print_clean(x->name, nw);
+    put_clean(stdout, x->name, MD_TEXT_PLAIN, nw);
     mdctl_format_size(size, sizeof(size), x->rss);
     printf(" %10s", size);
     if(pss) {
@@ -206,7 +198,7 @@ static void table_workers(Memdiag__V1__WorkerInfo **w, size_t n, int with_detect
       format_age(age, sizeof(age), (uint64_t)now - x->connected_at);
     runtime_text(rt, sizeof(rt), x);
     printf(" %-8s ", age);
-    print_clean(rt, with_detector ? rw : 0);
+    put_clean(stdout, rt, MD_TEXT_PLAIN, with_detector ? rw : 0);
     if(with_detector)
       printf("  %-*s %s", dw, x->detector_state ? x->detector_state : "-",
              x->plan_state && *x->plan_state ? x->plan_state : "-");
@@ -254,7 +246,7 @@ static void human_capture(const Memdiag__V1__CaptureInfo *c, const char *indent,
   time_t now = time(NULL);
 
   printf("%sconnection %" PRIu64 " (", indent, c->connection_id);
-  print_clean(c->worker ? c->worker : "?", 0);
+  put_clean(stdout, c->worker ? c->worker : "?", MD_TEXT_PLAIN, 0);
   printf(")");
   if(in_progress && c->step && *c->step)
     printf(": step %s", c->step);
@@ -265,12 +257,12 @@ static void human_capture(const Memdiag__V1__CaptureInfo *c, const char *indent,
   putchar('\n');
   if(c->reason && *c->reason) {
     printf("%s  reason: ", indent);
-    put_clean(stdout, c->reason);
+    put_clean(stdout, c->reason, MD_TEXT_KEEP_LINES, 0);
     putchar('\n');
   }
   if(c->directory && *c->directory) {
     printf("%s  directory: ", indent);
-    put_clean(stdout, c->directory);
+    put_clean(stdout, c->directory, MD_TEXT_KEEP_LINES, 0);
     putchar('\n');
   }
 }
@@ -418,7 +410,7 @@ void mdctl_print_reply(const mdctl_cmd *cmd, const Memdiag__V1__Reply *r, uint64
     printf("connection %" PRIu64 " answered in %s\n", cmd->connection_id, rtt);
   } else if(r->path && *r->path) {
     fputs("path: ", stdout);
-    put_clean(stdout, r->path);
+    put_clean(stdout, r->path, MD_TEXT_KEEP_LINES, 0);
     printf("%s%s%s\n", fig[0] ? " (" : "", fig, fig[0] ? ")" : "");
   } else if(r->has_data) {
     /* The result itself goes to stdout untouched; the figures to stderr so
@@ -436,7 +428,7 @@ void mdctl_print_reply(const mdctl_cmd *cmd, const Memdiag__V1__Reply *r, uint64
   }
   if(r->note && *r->note) {
     fputs("note: ", r->has_data ? stderr : stdout);
-    put_clean(r->has_data ? stderr : stdout, r->note);
+    put_clean(r->has_data ? stderr : stdout, r->note, MD_TEXT_KEEP_LINES, 0);
     fputc('\n', r->has_data ? stderr : stdout);
   }
 }
@@ -460,9 +452,10 @@ void mdctl_print_failure(const mdctl_cmd *cmd, Memdiag__V1__Status status, const
     mdctl_json_end_object(&j);
     putchar('\n');
   }
-  clean = dup_clean(why);
-  if(clean)
-    why = clean;
+  /* The worker's text, cleaned for the terminal; short of memory for the
+   * copy, the status name stands in rather than the raw text. */
+  clean = strdup(why);
+  why = clean ? md_printable_inplace(clean, MD_TEXT_KEEP_LINES) : md_status_name(status);
   switch(status) {
   case MEMDIAG__V1__STATUS__STATUS_UNKNOWN_CONNECTION:
     /* The worker existed when the request left: say it went away, which is

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "md/text.h"
+
 static int contains(const char *haystack, const char *needle)
 {
   return haystack && strstr(haystack, needle) != NULL;
@@ -25,7 +27,7 @@ static void explain_socket(const char *socket, const char *detail, char *err, si
              "with the memdiag plugin? give --socket or MEMDIAG_SOCKET)",
              socket);
   else if(stat(socket, &st) == 0 && !S_ISSOCK(st.st_mode))
-    snprintf(err, errlen, "cannot connect to %s: not a socket", socket);
+    md_seterr(err, errlen, "cannot connect to %s: not a socket", socket);
   else if(contains(detail, "refused"))
     snprintf(err, errlen,
              "cannot connect to %s: nothing is listening (a stale socket "
@@ -37,7 +39,7 @@ static void explain_socket(const char *socket, const char *detail, char *err, si
              "SocketMode/SocketGroup decide who may connect)",
              socket);
   else
-    snprintf(err, errlen, "%s", detail);
+    md_seterr(err, errlen, "%s", detail);
 }
 
 /* A failure while verifying the plugin's certificate on our side, versus
@@ -68,7 +70,7 @@ static void explain_tls(const mdctl_session *s, int rc, const char *detail, char
              "(signed by another CA, expired, or not an operator certificate): %s",
              detail);
   else
-    snprintf(err, errlen, "TLS with the plugin at %s failed: %s", s->socket, detail);
+    md_seterr(err, errlen, "TLS with the plugin at %s failed: %s", s->socket, detail);
 }
 
 int mdctl_session_open(mdctl_session *s, const char *socket, const char *cert, const char *key,
@@ -99,7 +101,7 @@ int mdctl_session_open(mdctl_session *s, const char *socket, const char *cert, c
   if(rc == MD_ETLS || rc == MD_EROLE)
     explain_tls(s, rc, detail, err, errlen);
   else if(rc == MD_ETIMEDOUT)
-    snprintf(err, errlen, "no TLS handshake with %s within %d s", socket, timeout_ms / 1000);
+    md_seterr(err, errlen, "no TLS handshake with %s within %d s", socket, timeout_ms / 1000);
   else if(rc == MD_ECLOSED)
     snprintf(err, errlen,
              "the plugin at %s closed the connection during the TLS "
@@ -118,8 +120,8 @@ static void explain_exchange(const mdctl_session *s, int rc, int timeout_ms, cha
                              size_t errlen)
 {
   if(rc == MD_ETIMEDOUT)
-    snprintf(err, errlen, "no answer from the plugin within %d s (raise --timeout?)",
-             timeout_ms / 1000);
+    md_seterr(err, errlen, "no answer from the plugin within %d s (raise --timeout?)",
+              timeout_ms / 1000);
   else if(rc == MD_ETLS)
     explain_tls(s, rc, md_conn_error(s->conn), err, errlen);
   else if(rc == MD_ECLOSED)
@@ -128,8 +130,8 @@ static void explain_exchange(const mdctl_session *s, int rc, int timeout_ms, cha
              "probably refused this certificate (signed by another CA, expired, or not an "
              "operator certificate); collectd's log says why");
   else
-    snprintf(err, errlen, "talking to the plugin at %s failed: %s", s->socket,
-             md_conn_error(s->conn));
+    md_seterr(err, errlen, "talking to the plugin at %s failed: %s", s->socket,
+              md_conn_error(s->conn));
 }
 
 /* 1 when `in` ends the wait: our ControlReply or the plugin's Goodbye. */
@@ -172,9 +174,9 @@ int mdctl_session_call(mdctl_session *s, Memdiag__V1__Control *control, int time
   }
   if(in->body_case == MEMDIAG__V1__FRAME__BODY_GOODBYE) {
     Memdiag__V1__Goodbye *g = in->goodbye;
-    snprintf(err, errlen, "the plugin refused this connection (%s): %s",
-             g && g->has_status ? md_status_name(g->status) : "goodbye",
-             g && g->reason ? g->reason : "no reason given");
+    md_seterr(err, errlen, "the plugin refused this connection (%s): %s",
+              g && g->has_status ? md_status_name(g->status) : "goodbye",
+              g && g->reason ? g->reason : "no reason given");
     rc = MD_EROLE;
     goto out;
   }

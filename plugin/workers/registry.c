@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "md/text.h"
 #include "registry.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -106,11 +107,8 @@ int mdp_registry_add(const mdp_worker_hello *h, uint64_t *id, int *proc_err)
   w->ppid = h->ppid;
   w->uid = h->uid;
   w->gid = h->gid;
-  snprintf(w->name, sizeof(w->name), "%s", h->name && h->name[0] ? h->name : "worker");
   /* The name is the peer's text and ends up in logs and notifications. */
-  for(char *p = w->name; *p; p++)
-    if((unsigned char)*p < 0x20 || *p == 0x7f)
-      *p = '?';
+  md_printable(w->name, sizeof(w->name), h->name && h->name[0] ? h->name : "worker", MD_TEXT_PLAIN);
   snprintf(w->runtime, sizeof(w->runtime), "%s", h->runtime ? h->runtime : "");
   snprintf(w->runtime_version, sizeof(w->runtime_version), "%s",
            h->runtime_version ? h->runtime_version : "");

@@ -16,14 +16,14 @@ void md_seterr(char *err, size_t errlen, const char *fmt, ...)
   va_end(ap);
 }
 
-/* Length of the well-formed UTF-8 sequence at s (1..4), or 0 when the byte
- * at s does not start one (RFC 3629: no overlongs, no surrogates, nothing
- * above U+10FFFF). A NUL ends the input, so no read passes it. */
-static size_t utf8_len(const unsigned char *s)
+size_t md_utf8_len(const void *p, size_t len)
 {
+  const unsigned char *s = p;
   unsigned char lo = 0x80, hi = 0xbf;
   size_t n;
 
+  if(len == 0)
+    return 0;
   if(s[0] < 0x80)
     return 1;
   if(s[0] >= 0xc2 && s[0] <= 0xdf)
@@ -42,7 +42,8 @@ static size_t utf8_len(const unsigned char *s)
       hi = 0x8f; /* above U+10FFFF */
   } else
     return 0;
-  if(s[1] < lo || s[1] > hi)
+  /* The second byte's range is what rules out overlongs and surrogates. */
+  if(len < n || s[1] < lo || s[1] > hi)
     return 0;
   for(size_t i = 2; i < n; i++)
     if(s[i] < 0x80 || s[i] > 0xbf)
@@ -71,7 +72,8 @@ size_t md_printable(char *dst, size_t dstlen, const char *src, unsigned flags)
     if((c < 0x20 && !keep_control(c, flags)) || c == 0x7f)
       c = '?';
     else if(c >= 0x80 && (flags & MD_TEXT_UTF8)) {
-      n = utf8_len(s);
+      /* A NUL fails the continuation test, so the scan stops at the end. */
+      n = md_utf8_len(s, 4);
       if(n == 0 || (n == 2 && s[0] == 0xc2 && s[1] <= 0x9f)) {
         /* One '?' for a bad byte; one for a C1 control's two bytes. */
         n = n ? 2 : 1;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "md/text.h"
 
 #define HEARTBEAT_DEFAULT_MS 10000u
 #define HEARTBEAT_MIN_MS     50u
@@ -196,14 +197,14 @@ static int connect_plugin(const char *path, char *err, size_t errlen)
   memset(&sa, 0, sizeof sa);
   sa.sun_family = AF_UNIX;
   if(!*path || strlen(path) >= sizeof sa.sun_path) {
-    snprintf(err, errlen, "socket path '%s' is empty or longer than %zu bytes", path,
-             sizeof sa.sun_path - 1);
+    md_seterr(err, errlen, "socket path '%s' is empty or longer than %zu bytes", path,
+              sizeof sa.sun_path - 1);
     return MD_EINVAL;
   }
   memcpy(sa.sun_path, path, strlen(path) + 1);
   fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if(fd < 0) {
-    snprintf(err, errlen, "socket: %s", strerror(errno));
+    md_seterr(err, errlen, "socket: %s", strerror(errno));
     return MD_EIO;
   }
   if(connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
@@ -213,7 +214,7 @@ static int connect_plugin(const char *path, char *err, size_t errlen)
                "(its backlog is full)",
                path);
     else
-      snprintf(err, errlen, "cannot connect to %s: %s", path, strerror(errno));
+      md_seterr(err, errlen, "cannot connect to %s: %s", path, strerror(errno));
     close(fd);
     return MD_EIO;
   }

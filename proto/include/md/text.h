@@ -45,6 +45,11 @@ size_t md_printable(char *dst, size_t dstlen, const char *src, unsigned flags);
 /* In-place form for text already in a buffer: returns s. s NULL is fine. */
 char *md_printable_inplace(char *s, unsigned flags);
 
+/* Length (1..4) of the well-formed UTF-8 sequence at s[0..len), or 0 when
+ * s does not start one (RFC 3629: no overlongs, no surrogates, nothing
+ * above U+10FFFF) or len is 0. Reads no byte past s[len - 1]. */
+size_t md_utf8_len(const void *s, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

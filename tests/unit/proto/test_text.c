@@ -132,6 +132,18 @@ static void utf8_in_place(void **state)
   assert_string_equal(s, "\xc3\xa9?\n\xe2\x82\xac");
 }
 
+static void utf8_len_is_bounded(void **state)
+{
+  (void)state;
+  assert_int_equal(md_utf8_len("a", 1), 1);
+  assert_int_equal(md_utf8_len("\xe2\x82\xac", 3), 3);
+  /* The same bytes with too short a length: not a whole sequence. */
+  assert_int_equal(md_utf8_len("\xe2\x82\xac", 2), 0);
+  assert_int_equal(md_utf8_len("\xf0\x9f\x98\x80", 4), 4);
+  assert_int_equal(md_utf8_len("\xc1\xbf", 2), 0);
+  assert_int_equal(md_utf8_len("x", 0), 0);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -145,6 +157,7 @@ int main(void)
       cmocka_unit_test(utf8_replaces_invalid),
       cmocka_unit_test(utf8_never_cuts_a_sequence),
       cmocka_unit_test(utf8_in_place),
+      cmocka_unit_test(utf8_len_is_bounded),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
