@@ -8,9 +8,10 @@ DEB_PACKAGES = build-essential cmake pkg-config openssl libssl-dev \
   collectd-core collectd-dev \
   ruby ruby-dev ruby-minitest ruby-async puma unicorn ruby-heapy \
   ruby-sidekiq redis-server \
-  procps psmisc clang-format
+  procps psmisc clang-format \
+  dpkg-dev systemd
 
-.PHONY: all deps build test demo bench clean format check-format
+.PHONY: all deps build test demo bench clean format check-format package
 
 all: build
 
@@ -34,6 +35,10 @@ build: $(BUILD)/CMakeCache.txt
 test: deps
 	$(MAKE) build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
+
+# build/memdiag_<version>_<arch>.deb (conf/packaging/CPack.cmake)
+package: build
+	cd $(BUILD) && cpack -G DEB
 
 demo: deps
 	$(MAKE) build

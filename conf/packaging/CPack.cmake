@@ -1,0 +1,55 @@
+# make package: build/memdiag_<version>_<arch>.deb for Debian 12.
+#
+#   /usr/lib/collectd/memdiag.so                  the plugin (plugin/CMakeLists.txt)
+#   /usr/bin/memdiagctl                           the operator CLI (plugin/ctl/)
+#   /usr/bin/memdiag-certs                        the certificate generator
+#   /usr/share/doc/memdiag/                       README, docs/, examples/memdiag.conf
+#   /usr/lib/sysusers.d/memdiag.conf              group memdiag
+#   /usr/lib/tmpfiles.d/memdiag.conf              /run/memdiag 0750 root:memdiag
+#
+# Depends is collectd-core and openssl (memdiag-certs) plus what
+# dpkg-shlibdeps finds for the binaries, so it follows the libraries they link.
+set(_mdpkg ${PROJECT_SOURCE_DIR}/conf/packaging)
+
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/conf/memdiag-certs DESTINATION bin COMPONENT memdiag)
+install(FILES ${PROJECT_SOURCE_DIR}/conf/memdiag.conf
+        DESTINATION share/doc/memdiag/examples COMPONENT memdiag)
+install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION share/doc/memdiag COMPONENT memdiag)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION share/doc/memdiag/docs
+        COMPONENT memdiag FILES_MATCHING PATTERN "*.md")
+install(FILES ${_mdpkg}/sysusers.conf DESTINATION lib/sysusers.d RENAME memdiag.conf
+        COMPONENT memdiag)
+install(FILES ${_mdpkg}/tmpfiles.conf DESTINATION lib/tmpfiles.d RENAME memdiag.conf
+        COMPONENT memdiag)
+
+find_program(MD_DPKG dpkg)
+if(MD_DPKG)
+  execute_process(COMMAND ${MD_DPKG} --print-architecture
+                  OUTPUT_VARIABLE _md_arch OUTPUT_STRIP_TRAILING_WHITESPACE)
+else()
+  set(_md_arch amd64)
+endif()
+
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_NAME memdiag)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_DIRECTORY ${PROJECT_BINARY_DIR})
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_STRIP_FILES ON)
+set(CPACK_PACKAGE_CONTACT "memdiag maintainers <root@localhost>")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
+    "capture the evidence of a memory leak in a Ruby worker before it is restarted")
+set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
+"a collectd plugin that tracks the memory of Ruby workers, detects
+sustained growth and captures heap dumps, GC profiles and thread dumps
+before the worker is restarted, plus memdiagctl, its operator CLI, and
+memdiag-certs. The worker hook is the memdiag-hook gem.")
+set(CPACK_DEBIAN_FILE_NAME "memdiag_${PROJECT_VERSION}_${_md_arch}.deb")
+set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE ${_md_arch})
+set(CPACK_DEBIAN_PACKAGE_SECTION admin)
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "collectd-core, openssl")
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "collectd")
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${_mdpkg}/postinst)
+set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+include(CPack)

@@ -1,0 +1,159 @@
+# make package's .deb as a sysadmin gets it: its files and modes, a Depends
+# that names the package of every library its binaries link, the sysusers.d
+# and tmpfiles.d entries applied to a scratch root, and the extracted files
+# at work: memdiagctl runs, memdiag-certs makes certificates, and collectd
+# loads memdiag.so from a normal PluginDir (the extracted /usr/lib/collectd)
+# with the shipped example configuration, and a worker registers.
+# Environment (tests/integration/package/CMakeLists.txt): MDPKG_CPACK
+# MDPKG_BUILD MDPKG_VERSION MDPKG_COLLECTD MDPKG_COLLECTD_PLUGINS
+# MDPKG_TYPES_DB MDPKG_TEST_WORKER.
+set -eu
+
+T=$(mktemp -d /tmp/mdpkg-test.XXXXXX)
+COLLECTD_PID=""
+WPID=""
+cleanup() {
+  status=$?
+  [ -n "$WPID" ] && kill "$WPID" 2>/dev/null || true
+  if [ -n "$COLLECTD_PID" ]; then
+    kill "$COLLECTD_PID" 2>/dev/null || true
+    wait "$COLLECTD_PID" 2>/dev/null || true
+  fi
+  if [ $status -ne 0 ] && [ -f "$T/collectd.log" ]; then
+    echo "---- collectd.log"; tail -n 40 "$T/collectd.log"
+  fi
+  rm -rf "$T"
+  exit $status
+}
+trap cleanup EXIT INT TERM
+fail() { echo "FAIL: $*" >&2; exit 1; }
+note() { echo "-- $*"; }
+wait_for() {
+  limit=$1; shift
+  i=0
+  while [ $i -lt $((limit * 10)) ]; do
+    if "$@" >/dev/null 2>&1; then return 0; fi
+    sleep 0.1; i=$((i + 1))
+  done
+  return 1
+}
+
+note "cpack into a scratch directory (what make package runs)"
+"$MDPKG_CPACK" -G DEB --config "$MDPKG_BUILD/CPackConfig.cmake" -B "$T/out" >"$T/cpack.log" 2>&1 ||
+  fail "cpack failed: $(cat "$T/cpack.log")"
+DEB="$T/out/memdiag_${MDPKG_VERSION}_$(dpkg --print-architecture).deb"
+[ -f "$DEB" ] || fail "no $DEB; cpack made: $(ls "$T/out")"
+
+note "contents"
+dpkg-deb -c "$DEB" >"$T/contents"
+cat "$T/contents"
+has_file() { # MODE PATH
+  grep -Eq "^$1 root/root +[0-9]+ [0-9-]+ [0-9:]+ \./$2\$" "$T/contents" ||
+    fail "the package lacks $2 with mode $1 owned by root"
+}
+has_file -rw-r--r-- usr/lib/collectd/memdiag.so
+has_file -rwxr-xr-x usr/bin/memdiagctl
+has_file -rwxr-xr-x usr/bin/memdiag-certs
+has_file -rw-r--r-- usr/share/doc/memdiag/examples/memdiag.conf
+has_file -rw-r--r-- usr/lib/tmpfiles.d/memdiag.conf
+has_file -rw-r--r-- usr/lib/sysusers.d/memdiag.conf
+if grep -Ev '^d' "$T/contents" | grep -Ev ' \./usr/(lib/collectd|bin|share/doc/memdiag|lib/tmpfiles\.d|lib/sysusers\.d)/'; then
+  fail "files outside the expected directories (above)"
+fi
+
+note "Depends"
+DEPENDS=$(dpkg-deb -f "$DEB" Depends)
+echo "Depends: $DEPENDS"
+depends_on() {
+  printf '%s\n' "$DEPENDS" | tr ',' '\n' | sed 's/^ *//; s/[ :(].*//' | grep -qx "$1" ||
+    fail "Depends does not name $1: $DEPENDS"
+}
+for p in collectd-core libprotobuf-c1 libssl3 openssl libc6; do depends_on "$p"; done
+
+mkdir "$T/x"
+dpkg-deb -x "$DEB" "$T/x"
+X="$T/x"
+# Every library the shipped binaries link belongs to a package Depends names,
+# so a library another part starts to link (libzstd, ...) cannot be forgotten.
+for bin in "$X/usr/lib/collectd/memdiag.so" "$X/usr/bin/memdiagctl"; do
+  ldd "$bin" >"$T/ldd" || fail "ldd $bin failed"
+  if grep -q 'not found' "$T/ldd"; then fail "$bin links a library this host lacks: $(cat "$T/ldd")"; fi
+  for lib in $(awk '$2 == "=>" && $3 ~ /^\// { print $3 }' "$T/ldd"); do
+    real=$(readlink -f "$lib")
+    pkg=""
+    for cand in "$lib" "$real" "/usr$lib" "/usr$real"; do
+      pkg=$(dpkg -S "$cand" 2>/dev/null | head -n 1 | sed 's/[:,].*//') && [ -n "$pkg" ] && break
+    done
+    [ -n "$pkg" ] || fail "no Debian package owns $lib (linked by $bin)"
+    echo "$(basename "$bin") links $lib from $pkg"
+    depends_on "$pkg"
+  done
+done
+
+note "maintainer script and the group and runtime directory it makes"
+dpkg-deb -e "$DEB" "$T/control"
+[ -x "$T/control/postinst" ] || fail "no executable postinst"
+sh -n "$T/control/postinst" || fail "postinst is not valid sh"
+R="$T/root"
+mkdir -p "$R/etc" "$R/usr/lib"
+cp -r "$X/usr/lib/sysusers.d" "$X/usr/lib/tmpfiles.d" "$R/usr/lib/"
+systemd-sysusers --root="$R" memdiag.conf || fail "systemd-sysusers rejected the package's entry"
+gid=$(awk -F: '$1 == "memdiag" { print $3 }' "$R/etc/group")
+[ -n "$gid" ] || fail "sysusers made no memdiag group: $(cat "$R/etc/group")"
+systemd-tmpfiles --root="$R" --create memdiag.conf || fail "systemd-tmpfiles rejected the package's entry"
+got=$(stat -c '%a %u %g' "$R/run/memdiag") || fail "tmpfiles made no /run/memdiag"
+[ "$got" = "750 0 $gid" ] || fail "/run/memdiag is '$got' (mode uid gid), want '750 0 $gid'"
+
+note "the extracted memdiagctl and memdiag-certs run"
+"$X/usr/bin/memdiagctl" --version >"$T/version" 2>&1 || fail "memdiagctl --version: $(cat "$T/version")"
+grep -q "^memdiagctl $MDPKG_VERSION " "$T/version" || fail "memdiagctl --version said: $(cat "$T/version")"
+"$X/usr/bin/memdiag-certs" "$T/certs" >"$T/certs.log" 2>&1 || fail "memdiag-certs: $(cat "$T/certs.log")"
+for f in ca.pem plugin.pem plugin.key worker.pem worker.key operator.pem operator.key; do
+  [ -f "$T/certs/$f" ] || fail "memdiag-certs did not write $f"
+done
+
+note "collectd loads memdiag.so from the extracted /usr/lib/collectd with the example configuration"
+PD="$X/usr/lib/collectd"
+cp "$MDPKG_COLLECTD_PLUGINS/logfile.so" "$MDPKG_COLLECTD_PLUGINS/csv.so" "$PD/"
+mkdir -p "$T/run" "$T/captures"
+{
+  cat <<CONF
+Hostname "pkgtest"
+FQDNLookup false
+BaseDir "$T"
+PIDFile "$T/collectd.pid"
+PluginDir "$PD"
+TypesDB "$MDPKG_TYPES_DB"
+Interval 1
+LoadPlugin logfile
+<Plugin logfile>
+  LogLevel info
+  File "$T/collectd.log"
+</Plugin>
+LoadPlugin csv
+<Plugin csv>
+  DataDir "$T/csv"
+</Plugin>
+CONF
+  sed -e "s|/run/memdiag/|$T/run/|; s|/etc/memdiag/|$T/certs/|g; s|/var/tmp/memdiag|$T/captures|" \
+    "$X/usr/share/doc/memdiag/examples/memdiag.conf"
+} >"$T/collectd.conf"
+grep -q "Socket \"$T/run/supervisor.ipc\"" "$T/collectd.conf" || fail "the example has no Socket line to point at $T"
+"$MDPKG_COLLECTD" -f -C "$T/collectd.conf" >"$T/collectd.out" 2>&1 &
+COLLECTD_PID=$!
+wait_for 30 test -S "$T/run/supervisor.ipc" ||
+  fail "collectd did not open the socket: $(cat "$T/collectd.out")"
+grep -q "plugin_load: plugin \"memdiag\" successfully loaded" "$T/collectd.log" ||
+  fail "collectd's log does not show memdiag.so loaded"
+
+export MEMDIAG_SOCKET="$T/run/supervisor.ipc" MEMDIAG_CA="$T/certs/ca.pem"
+"$MDPKG_TEST_WORKER" worker --cert "$T/certs/worker.pem" --key "$T/certs/worker.key" \
+  --name pkgworker >"$T/worker.out" 2>&1 &
+WPID=$!
+export MEMDIAG_CERT="$T/certs/operator.pem" MEMDIAG_KEY="$T/certs/operator.key"
+listed() { "$X/usr/bin/memdiagctl" workers >"$T/workers" 2>&1 && grep -q "pkgworker" "$T/workers"; }
+wait_for 30 listed || fail "the extracted memdiagctl does not list the worker: $(cat "$T/workers" "$T/worker.out")"
+cat "$T/workers"
+wait_for 30 sh -c "ls '$T/csv/pkgtest/memdiag-pkgworker/'memory-rss-* " ||
+  fail "no memory values for the worker: $(ls -R "$T/csv" 2>&1 | head -n 20)"
+echo "PASS"
