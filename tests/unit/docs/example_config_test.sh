@@ -14,7 +14,7 @@ cp "$stock/logfile.so" "$dir/plugins/"
 sh "$here/../../../conf/memdiag-certs" "$dir/etc" >/dev/null
 sed -e 's/^\(\s*\)#\([A-Z][A-Za-z]* \)/\1\2/' \
     -e "s|/etc/memdiag|$dir/etc|g; s|/run/memdiag|$dir|g; s|/var/tmp/memdiag|$dir/captures|g" \
-    -e "s|SocketGroup \"www-data\"|SocketGroup \"$(id -gn)\"|" \
+    -e "s|SocketGroup \"[^\"]*\"|SocketGroup \"$(id -gn)\"|" \
     "$example" > "$dir/memdiag.conf"
 cat > "$dir/collectd.conf" <<CONF
 BaseDir "$dir"
