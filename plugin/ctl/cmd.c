@@ -13,6 +13,7 @@
 #define PATH        MDCTL_KEY_PATH
 #define SHAPES      MDCTL_KEY_SHAPES
 #define MODE        MDCTL_KEY_MODE
+#define KEEP        MDCTL_KEY_KEEP
 #define DUMP_WAIT_S (24u * 3600u)
 
 /* Dumps of a large, busy worker take minutes (70 s for 300 MB measured
@@ -33,12 +34,12 @@ const mdctl_verb mdctl_verbs[] = {
      "connection_id=N path=P [shapes=false] [mode=inline|fork|auto]",
      "write the worker's heap as newline-delimited JSON"},
     {"allocation_trace_start", MDCTL_KIND_OPERATE, MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_START,
-     ID, ID, 60, "connection_id=N", "record allocation sites from now on"},
+     ID | KEEP, ID, 60, "connection_id=N [keep=true]", "record allocation sites from now on"},
     {"allocation_trace_stop", MDCTL_KIND_OPERATE, MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_STOP,
      ID | PATH | SHAPES, ID | PATH, DUMP_WAIT_S, "connection_id=N path=P [shapes=false]",
      "stop tracing, dump the heap with allocation sites, clear them"},
     {"garbage_profile_start", MDCTL_KIND_OPERATE, MEMDIAG__V1__REQUEST__OP_GARBAGE_PROFILE_START,
-     ID, ID, 60, "connection_id=N", "start the GC profiler"},
+     ID | KEEP, ID, 60, "connection_id=N [keep=true]", "start the GC profiler"},
     {"garbage_profile_stop", MDCTL_KIND_OPERATE, MEMDIAG__V1__REQUEST__OP_GARBAGE_PROFILE_STOP,
      ID | PATH, ID, 300, "connection_id=N [path=P]",
      "stop the GC profiler; write or print its report"},
@@ -99,6 +100,8 @@ static int parse_key(mdctl_cmd *cmd, const char *arg, char *err, size_t errlen)
     key = SHAPES;
   else if(klen == 4 && strncmp(arg, "mode", klen) == 0)
     key = MODE;
+  else if(klen == 4 && strncmp(arg, "keep", klen) == 0)
+    key = KEEP;
   else
     key = 0;
   if(!(key & cmd->verb->keys)) {
@@ -145,6 +148,16 @@ static int parse_key(mdctl_cmd *cmd, const char *arg, char *err, size_t errlen)
       cmd->mode = MEMDIAG__V1__DUMP_MODE__DUMP_MODE_AUTO;
     else {
       md_seterr(err, errlen, "mode must be inline, fork or auto, not '%s'", val);
+      return MD_EINVAL;
+    }
+    break;
+  case KEEP:
+    if(strcmp(val, "true") == 0)
+      cmd->keep = 1;
+    else if(strcmp(val, "false") == 0)
+      cmd->keep = 0;
+    else {
+      snprintf(err, errlen, "keep must be true or false, not '%s'", val);
       return MD_EINVAL;
     }
     break;

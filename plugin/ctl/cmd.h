@@ -16,6 +16,7 @@ enum {
   MDCTL_KEY_PATH = 1 << 1,
   MDCTL_KEY_SHAPES = 1 << 2,
   MDCTL_KEY_MODE = 1 << 3,
+  MDCTL_KEY_KEEP = 1 << 4,
 };
 
 typedef enum {
@@ -56,6 +57,7 @@ typedef struct {
   const char *path;
   int shapes;
   int mode; /* MEMDIAG__V1__DUMP_MODE__* */
+  int keep; /* *_start: outlive the plugin's connection to the worker */
 } mdctl_cmd;
 
 /* Every verb, terminated by an entry with name == NULL. */

@@ -88,6 +88,8 @@ static void build_operate(const mdctl_cmd *cmd, uint64_t request_id, unsigned ti
     break;
   case MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_START:
     memdiag__v1__allocation_trace_start__init(&p->trace_start);
+    p->trace_start.has_keep = (cmd->given & MDCTL_KEY_KEEP) != 0;
+    p->trace_start.keep = cmd->keep;
     r->allocation_trace_start = &p->trace_start;
     break;
   case MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_STOP:
@@ -99,6 +101,8 @@ static void build_operate(const mdctl_cmd *cmd, uint64_t request_id, unsigned ti
     break;
   case MEMDIAG__V1__REQUEST__OP_GARBAGE_PROFILE_START:
     memdiag__v1__garbage_profile_start__init(&p->gc_start);
+    p->gc_start.has_keep = (cmd->given & MDCTL_KEY_KEEP) != 0;
+    p->gc_start.keep = cmd->keep;
     r->garbage_profile_start = &p->gc_start;
     break;
   case MEMDIAG__V1__REQUEST__OP_GARBAGE_PROFILE_STOP:

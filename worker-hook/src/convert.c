@@ -21,6 +21,7 @@ static const char *const op_names[] = {
     [MDH_OP_GARBAGE_PROFILE_STOP] = "garbage_profile_stop",
     [MDH_OP_SCHEDULER_DUMP] = "scheduler_dump",
     [MDH_OP_THREAD_DUMP] = "thread_dump",
+    [MDH_OP_CONNECTION_CLOSED] = "connection_closed",
 };
 
 const char *mdh_op_name(mdh_op op)
@@ -97,6 +98,7 @@ int mdh_request_from_wire(mdh_request *out, const Memdiag__V1__Request *in, uint
     break;
   case MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_START:
     out->op = MDH_OP_ALLOCATION_TRACE_START;
+    out->keep = in->allocation_trace_start->has_keep && in->allocation_trace_start->keep;
     break;
   case MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_STOP:
     out->op = MDH_OP_ALLOCATION_TRACE_STOP;
@@ -105,6 +107,7 @@ int mdh_request_from_wire(mdh_request *out, const Memdiag__V1__Request *in, uint
     break;
   case MEMDIAG__V1__REQUEST__OP_GARBAGE_PROFILE_START:
     out->op = MDH_OP_GARBAGE_PROFILE_START;
+    out->keep = in->garbage_profile_start->has_keep && in->garbage_profile_start->keep;
     break;
   case MEMDIAG__V1__REQUEST__OP_GARBAGE_PROFILE_STOP:
     out->op = MDH_OP_GARBAGE_PROFILE_STOP;

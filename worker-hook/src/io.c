@@ -328,6 +328,14 @@ static void session_close(session *s, int polite)
   atomic_store(&h->connection_id, 0);
   mdh_queue_drop_all(h, &requests, &replies);
   h->busy_request_id = 0;
+  /* The runtime undoes what this connection started (see
+   * MDH_OP_CONNECTION_CLOSED). The queue was just emptied, so it fits. On a
+   * stop the runtime no longer takes requests, so none is queued. */
+  if(s->connection_id && !polite) {
+    mdh_request closed = {.connection_id = s->connection_id, .op = MDH_OP_CONNECTION_CLOSED};
+    if(mdh_queue_push_request(h, &closed) == MDH_OK)
+      pthread_cond_broadcast(&h->cond);
+  }
   pthread_mutex_unlock(&h->mu);
   if(s->conn) {
     if(polite)

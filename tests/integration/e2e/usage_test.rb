@@ -31,6 +31,8 @@ class E2EUsageTest < Minitest::Test
     assert_usage %w[ping connection_id=1 path=/tmp/x], "ping does not take 'path'"
     assert_usage %w[memory_dump connection_id=1 path=/x mode=sideways], "mode must be inline, fork or auto, not 'sideways'"
     assert_usage %w[memory_dump connection_id=1 path=/x shapes=maybe], "shapes must be true or false, not 'maybe'"
+    assert_usage %w[garbage_profile_start connection_id=1 keep=yes], "keep must be true or false, not 'yes'"
+    assert_usage %w[memory_dump connection_id=1 path=/x keep=true], "memory_dump does not take 'keep'"
     assert_usage %w[thread_dump connection_id=1 connection_id=2], "'connection_id' given twice"
     assert_usage %w[thread_dump connection_id=1 junk], "argument 'junk' is not key=value"
     assert_usage %w[workers --frob], "unknown option '--frob'"

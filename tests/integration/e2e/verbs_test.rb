@@ -126,7 +126,10 @@ class E2EVerbsTest < Minitest::Test
     refute_nil collections, report
     assert_operator collections.to_i, :>=, 1
 
-    ctl!("garbage_profile_start", "connection_id=#{id}")
+    # keep=true reaches the worker: the profiler would outlive the plugin's
+    # connection (docs/hook.md, "State a connection started")
+    kept = ctl!("garbage_profile_start", "connection_id=#{id}", "keep=true")
+    assert_match(/kept when this connection ends \(keep\)/, kept.out)
     inline = ctl!("garbage_profile_stop", "connection_id=#{id}")
     assert_match(/memdiag garbage profile: pid #{target.pid}/, inline.out)
     assert_match(/GC.stat/, inline.out)

@@ -59,6 +59,11 @@ static void *serve(void *arg)
       continue;
     if(rc)
       return NULL;
+    if(req.op == MDH_OP_CONNECTION_CLOSED) {
+      /* this worker starts nothing that outlives a request; never replied */
+      mdh_request_clear(&req);
+      continue;
+    }
     if(hold) {
       hold = 0;
       if(!fgets(line, sizeof line, stdin))

@@ -6,7 +6,7 @@
  * come from stdin lines:
  *
  *   request CONN OP [path=P] [shapes=true|false] [mode=inline|fork|auto]
- *                   [timeout=MS] [payload=TEXT]
+ *                   [timeout=MS] [payload=TEXT] [keep=true|false]
  *   goodbye CONN [REASON...]      refuse a connection, then close it
  *   close CONN
  *   silence CONN                  neither read nor write it, keep it open
@@ -152,6 +152,8 @@ static void send_request(client *c, char *spec)
       ping.has_payload = 1, ping.payload.data = (uint8_t *)eq, ping.payload.len = strlen(eq);
     else if(!strcmp(kv, "id"))
       r.request_id = strtoull(eq, NULL, 10);
+    else if(!strcmp(kv, "keep"))
+      ats.has_keep = gps.has_keep = 1, ats.keep = gps.keep = parse_bool(eq);
   }
   md.path = atp.path = gpp.path = sd.path = td.path = path;
 

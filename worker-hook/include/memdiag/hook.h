@@ -75,6 +75,14 @@ typedef enum {
   MDH_OP_GARBAGE_PROFILE_STOP,
   MDH_OP_SCHEDULER_DUMP,
   MDH_OP_THREAD_DUMP,
+  /* Not from the plugin: the hook queues it itself when a connection it
+   * was welcomed on ends for any reason but mdh_shutdown() (the plugin
+   * crashed, restarted, closed it or went silent). connection_id names the
+   * connection that ended; id is 0. The runtime undoes what requests of that
+   * connection started and left running (profilers, tracing) unless they
+   * asked to be kept, and does not reply. It is queued after every request
+   * of that connection, so it comes before any request of the next one. */
+  MDH_OP_CONNECTION_CLOSED,
 } mdh_op;
 
 typedef enum {
@@ -95,6 +103,7 @@ typedef struct {
   char *path;          /* NULL when the request names none */
   int shapes;          /* memory_dump, allocation_trace_stop */
   mdh_mode mode;       /* memory_dump */
+  int keep;            /* allocation_trace_start, garbage_profile_start: outlive the connection */
   uint8_t *payload;    /* ping */
   size_t payload_len;
 } mdh_request;

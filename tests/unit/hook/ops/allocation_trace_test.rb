@@ -94,4 +94,20 @@ class AllocationTraceTest < Minitest::Test
     refute_nil ObjectSpace.allocation_sourcefile(Object.new), "tracing must still be on"
     assert_ok(call("allocation_trace_stop", path: "ok.json", mode: "inline"))
   end
+
+  def test_the_end_of_its_connection_stops_tracing
+    assert_ok(call("allocation_trace_start", connection_id: 3))
+    assert Memdiag::Hook::Ops::AllocationTrace.active?
+    assert_empty @ops.connection_closed(4)
+    assert_equal 1, @ops.connection_closed(3).grep(/allocation tracing/).size
+    refute Memdiag::Hook::Ops::AllocationTrace.active?, "tracing must be off"
+    assert_equal :idle, Memdiag::Hook::Ops::AllocationTrace.state
+    assert_ok(call("allocation_trace_start", connection_id: 5))
+  end
+
+  def test_keep_survives_the_end_of_its_connection
+    assert_ok(call("allocation_trace_start", connection_id: 3, keep: true))
+    assert_empty @ops.connection_closed(3)
+    assert Memdiag::Hook::Ops::AllocationTrace.active?
+  end
 end

@@ -80,4 +80,21 @@ class GarbageProfileTest < Minitest::Test
     reply = assert_ok(ops.call(id: 3, op: "garbage_profile_stop"))
     assert_operator collections_in(reply[:data]), :>=, 1
   end
+
+  def test_the_end_of_its_connection_stops_the_profiler
+    assert_ok(call("garbage_profile_start", connection_id: 7))
+    assert_empty @ops.connection_closed(8), "another connection's end changes nothing"
+    assert GC::Profiler.enabled?
+    assert_equal 1, @ops.connection_closed(7).grep(/GC profiler/).size
+    refute GC::Profiler.enabled?
+    assert_status(:error, call("garbage_profile_stop"), /not started by memdiag/)
+    assert_ok(call("garbage_profile_start", connection_id: 9))
+  end
+
+  def test_keep_survives_the_end_of_its_connection
+    assert_ok(call("garbage_profile_start", connection_id: 7, keep: true))
+    assert_empty @ops.connection_closed(7)
+    assert GC::Profiler.enabled?
+    assert_ok(call("garbage_profile_stop", connection_id: 8))
+  end
 end

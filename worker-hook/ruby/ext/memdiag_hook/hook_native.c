@@ -176,6 +176,7 @@ static VALUE request_hash(VALUE arg)
   rb_hash_aset(h, sym("shapes"), r->shapes ? Qtrue : Qfalse);
   rb_hash_aset(h, sym("mode"), rb_utf8_str_new_cstr(mdh_mode_name(r->mode)));
   rb_hash_aset(h, sym("timeout_ms"), UINT2NUM(r->timeout_ms));
+  rb_hash_aset(h, sym("keep"), r->keep ? Qtrue : Qfalse);
   rb_hash_aset(h, sym("payload"),
                r->op == MDH_OP_PING ? rb_str_new((const char *)r->payload, (long)r->payload_len)
                                     : Qnil);

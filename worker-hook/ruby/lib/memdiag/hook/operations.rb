@@ -61,9 +61,19 @@ module Memdiag
         reply.compact
       end
 
+      # The connection connection_id has ended (the plugin crashed, restarted
+      # or went silent): stops the GC profiler and allocation tracing that its
+      # requests started without keep, so that they neither keep costing the
+      # worker nor refuse the next plugin's start. Returns one line per thing
+      # stopped.
+      def connection_closed(connection_id)
+        [Ops::GarbageProfile.release(connection_id), Ops::AllocationTrace.release(connection_id)].compact
+      end
+
       private
 
-      Request = Struct.new(:id, :op, :path, :shapes, :mode, :timeout_ms, :payload, keyword_init: true)
+      Request = Struct.new(:id, :op, :path, :shapes, :mode, :timeout_ms, :payload, :keep, :connection_id,
+                           keyword_init: true)
       private_constant :Request
 
       def normalize(request)
@@ -80,7 +90,8 @@ module Memdiag
         end
 
         Request.new(id: r[:id], op: op, path: optional_string(r, :path), shapes: shapes(r),
-                    mode: mode(r), timeout_ms: timeout(r), payload: r[:payload])
+                    mode: mode(r), timeout_ms: timeout(r), payload: r[:payload], keep: r[:keep] == true,
+                    connection_id: r[:connection_id])
       end
 
       # A string the wire may carry as empty when unset.
@@ -146,10 +157,23 @@ module Memdiag
         { status: :ok }.merge(@heap.write(target, shapes: req.shapes, mode: req.mode, timeout_ms: req.timeout_ms))
       end
 
-      def allocation_trace_start(_req)
-        Ops::AllocationTrace.start
+      # The connection a request came on ends what the request started, unless
+      # the request asked to keep it (see #connection_closed).
+      def owner(req)
+        req.keep ? nil : req.connection_id
+      end
+
+      def lifetime_note(req)
+        return "; kept when this connection ends (keep)" if req.keep
+        return "" unless req.connection_id
+
+        "; stopped if connection #{req.connection_id} ends first"
+      end
+
+      def allocation_trace_start(req)
+        Ops::AllocationTrace.start(owner: owner(req))
         { status: :ok, note: "allocation tracing started for the whole process; it costs time and memory " \
-                             "until allocation_trace_stop" }
+                             "until allocation_trace_stop#{lifetime_note(req)}" }
       end
 
       def allocation_trace_stop(req)
@@ -167,9 +191,9 @@ module Memdiag
         { status: :ok }.merge(reply)
       end
 
-      def garbage_profile_start(_req)
-        Ops::GarbageProfile.start
-        { status: :ok, note: "GC profiler enabled; GC.stat recorded" }
+      def garbage_profile_start(req)
+        Ops::GarbageProfile.start(owner: owner(req))
+        { status: :ok, note: "GC profiler enabled; GC.stat recorded#{lifetime_note(req)}" }
       end
 
       def garbage_profile_stop(req)

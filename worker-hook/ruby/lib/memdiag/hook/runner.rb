@@ -10,7 +10,7 @@ module Memdiag
       # Wait without a timeout: stop and Thread#kill interrupt the wait, so
       # an idle hook never wakes the GVL.
       WAIT_MS = -1
-      OPERATION_KEYS = %i[id op path shapes mode timeout_ms payload].freeze
+      OPERATION_KEYS = %i[id op path shapes mode timeout_ms payload keep connection_id].freeze
 
       def initialize(config)
         @operations, ops_problem = load_operations(config[:dump_directory])
@@ -80,7 +80,11 @@ module Memdiag
             break if request == false
             next unless request
 
-            deliver(request, handle(request))
+            if request[:op] == "connection_closed"
+              connection_closed(request[:connection_id])
+            else
+              deliver(request, handle(request))
+            end
           rescue Exception => e # rubocop:disable Lint/RescueException
             break if @stopping
 
@@ -103,6 +107,18 @@ module Memdiag
         { status: :error, error: "#{request[:op]} returned #{reply.class}, not a reply" }
       rescue Exception => e # rubocop:disable Lint/RescueException
         { status: :error, error: "#{request[:op]} failed in the worker: #{e.class}: #{e.message}" }
+      end
+
+      # Queued by the native core when a connection ends; nothing to reply.
+      def connection_closed(connection_id)
+        return unless @operations
+
+        @operations.connection_closed(connection_id).each do |what|
+          Log.warn("connection #{connection_id} ended: stopped #{what} that it had started " \
+                   "(start it with keep to make it outlive its connection)")
+        end
+      rescue StandardError => e
+        Log.warn("connection #{connection_id} ended: cleaning up failed: #{e.class}: #{e.message}")
       end
 
       def ping(request)

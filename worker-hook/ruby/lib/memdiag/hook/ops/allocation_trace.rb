@@ -14,12 +14,15 @@ module Memdiag
         # but the dump failed, so the metadata is kept for a retry).
         @state = :idle
         @started_at = nil
+        # Connection whose end stops the tracing (see .release); nil when an
+        # operator asked to keep it or no connection started it.
+        @owner = nil
         @lock = Mutex.new
 
         class << self
           attr_reader :state, :started_at
 
-          def start
+          def start(owner: nil)
             @lock.synchronize do
               if @state == :tracing
                 raise Failure.refused("allocation tracing is already active: memdiag started it at " \
@@ -34,6 +37,29 @@ module Memdiag
               ObjectSpace.trace_object_allocations_start
               @state = :tracing
               @started_at = Time.now
+              @owner = owner
+            end
+          end
+
+          # The connection `owner` has ended: tracing it started (and did not
+          # ask to keep) would cost the worker until someone stopped it, and
+          # would refuse the next start. Stops it and drops the metadata.
+          # Returns what was undone, or nil.
+          def release(owner)
+            @lock.synchronize do
+              next nil if owner.nil? || @owner != owner || @state == :idle
+
+              what = if @state == :tracing
+                       "allocation tracing (running since #{@started_at.utc.iso8601})"
+                     else
+                       "allocation data kept from a failed allocation_trace_stop"
+                     end
+              ObjectSpace.trace_object_allocations_stop if @state == :tracing
+              ObjectSpace.trace_object_allocations_clear
+              @state = :idle
+              @started_at = nil
+              @owner = nil
+              what
             end
           end
 
@@ -55,6 +81,7 @@ module Memdiag
               ObjectSpace.trace_object_allocations_clear
               @state = :idle
               @started_at = nil
+              @owner = nil
               result
             end
           rescue Failure => e

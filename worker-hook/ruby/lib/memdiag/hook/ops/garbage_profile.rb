@@ -10,6 +10,9 @@ module Memdiag
       module GarbageProfile
         @started_at = nil
         @stat_before = nil
+        # Connection whose end stops the profiler (see .release); nil when an
+        # operator asked to keep it or no connection started it.
+        @owner = nil
         @lock = Mutex.new
 
         class << self
@@ -17,7 +20,7 @@ module Memdiag
             !@started_at.nil?
           end
 
-          def start
+          def start(owner: nil)
             @lock.synchronize do
               if @started_at
                 raise Failure.refused("garbage profiling is already running: memdiag started it at " \
@@ -31,7 +34,26 @@ module Memdiag
               GC::Profiler.clear
               @stat_before = GC.stat
               @started_at = Time.now
+              @owner = owner
               GC::Profiler.enable
+            end
+          end
+
+          # The connection `owner` has ended: a profiler it started (and did
+          # not ask to keep) is disabled and its records dropped, so that it
+          # stops costing the worker and the next start is not refused.
+          # Returns what was undone, or nil.
+          def release(owner)
+            @lock.synchronize do
+              next nil if owner.nil? || @owner != owner || @started_at.nil?
+
+              what = "the GC profiler (running since #{@started_at.utc.iso8601})"
+              GC::Profiler.disable
+              GC::Profiler.clear
+              @started_at = nil
+              @stat_before = nil
+              @owner = nil
+              what
             end
           end
 
@@ -50,6 +72,7 @@ module Memdiag
                 GC::Profiler.clear
                 @started_at = nil
                 @stat_before = nil
+                @owner = nil
               end
             end
           end
