@@ -157,7 +157,7 @@ static int parse_key(mdctl_cmd *cmd, const char *arg, char *err, size_t errlen)
     else if(strcmp(val, "false") == 0)
       cmd->keep = 0;
     else {
-      snprintf(err, errlen, "keep must be true or false, not '%s'", val);
+      md_seterr(err, errlen, "keep must be true or false, not '%s'", val);
       return MD_EINVAL;
     }
     break;
