@@ -11,7 +11,7 @@ DEB_PACKAGES = build-essential cmake pkg-config openssl libssl-dev \
   procps psmisc clang-format \
   dpkg-dev systemd
 
-.PHONY: all deps build test demo bench clean format check-format package
+.PHONY: all deps build test demo bench clean format check-format package gem
 
 all: build
 
@@ -39,6 +39,10 @@ test: deps
 # build/memdiag_<version>_<arch>.deb (conf/packaging/CPack.cmake)
 package: build
 	cd $(BUILD) && cpack -G DEB
+
+# build/memdiag-hook-<version>.gem (worker-hook/ruby/build-gem)
+gem: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) --target gem
 
 demo: deps
 	$(MAKE) build
