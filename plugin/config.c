@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "config.h"
+#include "detector/units.h"
 
 void mdp_config_init(mdp_config *cfg)
 {
@@ -80,22 +81,15 @@ static int set_string(const oconfig_item_t *ci, char **dst)
   return 0;
 }
 
+/* Sizes, durations and counts: units.h parses them and words the error. */
 static int set_duration_ms(const oconfig_item_t *ci, double min_s, double max_s, uint64_t *out)
 {
-  char buf[128];
-  double s;
+  char buf[128], err[512];
   int rc = value_text(ci, buf, sizeof(buf));
 
-  if(rc)
-    return rc;
-  if(mdp_parse_duration(buf, &s) || s < min_s || s > max_s) {
-    ERROR("memdiag plugin: %s \"%s\" is not a duration between %g and %g seconds "
-          "(seconds, or a number with s/m/h suffix)",
-          ci->key, buf, min_s, max_s);
-    return -EINVAL;
-  }
-  *out = (uint64_t)(s * 1000.0 + 0.5);
-  return 0;
+  if(rc == 0 && (rc = mdp_units_ms(ci->key, buf, min_s, max_s, out, err, sizeof(err))))
+    ERROR("memdiag plugin: %s", err);
+  return rc;
 }
 
 static int set_duration_ms32(const oconfig_item_t *ci, double min_s, double max_s, uint32_t *out)
@@ -134,40 +128,22 @@ static int set_mode(const oconfig_item_t *ci, unsigned *out)
 
 static int set_count(const oconfig_item_t *ci, unsigned min, unsigned max, unsigned *out)
 {
-  char buf[64];
-  char *end;
-  unsigned long n;
+  char buf[64], err[512];
   int rc = value_text(ci, buf, sizeof(buf));
 
-  if(rc)
-    return rc;
-  errno = 0;
-  n = strtoul(buf, &end, 10);
-  if(errno || end == buf || *end != '\0' || buf[0] == '-' || n < min || n > max) {
-    ERROR("memdiag plugin: %s \"%s\" is not a whole number between %u and %u", ci->key, buf, min,
-          max);
-    return -EINVAL;
-  }
-  *out = (unsigned)n;
-  return 0;
+  if(rc == 0 && (rc = mdp_units_count(ci->key, buf, min, max, out, err, sizeof(err))))
+    ERROR("memdiag plugin: %s", err);
+  return rc;
 }
 
 static int set_size(const oconfig_item_t *ci, uint64_t min, uint64_t max, uint64_t *out)
 {
-  char buf[64];
-  uint64_t v;
+  char buf[64], err[512];
   int rc = value_text(ci, buf, sizeof(buf));
 
-  if(rc)
-    return rc;
-  if(mdp_parse_size(buf, &v) || v < min || v > max) {
-    ERROR("memdiag plugin: %s \"%s\" is not a size between %" PRIu64 " and %" PRIu64
-          " bytes (bytes, or a number with K/M/G suffix)",
-          ci->key, buf, min, max);
-    return -EINVAL;
-  }
-  *out = v;
-  return 0;
+  if(rc == 0 && (rc = mdp_units_size(ci->key, buf, min, max, out, err, sizeof(err))))
+    ERROR("memdiag plugin: %s", err);
+  return rc;
 }
 
 static const struct {
@@ -262,6 +238,39 @@ static int apply_own(mdp_config *cfg, const oconfig_item_t *ci, int *memory_seen
   return -ENOENT;
 }
 
+/* Whether the detector or the capture module owns key: tried on scratch
+ * configurations, so that a key of theirs given in the wrong shape is
+ * reported as such and not as unknown. */
+static int known_elsewhere(const char *key)
+{
+  mdp_detector_config d;
+  mdp_capture_config_t c;
+
+  mdp_detector_config_init(&d);
+  mdp_capture_config_init(&c);
+  return mdp_detector_config_set(&d, key, "", NULL, 0) != -ENOENT ||
+         mdp_capture_config_set(&c, key, "", NULL, 0) != -ENOENT;
+}
+
+/* Detector and capture keys take their value as text, as replay does. */
+static int apply_text(mdp_config *cfg, const oconfig_item_t *ci)
+{
+  char text[MDP_CAPTURE_PATH_MAX], err[512] = "";
+  int rc;
+
+  if(!known_elsewhere(ci->key))
+    return -ENOENT;
+  rc = value_text(ci, text, sizeof(text));
+  if(rc)
+    return rc;
+  rc = mdp_detector_config_set(&cfg->detector, ci->key, text, err, sizeof(err));
+  if(rc == -ENOENT)
+    rc = mdp_capture_config_set(&cfg->capture, ci->key, text, err, sizeof(err));
+  if(rc)
+    ERROR("memdiag plugin: %s", err[0] ? err : ci->key);
+  return rc;
+}
+
 int mdp_config_apply(mdp_config *cfg, const oconfig_item_t *block)
 {
   int memory_seen = 0;
@@ -269,21 +278,10 @@ int mdp_config_apply(mdp_config *cfg, const oconfig_item_t *block)
 
   for(int i = 0; i < block->children_num; i++) {
     const oconfig_item_t *ci = &block->children[i];
-    char text[4096], err[512] = "";
     int rc = apply_own(cfg, ci, &memory_seen);
 
-    if(rc == -ENOENT) {
-      /* Validate the shape here so that the detector sees one value. */
-      if(value_text(ci, text, sizeof(text)) == 0) {
-        rc = mdp_detector_config_set(&cfg->detector, ci->key, text, err, sizeof(err));
-        if(rc == -EINVAL)
-          ERROR("memdiag plugin: %s", err[0] ? err : ci->key);
-      } else {
-        rc = -ENOENT;
-      }
-    }
     if(rc == -ENOENT)
-      rc = mdp_capture_config_item(&cfg->capture, ci);
+      rc = apply_text(cfg, ci);
     /* Keep going: one start should name every bad key, not the first. */
     if(rc == -ENOENT)
       ERROR("memdiag plugin: unknown configuration key \"%s\" in <Plugin memdiag> "

@@ -2,8 +2,8 @@
  *
  * Parsing is strict: an unknown key or a bad value is an error naming the
  * key, and the plugin refuses to start rather than guess. Detector keys go to
- * mdp_detector_config_set, capture keys (when the capture module is built in)
- * to mdp_capture_config_item.
+ * mdp_detector_config_set, capture keys to mdp_capture_config_set, both as
+ * text; every size, duration and count is parsed by detector/units.h.
  *
  * Ownership: mdp_config is a caller-owned struct; mdp_config_init fills
  * defaults, mdp_config_free releases the strings it owns.

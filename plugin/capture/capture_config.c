@@ -1,16 +1,15 @@
 /* Capture configuration keys: defaults, parsing, checks (pure code). */
 #include "capture.h"
-#include "detector/detector.h"
 #include "plan.h"
 
 #include <errno.h>
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "detector/units.h"
 #include "md/text.h"
 #include "memdiag.pb-c.h"
 
@@ -47,17 +46,6 @@ static int parse_bool(const char *v, bool *out)
   return -EINVAL;
 }
 
-static int parse_ms(const char *v, uint64_t *out, bool zero_ok)
-{
-  double s;
-  if(mdp_parse_duration(v, &s) || !isfinite(s) || s < 0 || (!zero_ok && s <= 0) || s > 1e9)
-    return -EINVAL;
-  *out = (uint64_t)llround(s * 1000.0);
-  if(!zero_ok && *out == 0)
-    return -EINVAL;
-  return 0;
-}
-
 static int parse_signal(const char *v, int *out)
 {
   char *end;
@@ -77,12 +65,49 @@ static int parse_signal(const char *v, int *out)
   return -EINVAL;
 }
 
+/* Values that units.h parses: it writes its own message naming the key. */
+static int set_units(mdp_capture_config_t *cfg, const char *key, const char *value, char *err,
+                     size_t errlen)
+{
+  uint64_t ms;
+  unsigned n;
+  int rc;
+
+  if(strcasecmp(key, "DumpSpaceFactor") == 0)
+    return mdp_units_parse(MDP_UNITS_NUMBER, key, value, 0, 100, &cfg->dump_space_factor, err,
+                           errlen);
+  if(strcasecmp(key, "KeepFree") == 0)
+    return mdp_units_size(key, value, 0, UINT64_MAX, &cfg->keep_free, err, errlen);
+  if(strcasecmp(key, "MaxUse") == 0) /* 0: no bound */
+    return mdp_units_size(key, value, 0, UINT64_MAX, &cfg->max_use, err, errlen);
+  if(strcasecmp(key, "CaptureInterval") == 0) /* above 0: at least a millisecond */
+    return mdp_units_ms(key, value, 0.001, 1e9, &cfg->interval_ms, err, errlen);
+  if(strcasecmp(key, "CaptureCooldown") == 0) /* 0: none */
+    return mdp_units_ms(key, value, 0, 1e9, &cfg->cooldown_ms, err, errlen);
+  if(strcasecmp(key, "StepTimeout") == 0) { /* 0: the server's default per operation */
+    rc = mdp_units_ms(key, value, 0, UINT32_MAX / 1000.0, &ms, err, errlen);
+    if(rc == 0)
+      cfg->step_timeout_ms = (uint32_t)ms;
+    return rc;
+  }
+  if(strcasecmp(key, "CaptureConcurrency") == 0) {
+    rc = mdp_units_count(key, value, 1, 64, &n, err, errlen);
+    if(rc == 0)
+      cfg->concurrency = n;
+    return rc;
+  }
+  return -ENOENT;
+}
+
 int mdp_capture_config_set(mdp_capture_config_t *cfg, const char *key, const char *value, char *err,
                            size_t errlen)
 {
-  int rc = 0;
+  int rc = set_units(cfg, key, value, err, errlen);
   const char *want = "";
 
+  if(rc != -ENOENT)
+    return rc;
+  rc = 0;
   if(strcasecmp(key, "CaptureDirectory") == 0) {
     want = "an absolute path";
     if(value[0] != '/' || strlen(value) >= sizeof(cfg->directory) - 128)
@@ -97,7 +122,7 @@ int mdp_capture_config_set(mdp_capture_config_t *cfg, const char *key, const cha
     mdp_step_kind_t kinds[MDP_CAPTURE_PLAN_MAX];
     size_t n;
     if(strlen(value) >= sizeof(cfg->plan)) {
-      want = "a shorter list of steps";
+      want = "a list of steps shorter than 512 characters";
       rc = -EINVAL;
     } else if((rc = mdp_plan_parse(value, kinds, MDP_CAPTURE_PLAN_MAX, &n, err, errlen))) {
       return rc; /* err names the bad step */
@@ -123,42 +148,6 @@ int mdp_capture_config_set(mdp_capture_config_t *cfg, const char *key, const cha
       cfg->dump_mode = MEMDIAG__V1__DUMP_MODE__DUMP_MODE_AUTO;
     else
       rc = -EINVAL;
-  } else if(strcasecmp(key, "DumpSpaceFactor") == 0) {
-    char *end;
-    want = "a number from 0 to 100";
-    double f = strtod(value, &end);
-    if(end == value || *end || !isfinite(f) || f < 0 || f > 100)
-      rc = -EINVAL;
-    else
-      cfg->dump_space_factor = f;
-  } else if(strcasecmp(key, "KeepFree") == 0) {
-    want = "a size (bytes, or with a K/M/G/T suffix)";
-    rc = mdp_parse_size(value, &cfg->keep_free);
-  } else if(strcasecmp(key, "MaxUse") == 0) {
-    want = "a size (bytes, or with a K/M/G/T suffix; 0 for no bound)";
-    rc = mdp_parse_size(value, &cfg->max_use);
-  } else if(strcasecmp(key, "CaptureInterval") == 0) {
-    want = "a duration above 0 (seconds, or with s/m/h suffix)";
-    rc = parse_ms(value, &cfg->interval_ms, false);
-  } else if(strcasecmp(key, "CaptureCooldown") == 0) {
-    want = "a duration (seconds, or with s/m/h/d suffix; 0 for none)";
-    rc = parse_ms(value, &cfg->cooldown_ms, true);
-  } else if(strcasecmp(key, "StepTimeout") == 0) {
-    uint64_t ms;
-    want = "a duration (0 for the server's default per operation)";
-    rc = parse_ms(value, &ms, true);
-    if(!rc && ms > UINT32_MAX)
-      rc = -EINVAL;
-    if(!rc)
-      cfg->step_timeout_ms = (uint32_t)ms;
-  } else if(strcasecmp(key, "CaptureConcurrency") == 0) {
-    char *end;
-    want = "a whole number from 1 to 64";
-    long n = strtol(value, &end, 10);
-    if(end == value || *end || n < 1 || n > 64)
-      rc = -EINVAL;
-    else
-      cfg->concurrency = (unsigned)n;
   } else if(strcasecmp(key, "RestartSignal") == 0) {
     want = "a signal name (TERM, INT, QUIT, USR1, KILL...) or number";
     rc = parse_signal(value, &cfg->restart_signal);
@@ -167,8 +156,7 @@ int mdp_capture_config_set(mdp_capture_config_t *cfg, const char *key, const cha
   }
   if(rc) {
     rc = -EINVAL;
-    if(err)
-      md_seterr(err, errlen, "%s: \"%s\" is not valid; expected %s", key, value, want);
+    md_seterr(err, errlen, "%s \"%s\" is not %s", key, value, want);
   }
   return rc;
 }

@@ -44,22 +44,15 @@ typedef struct {
 void mdp_detector_config_init(mdp_detector_config *cfg);
 
 /* Sets one key (case-insensitive, collectd spelling) from its text value,
- * e.g. ("MemoryLimit", "1G"). Returns 0, -ENOENT for an unknown key or
- * -EINVAL for a bad value; on error writes a one-line message naming the key
- * into err (may be NULL). Used by the collectd config (numbers passed as
- * their decimal text) and by replay. */
+ * e.g. ("MemoryLimit", "1G"), spelled as detector/units.h says. Returns 0, -ENOENT for an unknown
+ * key or -EINVAL for a bad value; on error writes a one-line message naming the key into err (may
+ * be NULL). Used by the collectd config (numbers passed as their decimal text) and by replay. */
 int mdp_detector_config_set(mdp_detector_config *cfg, const char *key, const char *value, char *err,
                             size_t errlen);
 
 /* Checks the keys together (e.g. CaptureSize below MemoryLimit). Returns 0
  * or -EINVAL with a message in err. */
 int mdp_detector_config_check(const mdp_detector_config *cfg, char *err, size_t errlen);
-
-/* Parsers shared with other config keys. Sizes: bytes, or K/M/G/T suffix in
- * binary units (1K = 1024), optional "iB"/"B". Durations: seconds, or
- * s/m/min/h/d suffix. Return 0 or -EINVAL. */
-int mdp_parse_size(const char *text, uint64_t *out);
-int mdp_parse_duration(const char *text, double *out);
 
 typedef struct {
   double start; /* first sample time in the bucket */

@@ -42,7 +42,7 @@ class ReplayErrorsTest < Minitest::Test
     out, err, code = replay("MemoryLimit=lots", good)
     assert_equal 2, code
     assert_empty out
-    assert_match(/MemoryLimit: invalid size "lots"/, err)
+    assert_match(/MemoryLimit "lots" is not a size/, err)
     _, err, code = replay("Horizon=0", good)
     assert_equal 2, code
     assert_match(/Horizon/, err)
