@@ -285,7 +285,7 @@ int mdp_config_apply(mdp_config *cfg, const oconfig_item_t *block)
     /* Keep going: one start should name every bad key, not the first. */
     if(rc == -ENOENT)
       ERROR("memdiag plugin: unknown configuration key \"%s\" in <Plugin memdiag> "
-            "(see docs/plugin.md for the keys)",
+            "(see docs/configuration.md for the keys)",
             ci->key);
     if(rc)
       failed = 1;
