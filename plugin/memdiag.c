@@ -1,6 +1,7 @@
-/* memdiag plugin: collectd glue. Registers the config, init, read and
- * shutdown callbacks; the work is in config.c, server.c, registry.c and
- * sampler.c. */
+/* memdiag plugin: collectd glue, and the one place that wires the plugin's
+ * parts together. Registers the config, init, read and shutdown callbacks;
+ * the work is in config.c, server/, workers/, capture/ and notify.c. The
+ * server knows none of them: it gets a table of hooks from here. */
 #include "collectd/core/daemon/collectd.h"
 #include "collectd/core/daemon/plugin.h"
 #include "collectd/core/utils/common/common.h"
@@ -9,17 +10,22 @@
 #include <string.h>
 #include <time.h>
 
+#include "capture/capture.h"
 #include "config.h"
 #include "detector/detector.h"
+#include "loop/loop.h"
+#include "notify.h"
+#include "server/control.h"
+#include "server/relay.h"
+#include "server/server.h"
 #include "workers/registry.h"
 #include "workers/sampler.h"
-#include "server/server.h"
-#include "capture/capture.h"
 
 static mdp_config cfg;
 static int configured;    /* cfg initialised */
 static int config_failed; /* a bad key or value: refuse to start */
 static int running;
+static mdp_loop *loop; /* the server's; lives from init to shutdown */
 
 static void ensure_config(void)
 {
@@ -38,47 +44,6 @@ static int memdiag_config(oconfig_item_t *ci)
     return -1;
   }
   return 0;
-}
-
-/* Declared in server.h: the capture module tells operators through it. */
-int mdp_server_notify(int severity, uint64_t connection_id, const char *fmt, ...)
-{
-  notification_t n;
-  mdp_worker_info info;
-  va_list ap;
-
-  memset(&n, 0, sizeof(n));
-  n.severity = severity;
-  n.time = cdtime();
-  va_start(ap, fmt);
-  vsnprintf(n.message, sizeof(n.message), fmt, ap);
-  va_end(ap);
-  sstrncpy(n.host, hostname_g ? hostname_g : "", sizeof(n.host));
-  sstrncpy(n.plugin, "memdiag", sizeof(n.plugin));
-  if(connection_id && mdp_registry_info(connection_id, &info) == 0)
-    sstrncpy(n.plugin_instance, info.instance, sizeof(n.plugin_instance));
-  if(severity == NOTIF_FAILURE)
-    WARNING("memdiag plugin: %s", n.message);
-  else
-    NOTICE("memdiag plugin: %s", n.message);
-  return plugin_dispatch_notification(&n) ? -EIO : 0;
-}
-
-static void dispatch(const char *instance, const char *type, const char *type_instance,
-                     double value, cdtime_t t, cdtime_t interval)
-{
-  value_list_t vl = VALUE_LIST_INIT;
-  value_t v = {.gauge = value};
-
-  vl.values = &v;
-  vl.values_len = 1;
-  vl.time = t;
-  vl.interval = interval;
-  sstrncpy(vl.plugin, "memdiag", sizeof(vl.plugin));
-  sstrncpy(vl.plugin_instance, instance, sizeof(vl.plugin_instance));
-  sstrncpy(vl.type, type, sizeof(vl.type));
-  sstrncpy(vl.type_instance, type_instance, sizeof(vl.type_instance));
-  plugin_dispatch_values(&vl);
 }
 
 /* The figure the detector watches: rss when sampled, else the first one
@@ -145,13 +110,13 @@ static void sample_worker(mdp_worker *w, cdtime_t now, cdtime_t interval)
   if(w->proc_fd < 0 || mdp_sampler_read(w->proc_fd, cfg.memory, &s) != 0)
     return; /* exited: the server notices the closed connection */
   if(cfg.memory & MDP_MEM_RSS)
-    dispatch(w->instance, "memory", "rss", (double)s.rss, now, interval);
+    mdp_notify_gauge(w->instance, "memory", "rss", (double)s.rss, now, interval);
   if(cfg.memory & MDP_MEM_PSS)
-    dispatch(w->instance, "memory", "pss", (double)s.pss, now, interval);
+    mdp_notify_gauge(w->instance, "memory", "pss", (double)s.pss, now, interval);
   if(cfg.memory & MDP_MEM_PRIVATE)
-    dispatch(w->instance, "memory", "private", (double)s.private_bytes, now, interval);
+    mdp_notify_gauge(w->instance, "memory", "private", (double)s.private_bytes, now, interval);
   if(cfg.memory & MDP_MEM_SWAP)
-    dispatch(w->instance, "memory", "swap", (double)s.swap, now, interval);
+    mdp_notify_gauge(w->instance, "memory", "swap", (double)s.swap, now, interval);
   v = primary(&s);
   remember(w, t, v);
   fired = mdp_detector_feed(&w->detector, t, v, &d);
@@ -194,12 +159,43 @@ static int memdiag_read(user_data_t *ud)
   for(size_t i = 0; i < n; i++)
     sample_worker(workers[i], now, interval);
   mdp_registry_release(workers, n);
-  dispatch("", "count", "workers", (double)n, now, interval);
+  mdp_notify_gauge("", "count", "workers", (double)n, now, interval);
   /* What sampling costs, so that operators (and tests/bench/sample-cost)
    * see it: CPU seconds of this pass, dispatch included. */
-  dispatch("", "duration", "sampling_cpu", thread_cpu_s() - cpu0, now, interval);
+  mdp_notify_gauge("", "duration", "sampling_cpu", thread_cpu_s() - cpu0, now, interval);
   mdp_capture_read();
   return 0;
+}
+
+/* ---------------------------------------------------------------- wiring */
+
+static int worker_hello(const mdp_worker_hello *hello, uint64_t *id, int *proc_err)
+{
+  return mdp_registry_add(hello, id, proc_err);
+}
+
+/* Forgotten first, so that nothing its requests' callbacks do finds it. */
+static void worker_gone(uint64_t id)
+{
+  mdp_registry_remove(id);
+  mdp_relay_worker_gone(id);
+  mdp_capture_worker_gone(id);
+}
+
+static const mdp_server_hooks server_hooks = {
+    .worker_hello = worker_hello,
+    .worker_gone = worker_gone,
+    .worker_reply = mdp_relay_on_reply,
+    .control = mdp_control_handle,
+    .stopping = mdp_relay_shutdown,
+};
+
+static void stop_parts(void)
+{
+  mdp_capture_shutdown();
+  mdp_server_stop();
+  mdp_loop_free(loop);
+  loop = NULL;
 }
 
 static int memdiag_init(void)
@@ -222,20 +218,28 @@ static int memdiag_init(void)
   rc = mdp_registry_init(&cfg.detector, cfg.memory);
   if(rc)
     goto refuse;
-  rc = mdp_server_start(&cfg);
-  if(rc)
-    goto refuse;
-  rc = mdp_capture_init(&cfg.capture);
+  rc = mdp_loop_new(&loop);
   if(rc) {
-    mdp_server_stop();
+    ERROR("memdiag plugin: cannot make the server loop: %s", strerror(-rc));
+    goto refuse;
+  }
+  mdp_relay_init(loop, mdp_server_send_worker, cfg.dump_timeout_ms);
+  rc = mdp_server_start(&cfg, loop, &server_hooks);
+  if(rc) {
+    mdp_loop_free(loop);
+    loop = NULL;
+    goto refuse;
+  }
+  rc = mdp_capture_init(&cfg.capture, loop);
+  if(rc) {
+    stop_parts();
     goto refuse;
   }
   rc = plugin_register_complex_read(NULL, "memdiag", memdiag_read,
                                     cfg.interval_ms ? MS_TO_CDTIME_T(cfg.interval_ms) : 0, NULL);
   if(rc) {
     ERROR("memdiag plugin: cannot register the read callback");
-    mdp_capture_shutdown();
-    mdp_server_stop();
+    stop_parts();
     goto refuse;
   }
   running = 1;
@@ -250,8 +254,7 @@ refuse:
 static int memdiag_shutdown(void)
 {
   if(running) {
-    mdp_capture_shutdown();
-    mdp_server_stop();
+    stop_parts();
     mdp_registry_destroy();
     running = 0;
   }

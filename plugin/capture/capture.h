@@ -11,7 +11,8 @@
  * Threading: every function below may be called from any thread (collectd's
  * read threads, the server loop, the config thread). The module keeps its
  * state behind one mutex and never calls back into the caller while holding
- * it. Requests, timers and replies go through plugin/server.h.
+ * it. Requests and replies go through the relay (server/relay.h), timers
+ * through the server's loop (loop/loop.h).
  *
  * Ownership: strings passed in are borrowed for the duration of the call;
  * the module copies what it keeps. Nothing returned needs freeing.
@@ -29,6 +30,7 @@ extern "C" {
 #endif
 
 struct oconfig_item_s;
+struct mdp_loop;
 
 #define MDP_CAPTURE_PATH_MAX 4096
 #define MDP_CAPTURE_PLAN_MAX 32 /* steps in one plan */
@@ -73,10 +75,11 @@ int mdp_capture_config_check(const mdp_capture_config_t *cfg, char *err, size_t 
 
 /* ---------------------------------------------------------------- lifecycle */
 
-/* Copy the config and get ready. CaptureDirectory is created (0711) at the
+/* Copy the config and get ready; timers go on `loop` (borrowed: it must
+ * outlive mdp_capture_shutdown). CaptureDirectory is created (0711) at the
  * first capture. Call from the plugin's init callback, after the server is
  * up. Returns 0 or a negative errno (logged). */
-int mdp_capture_init(const mdp_capture_config_t *cfg);
+int mdp_capture_init(const mdp_capture_config_t *cfg, struct mdp_loop *loop);
 
 /* Ends every plan (manifests say "complete": false, "plugin shutdown"). */
 void mdp_capture_shutdown(void);

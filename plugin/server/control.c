@@ -10,11 +10,11 @@
 
 #include "md/tls.h"
 
+#include "capture/capture.h"
 #include "control.h"
-#include "workers/registry.h"
 #include "relay.h"
 #include "server.h"
-#include "capture/capture.h"
+#include "workers/registry.h"
 
 #ifndef MDP_VERSION
 #define MDP_VERSION "unknown"
@@ -28,7 +28,7 @@ static void send_reply(uint64_t serial, Memdiag__V1__ControlReply *r)
 
   f.body_case = MEMDIAG__V1__FRAME__BODY_CONTROL_REPLY;
   f.control_reply = r;
-  rc = mdp_loop_send_operator(serial, &f);
+  rc = mdp_server_send_operator(serial, &f);
   if(rc == -EMSGSIZE) {
     /* A worker's answer that just fitted no longer does once wrapped: the
      * operator still gets an answer, and can ask for a file instead. */
@@ -39,7 +39,7 @@ static void send_reply(uint64_t serial, Memdiag__V1__ControlReply *r)
     small.error = "the answer is larger than the plugin's MaxFrameSize: "
                   "ask for it to be written to a file (give a path)";
     f.control_reply = &small;
-    rc = mdp_loop_send_operator(serial, &f);
+    rc = mdp_server_send_operator(serial, &f);
   }
   if(rc == -ENOENT)
     INFO("memdiag plugin: operator connection closed before its answer (request %" PRIu64 ")",
@@ -182,7 +182,7 @@ static void status(uint64_t serial, uint64_t request_id)
   }
   sr.version = MDP_VERSION;
   sr.has_uptime_s = 1;
-  sr.uptime_s = now > mdp_loop_started_at() ? now - mdp_loop_started_at() : 0;
+  sr.uptime_s = now > mdp_server_started_at() ? now - mdp_server_started_at() : 0;
   sr.n_workers = l.n;
   sr.workers = l.ptrs;
   nc = mdp_capture_list(infos, 32);
@@ -296,7 +296,11 @@ static void operate(uint64_t serial, const char *who, uint64_t request_id,
   ctx->connection_id = op->connection_id;
   INFO("memdiag plugin: %s runs %s on worker %" PRIu64 " ('%s' pid %ld)", who, name,
        op->connection_id, info.name, (long)info.pid);
-  mdp_relay_submit(op->connection_id, req, 0, relay_done, ctx);
+  if(mdp_relay_request(op->connection_id, req, 0, relay_done, ctx) != 0) {
+    free(ctx);
+    mdp_control_refuse(serial, request_id, MEMDIAG__V1__STATUS__STATUS_ERROR,
+                       "plugin out of memory");
+  }
 }
 
 /* ------------------------------------------------------------ capture now */

@@ -13,7 +13,7 @@
 
 #include "memdiag.pb-c.h"
 
-/* `serial` names the operator connection (mdp_loop_send_operator); `who`
+/* `serial` names the operator connection (mdp_server_send_operator); `who`
  * describes it for logs ("operator 'memdiag operator' pid 123"). */
 void mdp_control_handle(uint64_t serial, const char *who, const Memdiag__V1__Control *ctl);
 

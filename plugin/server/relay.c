@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "md/tls.h"
 #include "relay.h"
 
 /* A ping or a start/stop toggle answers in moments; a heap dump of a large
@@ -19,21 +18,29 @@ typedef struct pending {
   struct pending *next;
   uint64_t request_id;
   uint64_t connection_id;
-  uint64_t deadline_ms;
+  uint64_t timer_id; /* its timeout; 0 once it fired */
   mdp_reply_fn done;
   void *arg;
-  Memdiag__V1__Status status; /* for replies the server makes up */
+  Memdiag__V1__Status status; /* for replies the relay makes up */
   char error[200];
 } pending;
 
+static mdp_loop *loop;
+static mdp_relay_send_fn send_frame;
 static pending *in_flight;
 static uint64_t next_request_id = 1;
 static uint32_t dump_timeout_ms = 600000;
 static int shutting_down;
 
-void mdp_relay_configure(uint32_t dump_ms) { dump_timeout_ms = dump_ms; }
+void mdp_relay_init(mdp_loop *l, mdp_relay_send_fn send, uint32_t dump_ms)
+{
+  loop = l;
+  send_frame = send;
+  dump_timeout_ms = dump_ms;
+  shutting_down = 0;
+}
 
-uint32_t mdp_server_default_timeout_ms(const Memdiag__V1__Request *req)
+uint32_t mdp_relay_default_timeout_ms(const Memdiag__V1__Request *req)
 {
   switch(req->op_case) {
   case MEMDIAG__V1__REQUEST__OP_MEMORY_DUMP:
@@ -49,6 +56,8 @@ static void finish(pending *p, const Memdiag__V1__Reply *from_worker)
 {
   Memdiag__V1__Reply made = MEMDIAG__V1__REPLY__INIT;
 
+  if(p->timer_id)
+    mdp_loop_timer_cancel(loop, p->timer_id);
   if(!from_worker) {
     made.has_request_id = 1;
     made.request_id = p->request_id;
@@ -68,12 +77,66 @@ static void finish_later(pending *p, Memdiag__V1__Status status, const char *fmt
 {
   p->status = status;
   snprintf(p->error, sizeof(p->error), fmt, id);
-  if(mdp_server_post(finish_task, p) != 0)
+  if(!loop || mdp_loop_post(loop, finish_task, p) != 0)
     finish(p, NULL);
 }
 
-void mdp_relay_submit(uint64_t connection_id, const Memdiag__V1__Request *req, uint32_t timeout_ms,
-                      mdp_reply_fn done, void *arg)
+/* Unlink everything matching into a private list first: callbacks may
+ * submit new requests while we walk. */
+static pending *take(int (*match)(const pending *, uint64_t), uint64_t key)
+{
+  pending *taken = NULL;
+
+  for(pending **pp = &in_flight; *pp;) {
+    pending *p = *pp;
+    if(match(p, key)) {
+      *pp = p->next;
+      p->next = taken;
+      taken = p;
+    } else {
+      pp = &p->next;
+    }
+  }
+  return taken;
+}
+
+static int match_conn(const pending *p, uint64_t id) { return p->connection_id == id; }
+static int match_request(const pending *p, uint64_t id) { return p->request_id == id; }
+static int match_all(const pending *p, uint64_t unused)
+{
+  (void)p;
+  (void)unused;
+  return 1;
+}
+
+static unsigned finish_list(pending *list, Memdiag__V1__Status status, const char *fmt)
+{
+  unsigned n = 0;
+
+  while(list) {
+    pending *p = list;
+    list = p->next;
+    p->status = status;
+    snprintf(p->error, sizeof(p->error), fmt, p->connection_id);
+    finish(p, NULL);
+    n++;
+  }
+  return n;
+}
+
+/* A request's timer: the worker did not answer in time. */
+static void expire(void *arg)
+{
+  pending *p = take(match_request, (uint64_t)(uintptr_t)arg);
+
+  if(p)
+    p->timer_id = 0; /* it is running now */
+  finish_list(p, MEMDIAG__V1__STATUS__STATUS_TIMEOUT,
+              "worker with connection ID %" PRIu64 " did not answer in time");
+}
+
+static void submit(uint64_t connection_id, const Memdiag__V1__Request *req, uint32_t timeout_ms,
+                   mdp_reply_fn done, void *arg)
 {
   Memdiag__V1__Frame frame = MEMDIAG__V1__FRAME__INIT;
   Memdiag__V1__Request copy = *req;
@@ -99,14 +162,23 @@ void mdp_relay_submit(uint64_t connection_id, const Memdiag__V1__Request *req, u
   }
   if(timeout_ms == 0)
     timeout_ms = req->has_timeout_ms && req->timeout_ms ? req->timeout_ms
-                                                        : mdp_server_default_timeout_ms(req);
+                                                        : mdp_relay_default_timeout_ms(req);
+  /* The plugin waits a little longer than it tells the worker. */
+  p->timer_id = mdp_loop_timer_add(loop, (uint64_t)timeout_ms + GRACE_MS, expire, NULL,
+                                   (void *)(uintptr_t)p->request_id);
+  if(!p->timer_id) {
+    finish_later(p, MEMDIAG__V1__STATUS__STATUS_ERROR,
+                 "could not time the request to connection %" PRIu64 " (out of memory)",
+                 connection_id);
+    return;
+  }
   copy.has_request_id = 1;
   copy.request_id = p->request_id;
   copy.has_timeout_ms = 1;
   copy.timeout_ms = timeout_ms;
   frame.body_case = MEMDIAG__V1__FRAME__BODY_REQUEST;
   frame.request = &copy;
-  rc = mdp_loop_send_worker(connection_id, &frame);
+  rc = send_frame(connection_id, &frame);
   if(rc == -ENOENT) {
     finish_later(p, MEMDIAG__V1__STATUS__STATUS_UNKNOWN_CONNECTION,
                  "no worker with connection ID %" PRIu64
@@ -120,7 +192,6 @@ void mdp_relay_submit(uint64_t connection_id, const Memdiag__V1__Request *req, u
     return;
   }
   /* On -EIO the connection is closing; mdp_relay_worker_gone ends it. */
-  p->deadline_ms = md_now_ms() + timeout_ms + GRACE_MS;
   p->next = in_flight;
   in_flight = p;
 }
@@ -138,65 +209,10 @@ void mdp_relay_on_reply(uint64_t connection_id, const Memdiag__V1__Reply *reply)
   /* A reply after its timeout: the caller was already told; dropped. */
 }
 
-/* Unlink everything matching into a private list first: callbacks may
- * submit new requests while we walk. */
-static pending *take(int (*match)(const pending *, uint64_t), uint64_t key)
-{
-  pending *taken = NULL;
-
-  for(pending **pp = &in_flight; *pp;) {
-    pending *p = *pp;
-    if(match(p, key)) {
-      *pp = p->next;
-      p->next = taken;
-      taken = p;
-    } else {
-      pp = &p->next;
-    }
-  }
-  return taken;
-}
-
-static int match_conn(const pending *p, uint64_t id) { return p->connection_id == id; }
-static int match_due(const pending *p, uint64_t now) { return p->deadline_ms <= now; }
-static int match_all(const pending *p, uint64_t unused)
-{
-  (void)p;
-  (void)unused;
-  return 1;
-}
-
-static unsigned finish_list(pending *list, Memdiag__V1__Status status, const char *fmt)
-{
-  unsigned n = 0;
-
-  while(list) {
-    pending *p = list;
-    list = p->next;
-    p->status = status;
-    snprintf(p->error, sizeof(p->error), fmt, p->connection_id);
-    finish(p, NULL);
-    n++;
-  }
-  return n;
-}
-
 void mdp_relay_worker_gone(uint64_t connection_id)
 {
   finish_list(take(match_conn, connection_id), MEMDIAG__V1__STATUS__STATUS_UNKNOWN_CONNECTION,
               "worker with connection ID %" PRIu64 " went away before answering");
-}
-
-uint64_t mdp_relay_expire(uint64_t now_ms)
-{
-  uint64_t next = 0;
-
-  finish_list(take(match_due, now_ms), MEMDIAG__V1__STATUS__STATUS_TIMEOUT,
-              "worker with connection ID %" PRIu64 " did not answer in time");
-  for(pending *p = in_flight; p; p = p->next)
-    if(next == 0 || p->deadline_ms < next)
-      next = p->deadline_ms;
-  return next;
 }
 
 unsigned mdp_relay_shutdown(void)
@@ -206,7 +222,7 @@ unsigned mdp_relay_shutdown(void)
                      "plugin shutting down (connection %" PRIu64 ")");
 }
 
-/* From any thread: the loop-thread half is mdp_relay_submit. */
+/* ------------------------------------------------------------ any thread */
 
 typedef struct {
   uint64_t connection_id;
@@ -220,13 +236,13 @@ static void request_task_run(void *arg)
 {
   request_task *rt = arg;
 
-  mdp_relay_submit(rt->connection_id, rt->req, rt->timeout_ms, rt->done, rt->arg);
+  submit(rt->connection_id, rt->req, rt->timeout_ms, rt->done, rt->arg);
   memdiag__v1__request__free_unpacked(rt->req, NULL);
   free(rt);
 }
 
-int mdp_server_request(uint64_t connection_id, const Memdiag__V1__Request *req, uint32_t timeout_ms,
-                       mdp_reply_fn done, void *arg)
+int mdp_relay_request(uint64_t connection_id, const Memdiag__V1__Request *req, uint32_t timeout_ms,
+                      mdp_reply_fn done, void *arg)
 {
   request_task *rt;
   uint8_t *buf;
@@ -235,8 +251,8 @@ int mdp_server_request(uint64_t connection_id, const Memdiag__V1__Request *req, 
 
   if(!req || !done)
     return -EINVAL;
-  if(mdp_loop_on_thread()) {
-    mdp_relay_submit(connection_id, req, timeout_ms, done, arg);
+  if(loop && mdp_loop_on_thread(loop)) {
+    submit(connection_id, req, timeout_ms, done, arg);
     return 0;
   }
   /* From another thread the caller's request may be gone before the loop
@@ -260,7 +276,7 @@ int mdp_server_request(uint64_t connection_id, const Memdiag__V1__Request *req, 
   rt->timeout_ms = timeout_ms;
   rt->done = done;
   rt->arg = arg;
-  rc = mdp_server_post(request_task_run, rt);
+  rc = loop ? mdp_loop_post(loop, request_task_run, rt) : -ESHUTDOWN;
   if(rc) {
     Memdiag__V1__Reply r = MEMDIAG__V1__REPLY__INIT;
     memdiag__v1__request__free_unpacked(rt->req, NULL);

@@ -1,50 +1,66 @@
-/* memdiag plugin: requests in flight to workers, and the loop functions the
- * relay and control code use (prefix mdp_relay_, mdp_loop_).
+/* memdiag plugin: requests to workers and their replies (prefix mdp_relay_).
  *
- * Everything here runs on the server's loop thread only.
+ * The relay numbers each request, sends it through the send function it was
+ * given (the server's, in the plugin), matches the worker's Reply to it, and
+ * makes up the reply when the worker never answers: a timeout (a timer on the
+ * loop), the worker gone, or the plugin shutting down. It does not know the
+ * server: memdiag.c wires it to the server's hooks and send function.
  *
- * Ownership: the relay owns each pending request from mdp_relay_submit until
- * its callback has run. Frames passed to mdp_loop_send_* are borrowed.
+ * Threading: mdp_relay_request and mdp_relay_default_timeout_ms may be called
+ * from any thread; everything else runs on the loop's thread. Reply
+ * callbacks always run on the loop thread, never inside the call that
+ * registered them, and never while the relay holds a lock.
+ *
+ * Ownership: the relay owns each pending request from mdp_relay_request
+ * until its callback has run; `arg` stays the caller's. The request passed in
+ * is borrowed for the call (copied when it must cross threads). The loop is
+ * the caller's and must outlive every request.
  */
 #ifndef MDP_RELAY_H
 #define MDP_RELAY_H
 
 #include <stdint.h>
 
-#include "server.h"
+#include "loop/loop.h"
+#include "memdiag.pb-c.h"
 
-/* ---- implemented by server.c ---- */
+/* The outcome of a request to a worker. On a worker's answer this is its
+ * Reply (request_id is the relay's own id). When the worker never answers
+ * the relay builds one: STATUS_TIMEOUT, STATUS_UNKNOWN_CONNECTION (no such
+ * connection, or it went away before answering: `error` says which),
+ * STATUS_ERROR "plugin shutting down". Borrowed for the callback only. */
+typedef void (*mdp_reply_fn)(const Memdiag__V1__Reply *reply, void *arg);
 
-/* Send a frame to a registered worker (by connection ID) or to an operator
- * connection (by its internal serial). Returns 0 (sent or queued), -ENOENT
- * (no such live connection), -EMSGSIZE (the frame is larger than
- * MaxFrameSize: not sent, the connection stays) or -EIO (the connection
- * failed and is being closed: the worker's pending requests end through
- * mdp_relay_worker_gone). */
-int mdp_loop_send_worker(uint64_t connection_id, const Memdiag__V1__Frame *f);
-int mdp_loop_send_operator(uint64_t serial, const Memdiag__V1__Frame *f);
-int mdp_loop_on_thread(void);
-uint64_t mdp_loop_started_at(void); /* unix seconds */
+/* Send a frame to the worker with this connection ID: returns 0 (sent or
+ * queued), -ENOENT (no such worker), -EIO (the connection is closing: its
+ * requests end through mdp_relay_worker_gone), or another negative errno
+ * (not sent; the connection stays). */
+typedef int (*mdp_relay_send_fn)(uint64_t connection_id, const Memdiag__V1__Frame *f);
 
-/* ---- implemented by relay.c ---- */
+/* Before the loop turns: which loop runs the requests, how frames go out,
+ * and DumpTimeout. Ends any shutdown of a former run. */
+void mdp_relay_init(mdp_loop *loop, mdp_relay_send_fn send, uint32_t dump_timeout_ms);
 
-void mdp_relay_configure(uint32_t dump_timeout_ms);
-
-/* Loop-thread half of mdp_server_request. */
-void mdp_relay_submit(uint64_t connection_id, const Memdiag__V1__Request *req, uint32_t timeout_ms,
+/* Send `req` (its op and arguments; request_id is ignored: the relay assigns
+ * its own) to the worker with this connection ID. timeout_ms 0 takes
+ * req->timeout_ms, and when that is 0 too, mdp_relay_default_timeout_ms.
+ * `done` runs exactly once, on the loop thread. Returns 0, or -EINVAL (NULL
+ * req/done) or -ENOMEM: then done is not called. */
+int mdp_relay_request(uint64_t connection_id, const Memdiag__V1__Request *req, uint32_t timeout_ms,
                       mdp_reply_fn done, void *arg);
 
-/* A Reply arrived from this worker. */
+/* Default timeout for an operation: seconds for ping and *_start, minutes
+ * for dumps (DumpTimeout, 10 min unless configured). */
+uint32_t mdp_relay_default_timeout_ms(const Memdiag__V1__Request *req);
+
+/* A Reply arrived from this worker (the server's worker_reply hook). */
 void mdp_relay_on_reply(uint64_t connection_id, const Memdiag__V1__Reply *reply);
 
 /* The worker is gone: its requests end with STATUS_UNKNOWN_CONNECTION. */
 void mdp_relay_worker_gone(uint64_t connection_id);
 
-/* Time out what is due. Returns the next deadline (md_now_ms clock) or 0. */
-uint64_t mdp_relay_expire(uint64_t now_ms);
-
-/* End every pending request with "plugin shutting down"; later submits end
- * the same way at once. Returns how many callbacks ran. */
+/* End every pending request with "plugin shutting down"; later requests
+ * end the same way at once. Returns how many callbacks ran. */
 unsigned mdp_relay_shutdown(void);
 
 #endif

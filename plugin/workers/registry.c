@@ -188,16 +188,6 @@ int mdp_registry_remove(uint64_t id)
   return w ? 0 : -ENOENT;
 }
 
-size_t mdp_registry_count(void)
-{
-  size_t n;
-
-  pthread_mutex_lock(&lock);
-  n = count;
-  pthread_mutex_unlock(&lock);
-  return n;
-}
-
 size_t mdp_registry_snapshot(mdp_worker ***out)
 {
   mdp_worker **arr;

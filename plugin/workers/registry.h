@@ -21,7 +21,6 @@
 
 #include "detector/detector.h"
 #include "sampler.h"
-#include "server/server.h"
 
 #define MDP_WORKER_HISTORY 32 /* samples kept for a capture manifest */
 
@@ -54,6 +53,25 @@ typedef struct mdp_worker {
   char detector_text[96];
 } mdp_worker;
 
+/* A copy of what the registry knows about a connected worker. */
+typedef struct mdp_worker_info {
+  uint64_t connection_id;
+  pid_t pid; /* SO_PEERCRED (the hello had to agree) */
+  pid_t ppid;
+  uid_t uid; /* SO_PEERCRED */
+  gid_t gid;
+  char name[128];     /* from its hello */
+  char instance[128]; /* collectd plugin_instance of its values */
+  char runtime[32];
+  char runtime_version[32];
+  char dump_directory[512]; /* from its hello, "" if none */
+  uint64_t connected_at;    /* unix seconds */
+  size_t n_capabilities;    /* operations announced in its hello */
+  /* Latest sample in bytes, 0 until sampled or when not configured. */
+  uint64_t rss, pss, private_bytes, swap;
+  double sampled_at; /* unix seconds of that sample, 0 if none yet */
+} mdp_worker_info;
+
 /* What the server learnt from a hello and SO_PEERCRED. Borrowed. */
 typedef struct mdp_worker_hello {
   pid_t pid, ppid;
@@ -78,8 +96,6 @@ int mdp_registry_add(const mdp_worker_hello *hello, uint64_t *id, int *proc_err)
 /* Forget a worker. Returns 0 or -ENOENT. */
 int mdp_registry_remove(uint64_t id);
 
-size_t mdp_registry_count(void);
-
 /* References to every worker, in connection ID order. *out is a new array
  * (caller frees it through mdp_registry_release). Returns the count, or
  * (size_t)-1 on allocation failure. */
@@ -89,7 +105,9 @@ void mdp_registry_release(mdp_worker **workers, size_t n);
 /* Store a sample and the detector's description of the worker. */
 void mdp_registry_store(mdp_worker *w, const mdp_sample *s, double t, const char *detector_text);
 
-/* Locked copies for other threads. */
+/* Locked copies for other threads. mdp_registry_info returns 0, or -ENOENT
+ * for an unknown ID; mdp_registry_can is 1 when the worker announced this
+ * operation name ("memory_dump", ...) in its hello, else 0. */
 int mdp_registry_info(uint64_t id, mdp_worker_info *out);
 int mdp_registry_can(uint64_t id, const char *op);
 void mdp_registry_detector_text(const mdp_worker *w, char *buf, size_t len);

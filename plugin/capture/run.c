@@ -1,0 +1,429 @@
+/* Capture module: the runs, and how a run's plan acts: requests through the
+ * relay, timers on the loop, folders and manifest, notifications, the
+ * restart signal. See run.h. */
+#include "collectd/core/daemon/collectd.h"
+#include "collectd/core/daemon/plugin.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "capture_fs.h"
+#include "capture_request.h"
+#include "md/wire.h"
+#include "notify.h"
+#include "run.h"
+#include "server/relay.h"
+#include "workers/registry.h"
+
+mdp_capture_state mdp_capst = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* Handed to the relay with a request and to the loop with a timer; the
+ * callback (or, for a timer that never runs, the loop's finalizer) frees it. */
+typedef struct token {
+  uint64_t conn, gen, timer_id;
+} token_t;
+
+int64_t mdp_caprun_now_ms(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+mdp_plan_params_t mdp_caprun_params(void)
+{
+  const mdp_capture_config_t *cfg = &mdp_capst.cfg;
+  mdp_plan_params_t p = {
+      .interval_ms = cfg->interval_ms,
+      .space_factor = cfg->dump_space_factor,
+      .keep_free = cfg->keep_free,
+      .max_use = cfg->max_use,
+      .trace_allocations = cfg->trace_allocations,
+  };
+  return p;
+}
+
+/* ---------------------------------------------------------------- runs */
+
+mdp_caprun *mdp_caprun_find(uint64_t conn)
+{
+  for(size_t i = 0; i < mdp_capst.n_runs; i++)
+    if(mdp_capst.runs[i]->conn == conn)
+      return mdp_capst.runs[i];
+  return NULL;
+}
+
+mdp_caprun *mdp_caprun_add(uint64_t conn)
+{
+  mdp_capture_state *st = &mdp_capst;
+  if(st->n_runs == st->cap_runs) {
+    size_t cap = st->cap_runs ? st->cap_runs * 2 : 8;
+    mdp_caprun **n = realloc(st->runs, cap * sizeof(*n));
+    if(!n)
+      return NULL;
+    st->runs = n;
+    st->cap_runs = cap;
+  }
+  mdp_caprun *r = calloc(1, sizeof(*r));
+  if(!r)
+    return NULL;
+  r->conn = conn;
+  r->gen = ++st->next_gen;
+  st->runs[st->n_runs++] = r;
+  return r;
+}
+
+void mdp_caprun_drop(mdp_caprun *r)
+{
+  mdp_capture_state *st = &mdp_capst;
+  for(size_t i = 0; i < st->n_runs; i++) {
+    if(st->runs[i] == r) {
+      st->runs[i] = st->runs[--st->n_runs];
+      break;
+    }
+  }
+  free(r);
+}
+
+void mdp_caprun_identity(mdp_caprun *r, const mdp_capture_worker_t *w)
+{
+  mdp_worker_info info;
+  if(mdp_registry_info(w->connection_id, &info) == 0) {
+    snprintf(r->name, sizeof(r->name), "%s", info.name);
+    r->pid = info.pid;
+    r->uid = info.uid;
+    r->gid = info.gid;
+  } else {
+    snprintf(r->name, sizeof(r->name), "%s", w->name ? w->name : "");
+    r->pid = w->pid;
+    r->uid = w->uid;
+    r->gid = w->gid;
+  }
+}
+
+static token_t *token(const mdp_caprun *r, uint64_t timer_id)
+{
+  token_t *t = malloc(sizeof(*t));
+  if(t) {
+    t->conn = r->conn;
+    t->gen = r->gen;
+    t->timer_id = timer_id;
+  }
+  return t;
+}
+
+/* ---------------------------------------------------------------- outputs */
+
+void mdp_caprun_notify(int severity, const mdp_caprun *r, const char *fmt, ...)
+{
+  char msg[NOTIF_MAX_MSG_LEN];
+  mdp_worker_info info;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  /* The worker's instance, while it is connected, tells whom it is about. */
+  if(mdp_notify(severity, mdp_registry_info(r->conn, &info) == 0 ? info.instance : "", "%s", msg) !=
+     0)
+    WARNING("memdiag plugin: %s", msg);
+}
+
+static void write_manifest(mdp_caprun *r)
+{
+  const mdp_capture_config_t *cfg = &mdp_capst.cfg;
+  mdp_manifest_info_t info = {
+      .worker = r->name,
+      .pid = r->pid,
+      .connection_id = r->conn,
+      .uid = r->uid,
+      .gid = r->gid,
+      .directory = r->dir,
+      .plan_text = cfg->plan,
+      .manual = r->manual,
+      .restart_signal = cfg->restart_after_capture ? cfg->restart_signal : 0,
+      .signalled_ms = r->signalled_ms,
+      .signal_error = r->signal_error[0] ? r->signal_error : NULL,
+  };
+  int rc = mdp_capfs_write_manifest(r->dir, &info, &r->plan);
+  if(rc && !r->manifest_failed) {
+    r->manifest_failed = true;
+    ERROR("memdiag plugin: cannot write %s/%s: %s", r->dir, MDP_CAPFS_MANIFEST, strerror(-rc));
+  }
+}
+
+void mdp_caprun_signal(mdp_caprun *r, const char *why)
+{
+  mdp_worker_info info;
+  int sig = mdp_capst.cfg.restart_signal;
+  const char *abbrev = sigabbrev_np(sig);
+
+  /* Only a worker still connected under this ID is signalled: its PID was
+   * checked against SO_PEERCRED, so it is not a recycled PID. */
+  if(mdp_registry_info(r->conn, &info) != 0 || info.pid != r->pid) {
+    snprintf(r->signal_error, sizeof(r->signal_error), "worker gone before the signal");
+    return;
+  }
+  if(kill(r->pid, sig) != 0) {
+    snprintf(r->signal_error, sizeof(r->signal_error), "kill: %s", strerror(errno));
+    ERROR("memdiag plugin: cannot send SIG%s to worker %s (pid %d): %s", abbrev ? abbrev : "?",
+          r->name, (int)r->pid, strerror(errno));
+    return;
+  }
+  r->signalled_ms = mdp_caprun_now_ms();
+  mdp_capst.counters.restarts++;
+  mdp_caprun_notify(NOTIF_WARNING, r, "worker %s (pid %d) reached MemoryLimit: sent SIG%s (%s)",
+                    r->name, (int)r->pid, abbrev ? abbrev : "?", why);
+}
+
+/* ---------------------------------------------------------------- callbacks */
+
+static mdp_caprun *claim(const token_t *t)
+{
+  mdp_caprun *r = mdp_caprun_find(t->conn);
+  return r && r->gen == t->gen && r->begun ? r : NULL;
+}
+
+static void on_reply(const Memdiag__V1__Reply *reply, void *arg)
+{
+  token_t *t = arg;
+  pthread_mutex_lock(&mdp_capst.lock);
+  mdp_caprun *r = mdp_capst.ready ? claim(t) : NULL;
+  if(r) {
+    char error[300];
+    mdp_actions_t acts = {.n = 0};
+    mdp_reply_t rep = {
+        .bytes = reply->has_bytes ? reply->bytes : 0,
+        .duration_us = reply->has_duration_us ? reply->duration_us : 0,
+        .pause_us = reply->has_pause_us ? reply->pause_us : 0,
+        .mode = reply->mode,
+        .note = reply->note,
+    };
+    if(reply->status == MEMDIAG__V1__STATUS__STATUS_OK) {
+      rep.status = MDP_REPLY_OK;
+    } else {
+      rep.status = reply->status == MEMDIAG__V1__STATUS__STATUS_UNKNOWN_CONNECTION
+                       ? MDP_REPLY_GONE
+                       : MDP_REPLY_ERROR;
+      snprintf(error, sizeof(error), "%s%s%s", md_status_name(reply->status),
+               reply->error && reply->error[0] ? ": " : "", reply->error ? reply->error : "");
+      /* The worker's text ends up in the log and notifications. */
+      for(char *p = error; *p; p++)
+        if((unsigned char)*p < 0x20 || *p == 0x7f)
+          *p = '?';
+      rep.error = error;
+    }
+    mdp_plan_reply(&r->plan, mdp_caprun_now_ms(), &rep, &acts);
+    mdp_caprun_actions(r, &acts);
+    mdp_caprun_settle(r);
+  }
+  pthread_mutex_unlock(&mdp_capst.lock);
+  free(t);
+}
+
+static void on_timer(void *arg)
+{
+  token_t *t = arg;
+  pthread_mutex_lock(&mdp_capst.lock);
+  mdp_caprun *r = mdp_capst.ready ? claim(t) : NULL;
+  if(r) {
+    mdp_actions_t acts = {.n = 0};
+    mdp_plan_timer(&r->plan, mdp_caprun_now_ms(), t->timer_id, &acts);
+    mdp_caprun_actions(r, &acts);
+    mdp_caprun_settle(r);
+  }
+  pthread_mutex_unlock(&mdp_capst.lock);
+  free(t);
+}
+
+/* ---------------------------------------------------------------- actions */
+
+static void send_step(mdp_caprun *r, size_t idx)
+{
+  mdp_capreq_t cr;
+  mdp_actions_t acts = {.n = 0};
+  const char *why = NULL;
+  token_t *t = NULL;
+
+  if(mdp_capreq_build(&cr, &r->plan.steps[idx], r->dir, &mdp_capst.cfg) != 0)
+    why = "the step sends no request";
+  else if(!(t = token(r, 0)))
+    why = "out of memory";
+  else if(mdp_relay_request(r->conn, &cr.req, mdp_capst.cfg.step_timeout_ms, on_reply, t) != 0)
+    why = "the server could not send the request";
+  if(!why)
+    return;
+  free(t);
+  mdp_reply_t rep = {.status = MDP_REPLY_ERROR, .error = why};
+  mdp_plan_reply(&r->plan, mdp_caprun_now_ms(), &rep, &acts);
+  mdp_caprun_actions(r, &acts);
+}
+
+static const char *root_dir(void)
+{
+  return mdp_capst.resolved_root[0] ? mdp_capst.resolved_root : mdp_capst.cfg.directory;
+}
+
+static int make_root(void)
+{
+  char buf[PATH_MAX];
+  char *root = mdp_capst.resolved_root;
+  const char *dir = mdp_capst.cfg.directory;
+  int rc = mdp_capfs_ensure_root(dir);
+  if(!rc && !root[0] && realpath(dir, buf) && strlen(buf) < sizeof(mdp_capst.resolved_root))
+    memcpy(root, buf, strlen(buf) + 1);
+  return rc;
+}
+
+static void check_space(mdp_caprun *r, uint64_t need)
+{
+  const mdp_capture_config_t *cfg = &mdp_capst.cfg;
+  mdp_actions_t acts = {.n = 0};
+  uint64_t avail = 0, used = 0;
+  int rc;
+
+  if(cfg->max_use) {
+    /* Make room under MaxUse before the dump, oldest captures first; the
+     * captures still in progress stay. */
+    const char *keep[64];
+    size_t n_keep = 0;
+    unsigned removed = 0;
+    for(size_t i = 0; i < mdp_capst.n_runs && n_keep < 64; i++)
+      if(mdp_capst.runs[i]->begun)
+        keep[n_keep++] = mdp_capst.runs[i]->dir;
+    uint64_t limit = cfg->max_use > need ? cfg->max_use - need : 0;
+    rc = mdp_capfs_prune(root_dir(), limit, keep, n_keep, &used, &removed);
+    if(rc)
+      WARNING("memdiag plugin: pruning %s: %s", cfg->directory, strerror(-rc));
+    if(removed)
+      NOTICE("memdiag plugin: MaxUse: removed the %u oldest capture(s) under %s", removed,
+             cfg->directory);
+  }
+  rc = mdp_capfs_avail(r->dir, &avail);
+  if(rc)
+    WARNING("memdiag plugin: statvfs %s: %s", r->dir, strerror(-rc));
+  mdp_plan_space(&r->plan, mdp_caprun_now_ms(), avail, used, &acts);
+  mdp_caprun_actions(r, &acts);
+}
+
+static int set_timer(mdp_caprun *r, uint64_t ms, uint64_t timer_id)
+{
+  token_t *t = token(r, timer_id);
+
+  if(!t)
+    return -ENOMEM;
+  if(!mdp_loop_timer_add(mdp_capst.loop, ms, on_timer, free, t)) {
+    free(t);
+    return -ESHUTDOWN;
+  }
+  return 0;
+}
+
+void mdp_caprun_actions(mdp_caprun *r, const mdp_actions_t *acts)
+{
+  for(size_t i = 0; i < acts->n; i++) {
+    const mdp_action_t *a = &acts->a[i];
+    switch(a->kind) {
+    case MDP_ACT_CHECK_SPACE: check_space(r, a->bytes); break;
+    case MDP_ACT_SEND: send_step(r, a->step); break;
+    case MDP_ACT_TIMER:
+      if(set_timer(r, a->ms, a->timer_id) != 0) {
+        mdp_actions_t more = {.n = 0};
+        mdp_plan_abort(&r->plan, mdp_caprun_now_ms(), "timer could not be set", &more);
+        mdp_caprun_actions(r, &more);
+      }
+      break;
+    case MDP_ACT_MANIFEST: write_manifest(r); break;
+    case MDP_ACT_NOTIFY:
+      mdp_caprun_notify(a->severity, r, "capture of worker %s (pid %d): %s; folder %s", r->name,
+                        (int)r->pid, a->message, r->dir);
+      break;
+    case MDP_ACT_SIGNAL:
+      mdp_caprun_signal(r, "after its capture");
+      write_manifest(r);
+      break;
+    case MDP_ACT_DONE:
+      if(a->complete)
+        mdp_capst.counters.completed++;
+      else
+        mdp_capst.counters.failed++;
+      break;
+    }
+  }
+}
+
+/* ---------------------------------------------------------------- lifecycle */
+
+bool mdp_caprun_dump_taken(const mdp_plan_t *p)
+{
+  for(size_t i = 0; i < p->n_steps; i++)
+    if(mdp_step_is_dump(p->steps[i].kind) && p->steps[i].status == MDP_SS_OK)
+      return true;
+  return false;
+}
+
+int mdp_caprun_begin(mdp_caprun *r, char *err, size_t errlen)
+{
+  mdp_actions_t acts = {.n = 0};
+  int64_t now = mdp_caprun_now_ms();
+  int rc = make_root();
+  if(!rc)
+    rc = mdp_capfs_make_folder(root_dir(), r->name, r->pid, now, r->uid, r->gid, r->dir,
+                               sizeof(r->dir));
+  if(rc) {
+    snprintf(err, errlen, "cannot create a capture folder under %s: %s", mdp_capst.cfg.directory,
+             strerror(-rc));
+    mdp_capst.counters.failed++;
+    mdp_caprun_notify(NOTIF_FAILURE, r, "capture of worker %s (pid %d) failed: %s", r->name,
+                      (int)r->pid, err);
+    mdp_sched_finished(&mdp_capst.sched, r->conn, false);
+    mdp_caprun_drop(r);
+    return -EIO;
+  }
+  r->begun = true;
+  mdp_capst.counters.started++;
+  INFO("memdiag plugin: capturing worker %s (pid %d, connection %" PRIu64 ") into %s", r->name,
+       (int)r->pid, r->conn, r->dir);
+  mdp_plan_begin(&r->plan, now, &acts);
+  mdp_caprun_actions(r, &acts);
+  return 0;
+}
+
+void mdp_caprun_settle(mdp_caprun *r)
+{
+  if(!r->plan.finished)
+    return;
+  mdp_sched_finished(&mdp_capst.sched, r->conn, mdp_caprun_dump_taken(&r->plan));
+  mdp_caprun_drop(r);
+  mdp_caprun_pump();
+}
+
+void mdp_caprun_pump(void)
+{
+  char why[256], err[256];
+  uint64_t conn;
+  int got;
+  while((got = mdp_sched_next(&mdp_capst.sched, mdp_caprun_now_ms(), &conn, why, sizeof(why))) !=
+        0) {
+    mdp_caprun *r = mdp_caprun_find(conn);
+    if(!r) {
+      mdp_sched_finished(&mdp_capst.sched, conn, false);
+      continue;
+    }
+    if(got == 2) {
+      mdp_capst.counters.skipped++;
+      mdp_caprun_notify(NOTIF_FAILURE, r, "capture of worker %s (pid %d) skipped: %s", r->name,
+                        (int)r->pid, why);
+      mdp_caprun_drop(r);
+      continue;
+    }
+    if(mdp_caprun_begin(r, err, sizeof(err)) == 0)
+      mdp_caprun_settle(r);
+  }
+}

@@ -1,0 +1,67 @@
+/* memdiag plugin: one peer connection of the server (prefix mdp_conn_).
+ *
+ * Internal to plugin/server/: the state of a connection, sending, closing,
+ * and the rate-limited log of what peers cause. Loop thread only.
+ *
+ * Ownership: server.c owns every mdp_conn (accept to sweep) and the md_conn
+ * in it; `env` points at the server's settings for the connection's life.
+ */
+#ifndef MDP_CONN_H
+#define MDP_CONN_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "md/tls.h"
+#include "server.h"
+
+typedef enum {
+  MDP_CONN_HANDSHAKE,
+  MDP_CONN_HELLO,
+  MDP_CONN_WORKER,
+  MDP_CONN_OPERATOR
+} mdp_conn_state;
+
+/* What every connection of one server shares. */
+typedef struct mdp_conn_env {
+  const struct mdp_config *cfg;
+  mdp_server_hooks hooks;
+} mdp_conn_env;
+
+typedef struct mdp_conn {
+  struct mdp_conn *next;
+  const mdp_conn_env *env;
+  mdp_loop_watch *watch;
+  uint64_t serial;
+  md_conn *mc;
+  mdp_conn_state state;
+  int dead;    /* freed at the end of this loop turn */
+  int closing; /* flushing a Goodbye, then dead */
+  uint64_t deadline_ms;
+  uint64_t last_heard_ms;
+  uint64_t worker_id;
+  pid_t pid;
+  uid_t uid;
+  gid_t gid;
+  char who[192];
+} mdp_conn;
+
+/* Send a frame; returns as mdp_server_send_worker. A peer with more than
+ * MaxFrameSize waiting to be written is not reading: it is dropped. */
+int mdp_conn_send(mdp_conn *c, const Memdiag__V1__Frame *f);
+
+/* Mark the connection dead (swept at the end of the turn); logs a worker's
+ * departure with `why`. */
+void mdp_conn_drop(mdp_conn *c, const char *why);
+
+/* Tell the peer why in a Goodbye, then close once it is out (or soon). */
+void mdp_conn_goodbye(mdp_conn *c, Memdiag__V1__Status status, const char *reason);
+
+/* What peers cause is logged, but a peer looping on bad connections must
+ * not fill the disk: at most a burst of such lines per minute, then one
+ * line saying how many were left out. mdp_conn_log_roll (call it every
+ * second) writes that line without waiting for the next bad connection. */
+void mdp_conn_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void mdp_conn_log_roll(uint64_t now_ms);
+
+#endif

@@ -1,0 +1,236 @@
+/* memdiag plugin: the protocol on one server connection: handshake, hello
+ * and Welcome, heartbeats, and frames handed to the server's hooks. */
+#include "collectd/core/daemon/collectd.h"
+#include "collectd/core/daemon/plugin.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "config.h"
+#include "hello.h"
+
+static void forbid_control(mdp_conn *c, const Memdiag__V1__Control *ctl)
+{
+  Memdiag__V1__Frame f = MEMDIAG__V1__FRAME__INIT;
+  Memdiag__V1__ControlReply r = MEMDIAG__V1__CONTROL_REPLY__INIT;
+  const char *why = "a worker certificate may not run operator requests";
+
+  mdp_conn_warn("memdiag plugin: refused a control request from %s: %s", c->who, why);
+  r.has_request_id = 1;
+  r.request_id = ctl->request_id;
+  r.has_status = 1;
+  r.status = MEMDIAG__V1__STATUS__STATUS_FORBIDDEN;
+  r.error = (char *)why;
+  f.body_case = MEMDIAG__V1__FRAME__BODY_CONTROL_REPLY;
+  f.control_reply = &r;
+  mdp_conn_send(c, &f);
+}
+
+static void on_hello(mdp_conn *c, const Memdiag__V1__Hello *h)
+{
+  Memdiag__V1__Frame f = MEMDIAG__V1__FRAME__INIT;
+  Memdiag__V1__Welcome w = MEMDIAG__V1__WELCOME__INIT;
+  mdp_worker_hello wh;
+  char reason[160];
+  uint64_t id;
+  int proc_err = 0;
+  int rc;
+
+  if(!h->has_pid || (pid_t)h->pid != c->pid) {
+    mdp_conn_warn(
+        "memdiag plugin: refused worker hello from pid %ld (SO_PEERCRED): it claims pid %s%u",
+        (long)c->pid, h->has_pid ? "" : "(none) ", h->has_pid ? h->pid : 0);
+    snprintf(reason, sizeof(reason), "hello claims pid %u but the socket peer is pid %ld",
+             h->has_pid ? h->pid : 0, (long)c->pid);
+    mdp_conn_goodbye(c, MEMDIAG__V1__STATUS__STATUS_FORBIDDEN, reason);
+    return;
+  }
+  memset(&wh, 0, sizeof(wh));
+  wh.pid = c->pid;
+  wh.ppid = h->has_ppid ? (pid_t)h->ppid : 0;
+  wh.uid = c->uid;
+  wh.gid = c->gid;
+  wh.name = h->name;
+  wh.runtime = h->runtime;
+  wh.runtime_version = h->runtime_version;
+  wh.dump_directory = h->dump_directory;
+  wh.capabilities = h->capabilities;
+  wh.n_capabilities = h->n_capabilities;
+  rc = c->env->hooks.worker_hello(&wh, &id, &proc_err);
+  if(rc) {
+    ERROR("memdiag plugin: cannot register worker pid %ld: %s", (long)c->pid, strerror(-rc));
+    mdp_conn_goodbye(c, MEMDIAG__V1__STATUS__STATUS_ERROR, "plugin out of memory");
+    return;
+  }
+  c->state = MDP_CONN_WORKER;
+  c->worker_id = id;
+  c->deadline_ms = 0;
+  snprintf(c->who, sizeof(c->who), "'%.100s' pid %ld", h->name && h->name[0] ? h->name : "worker",
+           (long)c->pid);
+  /* The name is the peer's text: no control characters into collectd's log. */
+  for(char *p = c->who; *p; p++)
+    if((unsigned char)*p < 0x20 || *p == 0x7f)
+      *p = '?';
+  w.has_connection_id = 1;
+  w.connection_id = id;
+  w.has_heartbeat_interval_ms = 1;
+  w.heartbeat_interval_ms = c->env->cfg->heartbeat_ms;
+  w.has_answers_heartbeats = 1;
+  w.answers_heartbeats = 1;
+  f.body_case = MEMDIAG__V1__FRAME__BODY_WELCOME;
+  f.welcome = &w;
+  if(mdp_conn_send(c, &f) == 0)
+    INFO("memdiag plugin: worker %" PRIu64 " registered: %s", id, c->who);
+  if(proc_err)
+    WARNING("memdiag plugin: worker %" PRIu64 " (%s) cannot be sampled: /proc/%ld: %s "
+            "(raise collectd's open file limit if it says too many open files)",
+            id, c->who, (long)c->pid, strerror(-proc_err));
+}
+
+/* The answer tells the worker that this loop still runs: a plugin that is
+ * stopped or wedged but keeps the socket open sends nothing, and the worker
+ * reconnects elsewhere. Output still waiting to be written already proves
+ * that to a worker once it reads, and a worker that does not read must not
+ * make the queue grow. */
+static void echo_heartbeat(mdp_conn *c, const Memdiag__V1__Heartbeat *in)
+{
+  Memdiag__V1__Frame f = MEMDIAG__V1__FRAME__INIT;
+  Memdiag__V1__Heartbeat hb = MEMDIAG__V1__HEARTBEAT__INIT;
+
+  if(md_conn_pending(c->mc) > 0)
+    return;
+  hb.has_sequence = in->has_sequence;
+  hb.sequence = in->sequence;
+  f.body_case = MEMDIAG__V1__FRAME__BODY_HEARTBEAT;
+  f.heartbeat = &hb;
+  mdp_conn_send(c, &f);
+}
+
+static void on_operator_frame(mdp_conn *c, const Memdiag__V1__Frame *f)
+{
+  if(f->body_case == MEMDIAG__V1__FRAME__BODY_CONTROL) {
+    c->env->hooks.control(c->serial, c->who, f->control);
+  } else if(f->body_case == MEMDIAG__V1__FRAME__BODY_HELLO) {
+    mdp_conn_warn("memdiag plugin: refused hello from %s: an operator certificate may not "
+                  "register as a worker",
+                  c->who);
+    mdp_conn_goodbye(c, MEMDIAG__V1__STATUS__STATUS_FORBIDDEN,
+                     "an operator certificate may not register as a worker");
+  } else {
+    mdp_conn_warn("memdiag plugin: closing connection to %s: unexpected %s frame", c->who,
+                  md_frame_kind(f));
+    mdp_conn_goodbye(c, MEMDIAG__V1__STATUS__STATUS_BAD_REQUEST,
+                     "operators send control frames only");
+  }
+}
+
+static void on_frame(mdp_conn *c, const Memdiag__V1__Frame *f)
+{
+  c->last_heard_ms = md_now_ms();
+  if(f->body_case == MEMDIAG__V1__FRAME__BODY_GOODBYE) {
+    char why[200];
+    /* The reason is the peer's text: no control characters into the log. */
+    snprintf(why, sizeof(why), "%s",
+             f->goodbye->reason && f->goodbye->reason[0] ? f->goodbye->reason : "said goodbye");
+    for(char *p = why; *p; p++)
+      if((unsigned char)*p < 0x20 || *p == 0x7f)
+        *p = '?';
+    mdp_conn_drop(c, why);
+    return;
+  }
+  if(c->state == MDP_CONN_OPERATOR) {
+    on_operator_frame(c, f);
+    return;
+  }
+  switch(f->body_case) {
+  case MEMDIAG__V1__FRAME__BODY_CONTROL: forbid_control(c, f->control); return;
+  case MEMDIAG__V1__FRAME__BODY_HELLO:
+    if(c->state == MDP_CONN_HELLO) {
+      on_hello(c, f->hello);
+      return;
+    }
+    break;
+  case MEMDIAG__V1__FRAME__BODY_HEARTBEAT:
+    if(c->state == MDP_CONN_WORKER) {
+      echo_heartbeat(c, f->heartbeat);
+      return;
+    }
+    break;
+  case MEMDIAG__V1__FRAME__BODY_REPLY:
+    if(c->state == MDP_CONN_WORKER) {
+      c->env->hooks.worker_reply(c->worker_id, f->reply);
+      return;
+    }
+    break;
+  default: break;
+  }
+  mdp_conn_warn("memdiag plugin: closing connection to %s: unexpected %s frame%s", c->who,
+                md_frame_kind(f), c->state == MDP_CONN_HELLO ? " before hello" : "");
+  mdp_conn_goodbye(c, MEMDIAG__V1__STATUS__STATUS_BAD_REQUEST,
+                   c->state == MDP_CONN_HELLO ? "send hello first" : "unexpected frame");
+}
+
+static void after_handshake(mdp_conn *c)
+{
+  md_role role = md_conn_peer_role(c->mc);
+  char who[sizeof(c->who)];
+
+  snprintf(who, sizeof(who), "%s certificate '%s' pid %ld", md_role_name(role),
+           md_conn_peer_name(c->mc), (long)c->pid);
+  memcpy(c->who, who, sizeof(who));
+  if(role == MD_ROLE_OPERATOR) {
+    c->state = MDP_CONN_OPERATOR;
+    c->deadline_ms = 0;
+  } else {
+    c->state = MDP_CONN_HELLO; /* the handshake deadline now covers the hello too */
+  }
+}
+
+void mdp_hello_service(mdp_conn *c, short revents)
+{
+  Memdiag__V1__Frame *f;
+  int rc = MD_EAGAIN;
+
+  if(c->dead)
+    return;
+  if(c->closing) {
+    rc = md_conn_flush(c->mc);
+    if(rc != MD_EAGAIN)
+      mdp_conn_drop(c, "refused");
+    return;
+  }
+  if(c->state == MDP_CONN_HANDSHAKE) {
+    rc = md_conn_handshake(c->mc);
+    if(rc == MD_EAGAIN)
+      return;
+    if(rc) {
+      mdp_conn_warn("memdiag plugin: refused connection from %s: %s", c->who, md_conn_error(c->mc));
+      mdp_conn_drop(c, "TLS handshake failed");
+      return;
+    }
+    after_handshake(c);
+  }
+  if((revents & POLLOUT) && md_conn_pending(c->mc)) {
+    rc = md_conn_flush(c->mc);
+    if(rc && rc != MD_EAGAIN) {
+      mdp_conn_warn("memdiag plugin: closing connection to %s: %s", c->who, md_conn_error(c->mc));
+      mdp_conn_drop(c, md_conn_error(c->mc));
+      return;
+    }
+  }
+  while(!c->dead && !c->closing && (rc = md_conn_recv(c->mc, &f)) == MD_OK) {
+    on_frame(c, f);
+    md_frame_free(f);
+  }
+  if(c->dead || c->closing || rc == MD_EAGAIN)
+    return;
+  if(rc == MD_ECLOSED) {
+    mdp_conn_drop(c, "connection closed");
+    return;
+  }
+  mdp_conn_warn("memdiag plugin: closing connection to %s: %s", c->who, md_conn_error(c->mc));
+  mdp_conn_drop(c, md_conn_error(c->mc));
+}
