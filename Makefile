@@ -4,7 +4,7 @@ JOBS  ?= $(shell nproc 2>/dev/null || echo 2)
 
 # Debian 12 packages the build, the tests and the demo need.
 DEB_PACKAGES = build-essential cmake pkg-config openssl libssl-dev \
-  protobuf-c-compiler libprotobuf-c-dev libcmocka-dev \
+  protobuf-c-compiler libprotobuf-c-dev libcmocka-dev libzstd-dev \
   collectd-core collectd-dev \
   ruby ruby-dev ruby-minitest ruby-async puma unicorn ruby-heapy \
   ruby-sidekiq redis-server \

@@ -272,12 +272,15 @@ void mdctl_usage(FILE *out)
 {
   fputs("usage: memdiagctl [OPTIONS] VERB [key=value ...]\n"
         "       memdiagctl replay [Key=Value ...] TRACE.csv\n"
+        "       memdiagctl analyze [--json] [--top N] DIR | DUMP DUMP [DUMP]\n"
         "\nVerbs:\n",
         out);
   for(const mdctl_verb *v = mdctl_verbs; v->name; v++)
     fprintf(out, "  %s %s\n      %s\n", v->name, v->synopsis, v->summary);
   fputs("  replay [Key=Value ...] TRACE.csv\n"
         "      run the detector over a recorded series (offline)\n"
+        "  analyze [--json] [--top N] [--max-memory MIB] DIR | DUMP DUMP [DUMP]\n"
+        "      objects retained between a capture's heap dumps, by class and site (offline)\n"
         "\nOptions (before or after the verb):\n"
         "  --socket PATH   plugin socket (env MEMDIAG_SOCKET; default ./supervisor.ipc)\n"
         "  --cert FILE     operator certificate (env MEMDIAG_CERT)\n"

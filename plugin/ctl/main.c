@@ -1,4 +1,4 @@
-/* memdiagctl: operator CLI. `replay` runs offline; every other verb talks
+/* memdiagctl: operator CLI. `replay` and `analyze` run offline; every other verb talks
  * to the plugin over mutual TLS. */
 #include <stdio.h>
 #include <string.h>
@@ -6,7 +6,7 @@
 #include "ctl.h"
 
 /* Global options that take a value as the next argument: that value is
- * never the verb, even when it reads "replay". */
+ * never the verb, even when it reads "replay" or "analyze". */
 static int takes_value(const char *opt)
 {
   static const char *const with_value[] = {"--socket", "--cert", "--key", "--ca", "--timeout"};
@@ -22,6 +22,8 @@ int main(int argc, char **argv)
     if(argv[i][0] != '-') {
       if(strcmp(argv[i], "replay") == 0)
         return mdctl_replay(argc - i, argv + i);
+      if(strcmp(argv[i], "analyze") == 0)
+        return mdctl_analyze(argc - i, argv + i);
       break;
     }
     if(takes_value(argv[i]))

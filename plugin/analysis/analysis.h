@@ -1,0 +1,133 @@
+/* Heap-dump analysis (prefix mdp_analysis_): the three-snapshot retained
+ * set of Ruby heap dumps (ObjectSpace.dump_all, one JSON object a line,
+ * plain or zstd-compressed), shared by memdiagctl and the plugin.
+ *
+ * Objects present in dump 2, absent from dump 1 and still present in dump 3
+ * are "retained": allocated between the first two dumps and never freed.
+ * An object's identity is its address and type, and its allocation
+ * generation when both dumps carry one (allocation tracing), so an address
+ * that was freed and reused by another object is not taken for the old one.
+ * With two dumps the result is every object of dump 2 that dump 1 did not
+ * hold ("new"), and the per-class growth.
+ *
+ * The dumps are streamed, never loaded: memory holds one set of addresses
+ * of dump 1 (8 bytes an object), the candidates of dump 2 (8 bytes each)
+ * and small tables (groups, class names, file names, repeated strings).
+ *
+ * Threading: no global state; one mdp_analysis_result per call, so any
+ * number of analyses may run in parallel threads.
+ *
+ * Ownership: mdp_analysis_run() fills a caller-owned mdp_analysis_result
+ * whose arrays and strings it allocates; mdp_analysis_result_free() releases
+ * them (safe on a zeroed or failed result).
+ */
+#ifndef MDP_ANALYSIS_H
+#define MDP_ANALYSIS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define MDP_ANALYSIS_DUMPS_MAX   3
+#define MDP_ANALYSIS_CAVEATS_MAX 8
+
+typedef struct {
+  uint64_t memory_limit; /* bytes the analysis may allocate; 0: no limit */
+} mdp_analysis_opts;
+
+/* One group of retained objects: same type, class and allocation site. */
+typedef struct {
+  const char *type; /* "STRING", "OBJECT", ... (static) */
+  char *class_name; /* NULL: anonymous or not a class instance */
+  char *file;       /* NULL: no allocation site (tracing was off) */
+  unsigned line;
+  uint64_t count, bytes;
+} mdp_analysis_group;
+
+/* Retained objects of one class (or of one type when class_name is NULL),
+ * and that class's live objects in each dump. */
+typedef struct {
+  char *class_name;
+  const char *type; /* set when class_name is NULL */
+  uint64_t count, bytes;
+  uint64_t live_count[MDP_ANALYSIS_DUMPS_MAX], live_bytes[MDP_ANALYSIS_DUMPS_MAX];
+} mdp_analysis_class;
+
+typedef struct {
+  char *file; /* NULL: sites unknown */
+  uint64_t count, bytes;
+} mdp_analysis_file;
+
+/* A repeated retained string value: up to 256 bytes of it, unescaped. */
+typedef struct {
+  char *value;
+  size_t value_len;
+  uint64_t length; /* the string's full length in bytes */
+  uint64_t count, bytes;
+} mdp_analysis_string;
+
+typedef struct {
+  char *path;
+  uint64_t file_bytes; /* on disk */
+  uint64_t json_bytes; /* decompressed */
+  uint64_t lines, objects, memsize;
+  uint64_t traced;         /* objects with an allocation site */
+  uint32_t max_generation; /* highest allocation generation; 0: none */
+  int compressed;
+} mdp_analysis_dump;
+
+typedef struct {
+  const char *code; /* "compaction", "gc_order", "no_gc", "no_sites", ... */
+  char message[320];
+} mdp_analysis_caveat;
+
+typedef struct {
+  unsigned n_dumps; /* 2 (new objects) or 3 (retained) */
+  mdp_analysis_dump dumps[MDP_ANALYSIS_DUMPS_MAX];
+  uint64_t count, bytes;      /* every retained object */
+  uint64_t moved;             /* objects found moved (compaction) and left out */
+  uint64_t reused;            /* addresses that held another object in a later dump */
+  mdp_analysis_group *groups; /* sorted by bytes, largest first */
+  size_t n_groups;
+  mdp_analysis_class *classes; /* by retained bytes */
+  size_t n_classes;
+  mdp_analysis_class *grew; /* classes whose live bytes grew, by growth */
+  size_t n_grew;
+  mdp_analysis_file *files; /* by retained bytes */
+  size_t n_files;
+  mdp_analysis_string *strings; /* by count, then bytes */
+  size_t n_strings;
+  mdp_analysis_caveat caveats[MDP_ANALYSIS_CAVEATS_MAX];
+  unsigned n_caveats;
+  int doubtful;         /* a caveat puts the retained set itself in doubt */
+  uint64_t peak_memory; /* the most the analysis held at once */
+  double seconds;
+} mdp_analysis_result;
+
+/* Analyse 2 or 3 dumps given in the order they were taken. Returns 0, or a
+ * negative errno with err naming the file (and line) at fault: -ENOENT,
+ * -EINVAL for a malformed or truncated dump, -ENOMEM when the analysis
+ * would pass opts->memory_limit, -EIO. */
+int mdp_analysis_run(const char *const *paths, unsigned n, const mdp_analysis_opts *opts,
+                     mdp_analysis_result *res, char *err, size_t errlen);
+
+void mdp_analysis_result_free(mdp_analysis_result *res);
+
+/* The dumps of a capture folder in the order to analyse them: heap-N.json
+ * or heap-N.json.zst; with more than three, the first, the middle and the
+ * last. paths[] get malloc'ed strings the caller frees. Returns 0 (*n is 2
+ * or 3) or a negative errno with err set (fewer than two dumps). */
+int mdp_analysis_find_dumps(const char *dir, char *paths[MDP_ANALYSIS_DUMPS_MAX], unsigned *n,
+                            char *err, size_t errlen);
+
+/* The result as JSON (the schema is in docs/analysis.md), `top` entries of
+ * each list at most (0: all). Returns 0 or -EIO. */
+int mdp_analysis_write_json(FILE *out, const mdp_analysis_result *res, size_t top);
+
+/* One line naming the top group for a notification, at most len - 1 bytes
+ * ("leak suspect: 48,213 × Cart::Line (+47 MiB) from app/models/cart.rb:28",
+ * the file shortened from the left to fit). Returns its length; 0 when
+ * nothing was retained. */
+size_t mdp_analysis_summary(const mdp_analysis_result *res, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,261 @@
+/* `memdiagctl analyze`: the three-snapshot retained set of a capture's heap
+ * dumps, offline, with the very code the plugin runs after a capture. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "analysis/analysis.h"
+#include "ctl.h"
+
+static const char usage[] =
+    "usage: memdiagctl analyze [--json] [--top N] [--max-memory MIB] DIR\n"
+    "       memdiagctl analyze [--json] [--top N] [--max-memory MIB] DUMP DUMP [DUMP]\n"
+    "Reads a capture folder (heap-N.json or heap-N.json.zst) or heap dumps given\n"
+    "in the order they were taken, and prints the objects retained between them:\n"
+    "in dump 2, not in dump 1 and still in dump 3 (with two dumps: new in dump 2),\n"
+    "grouped by type, class and allocation site, largest first.\n"
+    "  --json            the result as JSON (schema in docs/analysis.md)\n"
+    "  --top N           entries of each list (default 10; 0: all)\n"
+    "  --max-memory MIB  fail rather than use more memory than this\n";
+
+/* Worker-controlled text (class names, files, string values) printed with
+ * control characters as '?', so a dump cannot send terminal escapes. */
+static void put_text(const char *s, size_t n, int width)
+{
+  int w = 0;
+  for(size_t i = 0; i < n; i++) {
+    unsigned char ch = (unsigned char)s[i];
+    putchar(ch < 0x20 || ch == 0x7f ? '?' : ch);
+    w += (ch & 0xc0) != 0x80;
+  }
+  for(; w < width; w++)
+    putchar(' ');
+}
+
+static void put_str(const char *s, int width) { put_text(s, strlen(s), width); }
+
+static void thousands(uint64_t v, char *out, size_t len)
+{
+  char digits[32];
+  int n = snprintf(digits, sizeof(digits), "%" PRIu64, v);
+  size_t o = 0;
+  for(int i = 0; i < n && o + 2 < len; i++) {
+    if(i && (n - i) % 3 == 0)
+      out[o++] = ',';
+    out[o++] = digits[i];
+  }
+  out[o] = '\0';
+}
+
+static void size_text(uint64_t b, char *out, size_t len)
+{
+  if(b >= (1ull << 30))
+    snprintf(out, len, "%.1f GiB", (double)b / (1 << 30));
+  else if(b >= (1ull << 20))
+    snprintf(out, len, "%.1f MiB", (double)b / (1 << 20));
+  else if(b >= 1024)
+    snprintf(out, len, "%.1f KiB", (double)b / 1024);
+  else
+    snprintf(out, len, "%" PRIu64 " B", b);
+}
+
+static size_t upto(size_t n, size_t top) { return top && n > top ? top : n; }
+
+static void count_bytes(uint64_t count, uint64_t bytes)
+{
+  char c[32], b[32];
+  thousands(count, c, sizeof(c));
+  size_text(bytes, b, sizeof(b));
+  printf("  %12s %11s  ", c, b);
+}
+
+static void print_human(const mdp_analysis_result *res, size_t top)
+{
+  char a[32], b[32];
+
+  printf("%s: %u dumps\n",
+         res->n_dumps == 3 ? "retained objects (in dump 2, not in dump 1, still in dump 3)"
+                           : "new objects (in dump 2, not in dump 1)",
+         res->n_dumps);
+  for(unsigned d = 0; d < res->n_dumps; d++) {
+    const mdp_analysis_dump *p = &res->dumps[d];
+    thousands(p->objects, a, sizeof(a));
+    size_text(p->json_bytes, b, sizeof(b));
+    printf("  dump %u: ", d + 1);
+    put_str(p->path, 0);
+    printf("  %s of JSON, %s objects%s\n", b, a, p->compressed ? " (zstd)" : "");
+  }
+  thousands(res->count, a, sizeof(a));
+  size_text(res->bytes, b, sizeof(b));
+  printf("total: %s objects, %s%s; analysed in %.2f s\n\n", a, b,
+         res->doubtful ? " (doubtful: see the caveats)" : "", res->seconds);
+
+  printf("  %12s %11s  %-8s %-32s %s\n", "COUNT", "BYTES", "TYPE", "CLASS", "ALLOCATED AT");
+  for(size_t i = 0; i < upto(res->n_groups, top); i++) {
+    const mdp_analysis_group *g = &res->groups[i];
+    count_bytes(g->count, g->bytes);
+    printf("%-8s ", g->type);
+    put_str(g->class_name ? g->class_name : "-", 32);
+    putchar(' ');
+    if(g->file) {
+      put_str(g->file, 0);
+      printf(":%u\n", g->line);
+    } else
+      puts("(unknown)");
+  }
+  if(res->n_classes && res->classes[0].count) {
+    printf("\nby class:\n");
+    for(size_t i = 0; i < upto(res->n_classes, top) && res->classes[i].count; i++) {
+      const mdp_analysis_class *k = &res->classes[i];
+      count_bytes(k->count, k->bytes);
+      if(k->class_name)
+        put_str(k->class_name, 0);
+      else
+        printf("(%s)", k->type);
+      putchar('\n');
+    }
+  }
+  if(res->n_files) {
+    printf("\nby file:\n");
+    for(size_t i = 0; i < upto(res->n_files, top); i++) {
+      count_bytes(res->files[i].count, res->files[i].bytes);
+      put_str(res->files[i].file ? res->files[i].file : "(unknown)", 0);
+      putchar('\n');
+    }
+  }
+  if(res->n_grew) {
+    unsigned last = res->n_dumps - 1;
+    printf("\ngrew from dump 1 to dump %u (live objects):\n", last + 1);
+    for(size_t i = 0; i < upto(res->n_grew, top); i++) {
+      const mdp_analysis_class *k = &res->grew[i];
+      char ca[40], cb[40];
+      uint64_t lc = k->live_count[last], fc = k->live_count[0];
+      thousands(lc >= fc ? lc - fc : fc - lc, a, sizeof(a));
+      size_text(k->live_bytes[last] - k->live_bytes[0], b, sizeof(b));
+      snprintf(ca, sizeof(ca), "%s%s", lc >= fc ? "+" : "-", a);
+      snprintf(cb, sizeof(cb), "+%s", b);
+      printf("  %12s %11s  ", ca, cb);
+      if(k->class_name)
+        put_str(k->class_name, 0);
+      else
+        printf("(%s)", k->type);
+      putchar('\n');
+    }
+  }
+  if(res->n_strings) {
+    printf("\nrepeated retained strings:\n");
+    for(size_t i = 0; i < upto(res->n_strings, top); i++) {
+      const mdp_analysis_string *s = &res->strings[i];
+      count_bytes(s->count, s->bytes);
+      putchar('"');
+      put_text(s->value, s->value_len > 80 ? 80 : s->value_len, 0);
+      printf("\"%s\n", s->value_len > 80 || s->length > s->value_len ? "..." : "");
+    }
+  }
+  if(res->n_caveats) {
+    printf("\ncaveats:\n");
+    for(unsigned i = 0; i < res->n_caveats; i++) {
+      printf("  - ");
+      put_str(res->caveats[i].message, 0);
+      putchar('\n');
+    }
+  }
+}
+
+static int parse_count(const char *s, uint64_t max, uint64_t *out)
+{
+  char *end;
+  if(*s < '0' || *s > '9')
+    return -1;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if(errno || *end || v > max)
+    return -1;
+  *out = v;
+  return 0;
+}
+
+int mdctl_analyze(int argc, char **argv)
+{
+  const char *given[MDP_ANALYSIS_DUMPS_MAX + 1];
+  char *found[MDP_ANALYSIS_DUMPS_MAX] = {NULL};
+  const char *paths[MDP_ANALYSIS_DUMPS_MAX];
+  mdp_analysis_opts opts = {0};
+  mdp_analysis_result res;
+  unsigned n = 0, nfound = 0;
+  uint64_t top = 10, mib;
+  char err[512];
+  int json = 0, rc;
+  struct stat st;
+
+  for(int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    if(strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+      fputs(usage, stdout);
+      return 0;
+    }
+    if(strcmp(arg, "--json") == 0) {
+      json = 1;
+    } else if(strcmp(arg, "--top") == 0 || strcmp(arg, "--max-memory") == 0) {
+      uint64_t *dst = arg[2] == 't' ? &top : &mib;
+      if(i + 1 >= argc || parse_count(argv[i + 1], 1u << 30, dst)) {
+        fprintf(stderr, "memdiagctl analyze: %s takes a whole number\n%s", arg, usage);
+        return 2;
+      }
+      if(dst == &mib)
+        opts.memory_limit = mib << 20;
+      i++;
+    } else if(arg[0] == '-' && arg[1]) {
+      fprintf(stderr, "memdiagctl analyze: unknown option %s\n%s", arg, usage);
+      return 2;
+    } else if(n == MDP_ANALYSIS_DUMPS_MAX) {
+      fprintf(stderr, "memdiagctl analyze: at most three dumps\n%s", usage);
+      return 2;
+    } else {
+      given[n++] = arg;
+    }
+  }
+  if(n == 0) {
+    fprintf(stderr, "memdiagctl analyze: missing a capture folder or dumps\n%s", usage);
+    return 2;
+  }
+  if(n == 1) {
+    if(stat(given[0], &st) != 0 || !S_ISDIR(st.st_mode)) {
+      fprintf(stderr,
+              "memdiagctl analyze: %s is not a capture folder; give a folder or two or three "
+              "dumps\n",
+              given[0]);
+      return 2;
+    }
+    if(mdp_analysis_find_dumps(given[0], found, &nfound, err, sizeof(err))) {
+      fprintf(stderr, "memdiagctl analyze: %s\n", err);
+      return 1;
+    }
+    n = nfound;
+    for(unsigned i = 0; i < n; i++)
+      paths[i] = found[i];
+  } else {
+    for(unsigned i = 0; i < n; i++)
+      paths[i] = given[i];
+  }
+  rc = mdp_analysis_run(paths, n, &opts, &res, err, sizeof(err));
+  for(unsigned i = 0; i < nfound; i++)
+    free(found[i]);
+  if(rc) {
+    fprintf(stderr, "memdiagctl analyze: %s\n", err);
+    return 1;
+  }
+  if(json)
+    rc = mdp_analysis_write_json(stdout, &res, (size_t)top);
+  else
+    print_human(&res, (size_t)top);
+  mdp_analysis_result_free(&res);
+  if(rc || fflush(stdout)) {
+    fprintf(stderr, "memdiagctl analyze: cannot write the result: %s\n", strerror(errno));
+    return 1;
+  }
+  return 0;
+}
