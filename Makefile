@@ -9,7 +9,7 @@ DEB_PACKAGES = build-essential cmake pkg-config openssl libssl-dev \
   ruby ruby-dev ruby-minitest ruby-async puma unicorn ruby-heapy \
   ruby-sidekiq redis-server \
   procps psmisc clang-format \
-  dpkg-dev systemd
+  dpkg-dev systemd ruby-bundler libmicrohttpd12 prometheus
 
 .PHONY: all deps build test demo bench clean format check-format package gem
 

@@ -3,7 +3,8 @@
 #   /usr/lib/collectd/memdiag.so                  the plugin (plugin/CMakeLists.txt)
 #   /usr/bin/memdiagctl                           the operator CLI (plugin/ctl/)
 #   /usr/bin/memdiag-certs                        the certificate generator
-#   /usr/share/doc/memdiag/                       README, docs/, examples/memdiag.conf
+#   /usr/share/doc/memdiag/                       README, docs/, examples/ (memdiag.conf,
+#                                                 Prometheus rules, Grafana dashboard)
 #   /usr/lib/sysusers.d/memdiag.conf              group memdiag
 #   /usr/lib/tmpfiles.d/memdiag.conf              /run/memdiag 0750 root:memdiag
 #
@@ -13,6 +14,8 @@ set(_mdpkg ${PROJECT_SOURCE_DIR}/conf/packaging)
 
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/conf/memdiag-certs DESTINATION bin COMPONENT memdiag)
 install(FILES ${PROJECT_SOURCE_DIR}/conf/memdiag.conf
+              ${PROJECT_SOURCE_DIR}/conf/prometheus/memdiag-rules.yml
+              ${PROJECT_SOURCE_DIR}/conf/grafana/memdiag.json
         DESTINATION share/doc/memdiag/examples COMPONENT memdiag)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION share/doc/memdiag COMPONENT memdiag)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION share/doc/memdiag/docs

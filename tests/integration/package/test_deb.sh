@@ -55,6 +55,8 @@ has_file -rw-r--r-- usr/lib/collectd/memdiag.so
 has_file -rwxr-xr-x usr/bin/memdiagctl
 has_file -rwxr-xr-x usr/bin/memdiag-certs
 has_file -rw-r--r-- usr/share/doc/memdiag/examples/memdiag.conf
+has_file -rw-r--r-- usr/share/doc/memdiag/examples/memdiag-rules.yml
+has_file -rw-r--r-- usr/share/doc/memdiag/examples/memdiag.json
 has_file -rw-r--r-- usr/lib/tmpfiles.d/memdiag.conf
 has_file -rw-r--r-- usr/lib/sysusers.d/memdiag.conf
 if grep -Ev '^d' "$T/contents" | grep -Ev ' \./usr/(lib/collectd|bin|share/doc/memdiag|lib/tmpfiles\.d|lib/sysusers\.d)/'; then
