@@ -4,9 +4,10 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <limits.h>
-#include <signal.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,10 @@
 #include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifdef MDP_CAPFS_TEST_HOOKS
+void (*mdp_capfs_test_before_remove)(const char *name);
+#endif
 
 void mdp_capfs_sanitize(const char *in, char *out, size_t outlen)
 {
@@ -53,36 +58,315 @@ bool mdp_capfs_inside(const char *path, const char *dir)
   return prefix_of(p, d) || prefix_of(path, dir);
 }
 
-int mdp_capfs_ensure_root(const char *root)
-{
-  char path[4096];
-  int rc = 0;
-  size_t len = strlen(root);
+/* ---------------------------------------------------------------- state */
 
-  if(len == 0 || len >= sizeof(path))
+/* A capture in progress: its folder stays open and is never pruned. */
+typedef struct live {
+  char name[256];
+  int fd;
+} live_t;
+
+static pthread_mutex_t fs_lock = PTHREAD_MUTEX_INITIALIZER;
+static int root_fd = -1;         /* CaptureDirectory, O_RDONLY|O_DIRECTORY */
+static char root_path[PATH_MAX]; /* as opened, normalised */
+static live_t *lives;            /* owned here, with each fd */
+static size_t n_lives, cap_lives;
+
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+  va_list ap;
+  if(!err || !errlen)
+    return;
+  va_start(ap, fmt);
+  vsnprintf(err, errlen, fmt, ap);
+  va_end(ap);
+}
+
+static void close_lives(void)
+{
+  for(size_t i = 0; i < n_lives; i++)
+    close(lives[i].fd);
+  free(lives);
+  lives = NULL;
+  n_lives = cap_lives = 0;
+}
+
+static void close_root(void)
+{
+  close_lives();
+  if(root_fd >= 0)
+    close(root_fd);
+  root_fd = -1;
+  root_path[0] = '\0';
+}
+
+void mdp_capfs_close(void)
+{
+  pthread_mutex_lock(&fs_lock);
+  close_root();
+  pthread_mutex_unlock(&fs_lock);
+}
+
+static live_t *find_live(const char *name)
+{
+  for(size_t i = 0; i < n_lives; i++)
+    if(strcmp(lives[i].name, name) == 0)
+      return &lives[i];
+  return NULL;
+}
+
+static int add_live(const char *name, int fd)
+{
+  if(strlen(name) >= sizeof(lives[0].name))
+    return -ENAMETOOLONG;
+  if(n_lives == cap_lives) {
+    size_t cap = cap_lives ? cap_lives * 2 : 8;
+    live_t *n = realloc(lives, cap * sizeof(*n));
+    if(!n)
+      return -ENOMEM;
+    lives = n;
+    cap_lives = cap;
+  }
+  snprintf(lives[n_lives].name, sizeof(lives[n_lives].name), "%s", name);
+  lives[n_lives++].fd = fd;
+  return 0;
+}
+
+static void drop_live(live_t *l)
+{
+  close(l->fd);
+  *l = lives[--n_lives];
+}
+
+/* ---------------------------------------------------------------- root */
+
+/* "/a//b/./c/" -> "/a/b/c". Relative paths and ".." are refused: the walk
+ * below resolves nothing but plain names. */
+static int normalise(const char *in, char *out, size_t outlen, char *err, size_t errlen)
+{
+  size_t j = 0;
+  if(!in || in[0] != '/') {
+    seterr(err, errlen, "CaptureDirectory %s: must be an absolute path", in ? in : "(none)");
     return -EINVAL;
-  memcpy(path, root, len + 1);
-  for(char *p = path + 1;; p++) {
-    if(*p == '/' || *p == '\0') {
-      char saved = *p;
-      *p = '\0';
-      if(mkdir(path, 0711) != 0 && errno != EEXIST) {
-        rc = -errno;
-        goto out;
-      }
-      *p = saved;
-      if(!saved)
+  }
+  for(const char *p = in; *p;) {
+    while(*p == '/')
+      p++;
+    size_t l = strcspn(p, "/");
+    if(l == 0 || (l == 1 && p[0] == '.')) {
+      p += l;
+      continue;
+    }
+    if(l == 2 && p[0] == '.' && p[1] == '.') {
+      seterr(err, errlen, "CaptureDirectory %s: must not contain \"..\"", in);
+      return -EINVAL;
+    }
+    if(l > NAME_MAX || j + l + 2 > outlen) {
+      seterr(err, errlen, "CaptureDirectory %s: path too long", in);
+      return -ENAMETOOLONG;
+    }
+    out[j++] = '/';
+    memcpy(out + j, p, l);
+    j += l;
+    p += l;
+  }
+  if(j == 0)
+    out[j++] = '/';
+  out[j] = '\0';
+  return 0;
+}
+
+static const char *owner_name(uid_t uid, char *buf, size_t len)
+{
+  struct passwd pw, *found = NULL;
+  char tmp[1024];
+  if(getpwuid_r(uid, &pw, tmp, sizeof(tmp), &found) == 0 && found)
+    snprintf(buf, len, "%s (uid %u)", found->pw_name, (unsigned)uid);
+  else
+    snprintf(buf, len, "uid %u", (unsigned)uid);
+  return buf;
+}
+
+/* One component of the walk, shown as `shown`: owned by root or by the
+ * user collectd runs as, and writable by no one else, or else another user
+ * could replace what lies below it. A sticky directory (/tmp) above
+ * CaptureDirectory is fine: nobody but its owner may rename or remove
+ * CaptureDirectory in it. */
+static int check_component(int fd, const char *root, const char *shown, bool last, char *err,
+                           size_t errlen)
+{
+  struct stat st;
+  char who[300];
+  if(fstat(fd, &st) != 0) {
+    int e = errno;
+    seterr(err, errlen, "CaptureDirectory %s: %s: %s", root, shown, strerror(e));
+    return -e;
+  }
+  if(!S_ISDIR(st.st_mode)) {
+    seterr(err, errlen, "CaptureDirectory %s: %s is not a directory", root, shown);
+    return -ENOTDIR;
+  }
+  unsigned mode = (unsigned)(st.st_mode & 07777);
+  if(st.st_uid != 0 && st.st_uid != geteuid()) {
+    seterr(err, errlen,
+           "CaptureDirectory %s: %s is owned by %s (mode %04o); it and every directory above it "
+           "must belong to root%s",
+           root, shown, owner_name(st.st_uid, who, sizeof(who)), mode,
+           geteuid() ? " or to the user collectd runs as" : "");
+    return -EPERM;
+  }
+  if((st.st_mode & (S_IWGRP | S_IWOTH)) && (last || !(st.st_mode & S_ISVTX))) {
+    seterr(err, errlen,
+           "CaptureDirectory %s: %s (owner %s) has mode %04o: writable by group or others%s", root,
+           shown, owner_name(st.st_uid, who, sizeof(who)), mode, last ? "" : ", and not sticky");
+    return -EPERM;
+  }
+  return 0;
+}
+
+/* Why openat(dir, name, O_NOFOLLOW|O_DIRECTORY) failed, in words. */
+static int walk_error(int dirfd, const char *name, int e, const char *root, const char *shown,
+                      char *err, size_t errlen)
+{
+  struct stat st;
+  if((e == ELOOP || e == ENOTDIR) && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    if(S_ISLNK(st.st_mode)) {
+      seterr(err, errlen,
+             "CaptureDirectory %s: %s is a symbolic link; memdiag follows none on the way to "
+             "CaptureDirectory (configure the real path)",
+             root, shown);
+      return -ELOOP;
+    }
+    seterr(err, errlen, "CaptureDirectory %s: %s is not a directory", root, shown);
+    return -ENOTDIR;
+  }
+  seterr(err, errlen, "CaptureDirectory %s: %s: %s", root, shown, strerror(e));
+  return -e;
+}
+
+/* Walk from "/" to path (normalised), creating missing components, and
+ * return a descriptor of the last one (>= 0) or a negative errno. */
+static int walk(const char *path, char *err, size_t errlen)
+{
+  char shown[PATH_MAX];
+  int fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  int rc;
+  if(fd < 0) {
+    seterr(err, errlen, "CaptureDirectory %s: /: %s", path, strerror(errno));
+    return -errno;
+  }
+  snprintf(shown, sizeof(shown), "/");
+  rc = check_component(fd, path, shown, path[1] == '\0', err, errlen);
+  for(const char *p = path + 1; !rc && *p;) {
+    char name[NAME_MAX + 1];
+    size_t l = strcspn(p, "/");
+    memcpy(name, p, l);
+    name[l] = '\0';
+    p += l;
+    if(*p == '/')
+      p++;
+    memcpy(shown, path, (size_t)(p - path));
+    shown[p - path] = '\0';
+    if(p > path + 1 && shown[p - path - 1] == '/')
+      shown[p - path - 1] = '\0';
+    int next = openat(fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if(next < 0 && errno == ENOENT) {
+      if(mkdirat(fd, name, 0711) != 0 && errno != EEXIST) {
+        int e = errno;
+        seterr(err, errlen, "CaptureDirectory %s: cannot create %s: %s", path, shown, strerror(e));
+        rc = -e;
         break;
+      }
+      next = openat(fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    }
+    if(next < 0) {
+      rc = walk_error(fd, name, errno, path, shown, err, errlen);
+      break;
+    }
+    close(fd);
+    fd = next;
+    rc = check_component(fd, path, shown, *p == '\0', err, errlen);
+  }
+  if(!rc) {
+    /* O_PATH cannot list; "." of the checked descriptor is the same
+     * directory, whatever happened to its path since. */
+    int dir = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if(dir < 0) {
+      seterr(err, errlen, "CaptureDirectory %s: %s", path, strerror(errno));
+      rc = -errno;
+    } else {
+      close(fd);
+      return dir;
     }
   }
+  close(fd);
+  return rc;
+}
+
+/* Lock held. Opens path unless it is already the open root (and still
+ * linked: a CaptureDirectory removed by hand is walked and made again). */
+static int use_root(const char *root, char *err, size_t errlen)
+{
+  char norm[PATH_MAX];
   struct stat st;
-  if(stat(root, &st) != 0) {
-    rc = -errno;
-    goto out;
+  int rc = normalise(root, norm, sizeof(norm), err, errlen);
+  if(rc)
+    return rc;
+  if(root_fd >= 0 && strcmp(norm, root_path) == 0 && fstat(root_fd, &st) == 0 && st.st_nlink > 0)
+    return 0;
+  int fd = walk(norm, err, errlen);
+  if(fd < 0)
+    return fd;
+  if(strcmp(norm, root_path) != 0)
+    close_lives(); /* folders of another root: out of reach by name */
+  if(root_fd >= 0)
+    close(root_fd);
+  root_fd = fd;
+  snprintf(root_path, sizeof(root_path), "%s", norm);
+  return 0;
+}
+
+int mdp_capfs_open_root(const char *root, char *err, size_t errlen)
+{
+  pthread_mutex_lock(&fs_lock);
+  int rc = use_root(root, err, errlen);
+  pthread_mutex_unlock(&fs_lock);
+  return rc;
+}
+
+int mdp_capfs_ensure_root(const char *root) { return mdp_capfs_open_root(root, NULL, 0); }
+
+/* Lock held. The name of a capture folder given by path, into name; false
+ * when dir does not lie directly inside the open root. */
+static bool folder_of(const char *dir, char *name, size_t len)
+{
+  char norm[PATH_MAX];
+  size_t rl = strlen(root_path);
+  if(root_fd < 0 || normalise(dir, norm, sizeof(norm), NULL, 0) != 0)
+    return false;
+  if(rl < 2 || strncmp(norm, root_path, rl) != 0 || norm[rl] != '/' || strchr(norm + rl + 1, '/'))
+    return false;
+  return (size_t)snprintf(name, len, "%s", norm + rl + 1) < len;
+}
+
+/* ---------------------------------------------------------------- folders */
+
+static int make_in_root(const char *name, uid_t uid, gid_t gid)
+{
+  int fd = openat(root_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if(fd < 0)
+    return -errno;
+  /* The umask may have narrowed mkdirat's mode; 0700 exactly is wanted. */
+  if(fchmod(fd, 0700) != 0 || fchown(fd, uid, gid) != 0) {
+    int e = errno;
+    close(fd);
+    return -e;
   }
-  if(!S_ISDIR(st.st_mode))
-    rc = -ENOTDIR;
-out:
+  int rc = add_live(name, fd);
+  if(rc)
+    close(fd);
   return rc;
 }
 
@@ -90,7 +374,7 @@ int mdp_capfs_make_folder(const char *root, const char *worker, pid_t pid, int64
                           uid_t uid, gid_t gid, char *out, size_t outlen)
 {
   char safe[72], base[128], name[160], when[32];
-  int rc = 0, rootfd = -1, fd = -1;
+  int rc = 0;
   time_t t = (time_t)(now_ms / 1000);
   struct tm tm;
 
@@ -99,11 +383,10 @@ int mdp_capfs_make_folder(const char *root, const char *worker, pid_t pid, int64
   strftime(when, sizeof(when), "%Y%m%dT%H%M%SZ", &tm);
   snprintf(base, sizeof(base), "%s-%d-%s", safe, (int)pid, when);
 
-  rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if(rootfd < 0) {
-    rc = -errno;
+  pthread_mutex_lock(&fs_lock);
+  rc = use_root(root, NULL, 0);
+  if(rc)
     goto out;
-  }
   /* Two captures of one worker in one second get -2, -3...: a name is
    * never reused, so nothing already there (or planted there) is trusted. */
   for(int n = 1; n < 100; n++) {
@@ -111,41 +394,57 @@ int mdp_capfs_make_folder(const char *root, const char *worker, pid_t pid, int64
       snprintf(name, sizeof(name), "%s", base);
     else
       snprintf(name, sizeof(name), "%s-%d", base, n);
-    if(mkdirat(rootfd, name, 0700) == 0)
+    if(mkdirat(root_fd, name, 0700) == 0)
       break;
     if(errno != EEXIST || n == 99) {
       rc = -errno;
       goto out;
     }
   }
-  fd = openat(rootfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if(fd < 0) {
-    rc = -errno;
+  rc = make_in_root(name, uid, gid);
+  if(rc) {
+    unlinkat(root_fd, name, AT_REMOVEDIR);
     goto out;
   }
-  /* The umask may have narrowed mkdirat's mode; 0700 exactly is wanted. */
-  if(fchmod(fd, 0700) != 0 || fchown(fd, uid, gid) != 0) {
-    rc = -errno;
-    goto out;
-  }
-  if((size_t)snprintf(out, outlen, "%s/%s", root, name) >= outlen)
+  if((size_t)snprintf(out, outlen, "%s/%s", root_path, name) >= outlen) {
+    drop_live(find_live(name));
+    unlinkat(root_fd, name, AT_REMOVEDIR);
     rc = -ENAMETOOLONG;
+  }
 out:
-  if(fd >= 0)
-    close(fd);
-  if(rootfd >= 0)
-    close(rootfd);
+  pthread_mutex_unlock(&fs_lock);
   return rc;
 }
 
-int mdp_capfs_avail(const char *root, uint64_t *avail)
+void mdp_capfs_release(const char *dir)
+{
+  char name[NAME_MAX + 1];
+  pthread_mutex_lock(&fs_lock);
+  live_t *l = folder_of(dir, name, sizeof(name)) ? find_live(name) : NULL;
+  if(l)
+    drop_live(l);
+  pthread_mutex_unlock(&fs_lock);
+}
+
+int mdp_capfs_avail(const char *path, uint64_t *avail)
 {
   struct statvfs vfs;
-  if(statvfs(root, &vfs) != 0)
-    return -errno;
-  *avail = (uint64_t)vfs.f_bavail * (uint64_t)vfs.f_frsize;
-  return 0;
+  char name[NAME_MAX + 1], norm[PATH_MAX];
+  int rc = 0;
+
+  pthread_mutex_lock(&fs_lock);
+  bool ours = root_fd >= 0 &&
+              (folder_of(path, name, sizeof(name)) ||
+               (normalise(path, norm, sizeof(norm), NULL, 0) == 0 && strcmp(norm, root_path) == 0));
+  if(ours ? fstatvfs(root_fd, &vfs) != 0 : statvfs(path, &vfs) != 0)
+    rc = -errno;
+  else
+    *avail = (uint64_t)vfs.f_bavail * (uint64_t)vfs.f_frsize;
+  pthread_mutex_unlock(&fs_lock);
+  return rc;
 }
+
+/* ---------------------------------------------------------------- pruning */
 
 typedef struct capture_dir {
   char name[256];
@@ -153,15 +452,17 @@ typedef struct capture_dir {
   struct timespec mtime;
 } capture_dir_t;
 
-/* Size of the regular files in one capture folder; -ENOENT when it is not
- * a capture folder (no manifest). */
-static int folder_bytes(int rootfd, const char *name, uint64_t *bytes, struct timespec *mtime)
+/* Bytes on disk of the regular files in one capture folder; -ENOENT when it
+ * is not a capture folder (no manifest). Allocated blocks, not st_size: a
+ * worker's sparse file in its own folder must not push others' captures
+ * out. */
+static int folder_bytes(const char *name, uint64_t *bytes, struct timespec *mtime)
 {
   int rc = 0, fd = -1;
   DIR *d = NULL;
   struct stat st;
 
-  fd = openat(rootfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  fd = openat(root_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if(fd < 0) {
     rc = -errno;
     goto out;
@@ -184,7 +485,7 @@ static int folder_bytes(int rootfd, const char *name, uint64_t *bytes, struct ti
   *bytes = 0;
   for(struct dirent *e; (e = readdir(d));) {
     if(fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
-      *bytes += (uint64_t)st.st_size;
+      *bytes += (uint64_t)st.st_blocks * 512u;
   }
 out:
   if(d)
@@ -194,23 +495,17 @@ out:
   return rc;
 }
 
-static int list_captures(const char *root, capture_dir_t **out, size_t *n)
+/* Lock held, root open. */
+static int list_captures(capture_dir_t **out, size_t *n)
 {
-  int rc = 0, rootfd = -1;
+  int rc = 0;
   DIR *d = NULL;
   capture_dir_t *v = NULL;
   size_t cnt = 0, cap = 0;
 
-  rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if(rootfd < 0) {
-    rc = -errno;
-    goto out;
-  }
-  int scanfd = dup(rootfd);
-  if(scanfd < 0) {
-    rc = -errno;
-    goto out;
-  }
+  int scanfd = openat(root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if(scanfd < 0)
+    return -errno;
   d = fdopendir(scanfd);
   if(!d) {
     rc = -errno;
@@ -221,7 +516,7 @@ static int list_captures(const char *root, capture_dir_t **out, size_t *n)
     capture_dir_t c;
     if(e->d_name[0] == '.' || strlen(e->d_name) >= sizeof(c.name))
       continue;
-    if(folder_bytes(rootfd, e->d_name, &c.bytes, &c.mtime) != 0)
+    if(folder_bytes(e->d_name, &c.bytes, &c.mtime) != 0)
       continue;
     snprintf(c.name, sizeof(c.name), "%s", e->d_name);
     if(cnt == cap) {
@@ -243,8 +538,6 @@ out:
   free(v);
   if(d)
     closedir(d);
-  if(rootfd >= 0)
-    close(rootfd);
   return rc;
 }
 
@@ -252,7 +545,11 @@ int mdp_capfs_usage(const char *root, uint64_t *used)
 {
   capture_dir_t *v = NULL;
   size_t n = 0;
-  int rc = list_captures(root, &v, &n);
+  pthread_mutex_lock(&fs_lock);
+  int rc = use_root(root, NULL, 0);
+  if(!rc)
+    rc = list_captures(&v, &n);
+  pthread_mutex_unlock(&fs_lock);
   if(rc)
     return rc;
   *used = 0;
@@ -272,27 +569,22 @@ static int by_age(const void *a, const void *b)
   return strcmp(x->name, y->name);
 }
 
-static int remove_folder(const char *root, const char *name)
+/* Lock held, root open: everything happens below root_fd, so whatever the
+ * path of CaptureDirectory has become, nothing outside it is touched. */
+static int remove_folder(const char *name)
 {
-  int rc = 0, rootfd = -1, fd = -1;
+  int rc = 0, fd = -1;
   DIR *d = NULL;
 
-  rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if(rootfd < 0) {
-    rc = -errno;
-    goto out;
-  }
-  fd = openat(rootfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if(fd < 0) {
-    rc = -errno;
-    goto out;
-  }
+  fd = openat(root_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if(fd < 0)
+    return -errno;
   d = fdopendir(fd);
   if(!d) {
     rc = -errno;
+    close(fd);
     goto out;
   }
-  fd = -1;
   /* All or nothing: a folder holding a directory is left whole rather than
    * emptied of its evidence and kept. */
   for(struct dirent *e; (e = readdir(d));) {
@@ -315,24 +607,22 @@ static int remove_folder(const char *root, const char *name)
       goto out;
     }
   }
-  if(unlinkat(rootfd, name, AT_REMOVEDIR) != 0)
+  if(unlinkat(root_fd, name, AT_REMOVEDIR) != 0)
     rc = -errno;
 out:
   if(d)
     closedir(d);
-  if(fd >= 0)
-    close(fd);
-  if(rootfd >= 0)
-    close(rootfd);
   return rc;
 }
 
-static bool kept(const char *root, const char *name, const char *const *keep, size_t n_keep)
+static bool kept(const char *name, const char *const *keep, size_t n_keep)
 {
-  size_t rl = strlen(root);
+  size_t rl = strlen(root_path);
+  if(find_live(name))
+    return true;
   for(size_t i = 0; i < n_keep; i++) {
     const char *k = keep[i];
-    if(strncmp(k, root, rl) == 0 && k[rl] == '/' && strcmp(k + rl + 1, name) == 0)
+    if(strncmp(k, root_path, rl) == 0 && k[rl] == '/' && strcmp(k + rl + 1, name) == 0)
       return true;
   }
   return false;
@@ -345,23 +635,32 @@ int mdp_capfs_prune(const char *root, uint64_t limit, const char *const *keep, s
   size_t n = 0;
   uint64_t total = 0;
   unsigned gone = 0;
-  int rc = list_captures(root, &v, &n);
+
+  pthread_mutex_lock(&fs_lock);
+  int rc = use_root(root, NULL, 0);
+  if(!rc)
+    rc = list_captures(&v, &n);
   if(rc)
     goto out;
   for(size_t i = 0; i < n; i++)
     total += v[i].bytes;
   qsort(v, n, sizeof(*v), by_age);
   for(size_t i = 0; i < n && total > limit; i++) {
-    if(kept(root, v[i].name, keep, n_keep))
+    if(kept(v[i].name, keep, n_keep))
       continue;
+#ifdef MDP_CAPFS_TEST_HOOKS
+    if(mdp_capfs_test_before_remove)
+      mdp_capfs_test_before_remove(v[i].name);
+#endif
     /* A folder that cannot be removed whole (the worker made a directory
      * in it) stays; the next oldest goes instead. */
-    if(remove_folder(root, v[i].name) != 0)
+    if(remove_folder(v[i].name) != 0)
       continue;
     total -= v[i].bytes;
     gone++;
   }
 out:
+  pthread_mutex_unlock(&fs_lock);
   if(used)
     *used = total;
   if(removed)
@@ -372,125 +671,36 @@ out:
 
 /* ---------------------------------------------------------------- manifest */
 
-static void json_str(FILE *f, const char *s)
+/* Lock held. The capture's own descriptor while it runs; afterwards the
+ * folder is opened below the root descriptor. *owned says whether the
+ * caller closes the result. */
+static int folder_fd(const char *name, bool *owned)
 {
-  if(!s) {
-    fputs("null", f);
-    return;
-  }
-  fputc('"', f);
-  for(const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    switch(*p) {
-    case '"': fputs("\\\"", f); break;
-    case '\\': fputs("\\\\", f); break;
-    case '\n': fputs("\\n", f); break;
-    case '\r': fputs("\\r", f); break;
-    case '\t': fputs("\\t", f); break;
-    default:
-      if(*p < 0x20 || *p == 0x7f)
-        fprintf(f, "\\u%04x", *p);
-      else
-        fputc(*p, f);
-    }
-  }
-  fputc('"', f);
+  live_t *l = find_live(name);
+  *owned = l == NULL;
+  if(l)
+    return l->fd;
+  int fd = openat(root_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  return fd >= 0 ? fd : -errno;
 }
 
-/* Empty strings are written as null: "no error" reads better than "". */
-static void json_opt(FILE *f, const char *s) { json_str(f, s && s[0] ? s : NULL); }
-
-static void json_time(FILE *f, int64_t ms)
+/* Lock held. The folder name of dir, opening its parent as the root when
+ * it is not inside the open one (a manifest written before any folder was
+ * made, as the tests do). */
+static int name_in_root(const char *dir, char *name, size_t len)
 {
-  if(ms <= 0) {
-    fputs("null", f);
-    return;
-  }
-  time_t t = (time_t)(ms / 1000);
-  struct tm tm;
-  char buf[32];
-  gmtime_r(&t, &tm);
-  strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
-  fprintf(f, "\"%s.%03dZ\"", buf, (int)(ms % 1000));
-}
-
-static const char *signal_name(int sig)
-{
-  static char buf[16];
-  const char *abbrev = sigabbrev_np(sig);
-  if(abbrev)
-    return abbrev;
-  snprintf(buf, sizeof(buf), "%d", sig);
-  return buf;
-}
-
-static void write_step(FILE *f, const mdp_step_t *s)
-{
-  fputs("    {\"step\": ", f);
-  json_str(f, mdp_step_name(s->kind));
-  fputs(", \"file\": ", f);
-  json_opt(f, s->file);
-  fputs(", \"status\": ", f);
-  json_str(f, mdp_step_status_name(s->status));
-  fputs(", \"error\": ", f);
-  json_opt(f, s->error);
-  fprintf(f, ", \"bytes\": %" PRIu64, s->bytes);
-  fprintf(f, ", \"duration_ms\": %.3f", (double)s->duration_us / 1000.0);
-  fprintf(f, ", \"worker_pause_ms\": %.3f", (double)s->pause_us / 1000.0);
-  fputs(", \"mode\": ", f);
-  json_opt(f, s->mode);
-  fputs(", \"note\": ", f);
-  json_opt(f, s->note);
-  fputs(", \"started\": ", f);
-  json_time(f, s->started_ms);
-  fputs(", \"finished\": ", f);
-  json_time(f, s->finished_ms);
-  fputs("}", f);
-}
-
-static void write_manifest(FILE *f, const mdp_manifest_info_t *in, const mdp_plan_t *plan)
-{
-  fputs("{\n  \"format\": \"memdiag-capture/1\",\n  \"worker\": {\"name\": ", f);
-  json_str(f, in->worker);
-  fprintf(f, ", \"pid\": %d, \"connection_id\": %" PRIu64 ", \"uid\": %u, \"gid\": %u},\n",
-          (int)in->pid, in->connection_id, (unsigned)in->uid, (unsigned)in->gid);
-  fputs("  \"directory\": ", f);
-  json_str(f, in->directory);
-  fputs(",\n  \"trigger\": {\"reason\": ", f);
-  json_str(f, plan->reason);
-  fprintf(f, ", \"manual\": %s, \"rss\": %" PRIu64 ", \"samples\": [",
-          in->manual ? "true" : "false", plan->trigger_rss);
-  for(size_t i = 0; i < plan->n_samples; i++)
-    fprintf(f, "%s{\"time\": %.3f, \"rss\": %" PRIu64 "}", i ? ", " : "", plan->samples[i].time,
-            plan->samples[i].value);
-  fputs("]},\n  \"plan\": ", f);
-  json_opt(f, in->plan_text);
-  fputs(",\n  \"started\": ", f);
-  json_time(f, plan->started_ms);
-  fputs(",\n  \"finished\": ", f);
-  json_time(f, plan->finished ? plan->finished_ms : 0);
-  fputs(",\n  \"end\": ", f);
-  json_opt(f, plan->finished ? plan->end : NULL);
-  fprintf(f, ",\n  \"complete\": %s,\n", plan->finished && plan->complete ? "true" : "false");
-  fputs("  \"restart\": ", f);
-  if(in->restart_signal) {
-    fputs("{\"signal\": ", f);
-    json_str(f, signal_name(in->restart_signal));
-    fputs(", \"limit_reached\": ", f);
-    json_time(f, plan->limit_ms);
-    fputs(", \"sent\": ", f);
-    json_time(f, in->signalled_ms);
-    fputs(", \"error\": ", f);
-    json_opt(f, in->signal_error);
-    fputs("}", f);
-  } else {
-    fputs("null", f);
-  }
-  fputs(",\n  \"steps\": [\n", f);
-  for(size_t i = 0; i < plan->n_steps; i++) {
-    write_step(f, &plan->steps[i]);
-    fputs(i + 1 < plan->n_steps ? ",\n" : "\n", f);
-  }
-  fputs("  ]\n}\n", f);
+  char parent[PATH_MAX];
+  if(folder_of(dir, name, len))
+    return 0;
+  const char *slash = strrchr(dir, '/');
+  if(!slash || slash == dir || (size_t)(slash - dir) >= sizeof(parent))
+    return -EINVAL;
+  memcpy(parent, dir, (size_t)(slash - dir));
+  parent[slash - dir] = '\0';
+  int rc = use_root(parent, NULL, 0);
+  if(rc)
+    return rc;
+  return folder_of(dir, name, len) ? 0 : -EINVAL;
 }
 
 int mdp_capfs_write_manifest(const char *dir, const mdp_manifest_info_t *info,
@@ -498,11 +708,17 @@ int mdp_capfs_write_manifest(const char *dir, const mdp_manifest_info_t *info,
 {
   static const char tmp[] = "." MDP_CAPFS_MANIFEST ".tmp";
   int rc = 0, dfd = -1, fd = -1;
+  bool owned = false;
   FILE *f = NULL;
+  char name[NAME_MAX + 1] = "";
 
-  dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  pthread_mutex_lock(&fs_lock);
+  rc = name_in_root(dir, name, sizeof(name));
+  if(rc)
+    goto out;
+  dfd = folder_fd(name, &owned);
   if(dfd < 0) {
-    rc = -errno;
+    rc = dfd;
     goto out;
   }
   /* The folder belongs to the worker: whatever it left under our temporary
@@ -522,7 +738,7 @@ int mdp_capfs_write_manifest(const char *dir, const mdp_manifest_info_t *info,
     goto out;
   }
   fd = -1;
-  write_manifest(f, info, plan);
+  mdp_capfs_format_manifest(f, info, plan);
   if(fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0) {
     rc = errno ? -errno : -EIO;
     goto out;
@@ -542,7 +758,12 @@ out:
     close(fd);
   if(rc && dfd >= 0)
     unlinkat(dfd, tmp, 0);
-  if(dfd >= 0)
+  if(dfd >= 0 && owned)
     close(dfd);
+  /* The plan is over: the folder is an ordinary capture from now on. */
+  live_t *l = plan->finished && name[0] ? find_live(name) : NULL;
+  if(l)
+    drop_live(l);
+  pthread_mutex_unlock(&fs_lock);
   return rc;
 }

@@ -6,8 +6,22 @@
  * memdiag writes. Folders are 0700 and owned by the worker's uid/gid so a
  * worker that is not root can write into its own folder and no other.
  *
- * Ownership: every function works on caller-owned buffers; nothing is
- * allocated that outlives a call.
+ * Trust: the plugin runs as root and removes folders here, so the module
+ * never acts on CaptureDirectory by name after it has opened it. It is
+ * opened once, walking from "/" one component at a time without following
+ * a symbolic link, and refused unless it and every directory above it
+ * belong to root (or to the user collectd runs as) and are writable by no
+ * one else; sticky directories such as /tmp and /var/tmp are accepted above
+ * it. Every later create, list, prune and manifest write is relative to
+ * that descriptor, and a capture folder made here stays open (and is never
+ * pruned) until its plan's final manifest is written or it is released.
+ *
+ * Ownership: the module owns the CaptureDirectory descriptor and one
+ * descriptor per capture in progress (mdp_capfs_close releases them all).
+ * Every function works on caller-owned buffers otherwise.
+ *
+ * Threading: every function may be called from any thread; the module's
+ * state is behind one internal mutex.
  */
 #ifndef MDP_CAPTURE_FS_H
 #define MDP_CAPTURE_FS_H
@@ -15,6 +29,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "plan.h"
@@ -25,28 +40,49 @@ extern "C" {
 
 #define MDP_CAPFS_MANIFEST "capture.json"
 
-/* Create CaptureDirectory (and missing parents) if absent. A directory we
- * create is 0711: workers may pass through it to their own folder but not
- * list the others. Returns 0 or a negative errno. */
+/* Open and check CaptureDirectory (an absolute path), creating missing
+ * components 0711 (workers may pass through to their own folder but not
+ * list the others) and keep it open. Calling it again with the same path
+ * keeps the descriptor; another path replaces it. Returns 0 or a negative
+ * errno with a message in err (may be NULL) naming CaptureDirectory and
+ * the component at fault, with its owner and mode: -EPERM (owned by another
+ * user, or writable by group/others), -ELOOP (a symbolic link), -ENOTDIR,
+ * -EINVAL (not absolute, or holds ".."), or what the system said. */
+int mdp_capfs_open_root(const char *root, char *err, size_t errlen);
+
+/* mdp_capfs_open_root without the message. */
 int mdp_capfs_ensure_root(const char *root);
 
-/* Create a new capture folder under root (never reusing or following an
- * existing entry), 0700, chowned to uid/gid. Its path goes to out.
+/* Close CaptureDirectory and every capture folder still open. */
+void mdp_capfs_close(void);
+
+/* Create a new capture folder in root (opened as by mdp_capfs_open_root;
+ * never reusing or following an existing entry), 0700, chowned to uid/gid,
+ * and keep it open as a capture in progress. Its path goes to out.
  * Returns 0 or a negative errno. */
 int mdp_capfs_make_folder(const char *root, const char *worker, pid_t pid, int64_t now_ms,
                           uid_t uid, gid_t gid, char *out, size_t outlen);
 
-/* Bytes available to unprivileged users on root's filesystem. */
-int mdp_capfs_avail(const char *root, uint64_t *avail);
+/* The capture in dir (a path mdp_capfs_make_folder gave) is over: close its
+ * descriptor, and let prune consider it. Writing a manifest whose plan has
+ * finished does the same. Unknown paths are ignored. */
+void mdp_capfs_release(const char *dir);
 
-/* Bytes held by the capture folders under root (folders with a manifest). */
+/* Bytes available to unprivileged users on the filesystem of path (root or
+ * a capture folder: asked of the open CaptureDirectory). */
+int mdp_capfs_avail(const char *path, uint64_t *avail);
+
+/* Bytes allocated on disk (st_blocks, not the apparent size: a sparse file
+ * counts what it holds) by the capture folders in root (folders with a
+ * manifest). */
 int mdp_capfs_usage(const char *root, uint64_t *used);
 
 /* Remove the oldest capture folders (least recently modified first) until
- * the captures hold at most `limit` bytes; one that cannot be removed whole
- * (a directory inside) is passed over. Folders named in keep (full
- * paths, n_keep of them: captures in progress) are never removed; neither
- * is anything without a capture.json. *used gets the bytes left; *removed
+ * the captures hold at most `limit` bytes on disk; one that cannot be
+ * removed whole (a directory inside) is passed over. Captures in progress
+ * (made by mdp_capfs_make_folder and not yet finished or released) are never
+ * removed, nor are the folders named in keep (full paths, n_keep of them),
+ * nor anything without a capture.json. *used gets the bytes left; *removed
  * (may be NULL) the number of folders removed. Returns 0 or a negative
  * errno. */
 int mdp_capfs_prune(const char *root, uint64_t limit, const char *const *keep, size_t n_keep,
@@ -67,10 +103,16 @@ typedef struct mdp_manifest_info {
   const char *signal_error; /* why it could not be sent, or NULL */
 } mdp_manifest_info_t;
 
-/* Write dir/capture.json atomically (temporary file, fsync, rename).
- * Returns 0 or a negative errno. */
+/* Write dir/capture.json atomically (temporary file, fsync, rename), dir
+ * being a capture folder of the open CaptureDirectory (reached through its
+ * descriptors, never by path). When plan->finished, the capture is
+ * released (see mdp_capfs_release). Returns 0 or a negative errno. */
 int mdp_capfs_write_manifest(const char *dir, const mdp_manifest_info_t *info,
                              const mdp_plan_t *plan);
+
+/* The manifest's JSON (always valid UTF-8) to f; errors show in ferror(f).
+ * Used by mdp_capfs_write_manifest. */
+void mdp_capfs_format_manifest(FILE *f, const mdp_manifest_info_t *info, const mdp_plan_t *plan);
 
 /* True when path is dir itself or lies below it, compared component by
  * component after resolving both where they exist ("/a/bc" is not inside
@@ -81,6 +123,12 @@ bool mdp_capfs_inside(const char *path, const char *dir);
 /* Worker names become part of a path: keep [A-Za-z0-9._-], map the rest to
  * '_', never start with '.'. */
 void mdp_capfs_sanitize(const char *in, char *out, size_t outlen);
+
+#ifdef MDP_CAPFS_TEST_HOOKS
+/* Test builds only: called by prune, lock held, after listing and before
+ * removing each folder, so a test can swap paths at the worst moment. */
+extern void (*mdp_capfs_test_before_remove)(const char *name);
+#endif
 
 #ifdef __cplusplus
 }

@@ -33,6 +33,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
   (void)state;
+  mdp_capfs_close();
   char cmd[512];
   snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
   return system(cmd) == 0 ? 0 : -1;
@@ -220,16 +221,36 @@ static void manifest_ignores_planted_temp(void **state)
   assert_int_equal(st.st_size, 5);
 }
 
-static void make_capture(const char *name, size_t bytes, time_t mtime, bool manifest)
+/* Bytes a file holds on disk (what MaxUse counts). */
+static uint64_t on_disk(const char *dir, const char *name)
+{
+  char path[1400];
+  struct stat st;
+  snprintf(path, sizeof(path), "%s/%s", dir, name);
+  assert_int_equal(stat(path, &st), 0);
+  return (uint64_t)st.st_blocks * 512u;
+}
+
+/* A capture folder of `bytes` of heap dump in `in`; returns what it holds
+ * on disk. */
+static uint64_t make_capture_in(const char *in, const char *name, size_t bytes, time_t mtime,
+                                bool manifest)
 {
   char dir[1200];
-  snprintf(dir, sizeof(dir), "%s/%s", root, name);
+  snprintf(dir, sizeof(dir), "%s/%s", in, name);
   assert_int_equal(mkdir(dir, 0700), 0);
   write_file(dir, "heap-1.json", bytes);
   if(manifest)
     write_file(dir, "capture.json", 0);
+  uint64_t held = on_disk(dir, "heap-1.json");
   struct timespec ts[2] = {{mtime, 0}, {mtime, 0}};
   assert_int_equal(utimensat(AT_FDCWD, dir, ts, 0), 0);
+  return held;
+}
+
+static uint64_t make_capture(const char *name, size_t bytes, time_t mtime, bool manifest)
+{
+  return make_capture_in(root, name, bytes, mtime, manifest);
 }
 
 static bool exists(const char *name)
@@ -245,38 +266,206 @@ static void prune_oldest_first(void **state)
   char keep_path[512];
   uint64_t used = 0;
   unsigned removed = 0;
-  make_capture("c-old", 1000, 1000, true);
-  make_capture("c-mid", 1000, 2000, true);
-  make_capture("c-new", 1000, 3000, true);
-  make_capture("c-ancient-running", 1000, 500, true);
-  make_capture("not-a-capture", 5000, 100, false);
+  uint64_t a = make_capture("c-old", 8192, 1000, true);
+  assert_true(a > 0);
+  assert_int_equal(make_capture("c-mid", 8192, 2000, true), a);
+  assert_int_equal(make_capture("c-new", 8192, 3000, true), a);
+  assert_int_equal(make_capture("c-ancient-running", 8192, 500, true), a);
+  make_capture("not-a-capture", 5 * 8192, 100, false);
   assert_int_equal(mdp_capfs_usage(root, &used), 0);
-  assert_int_equal(used, 4000);
+  assert_int_equal(used, 4 * a);
   snprintf(keep_path, sizeof(keep_path), "%s/c-ancient-running", root);
   const char *keep[] = {keep_path};
-  assert_int_equal(mdp_capfs_prune(root, 2500, keep, 1, &used, &removed), 0);
+  assert_int_equal(mdp_capfs_prune(root, 2 * a + a / 2, keep, 1, &used, &removed), 0);
   assert_int_equal(removed, 2);
-  assert_int_equal(used, 2000);
+  assert_int_equal(used, 2 * a);
   assert_false(exists("c-old"));
   assert_false(exists("c-mid"));
   assert_true(exists("c-new"));
   assert_true(exists("c-ancient-running")); /* in progress: never removed */
   assert_true(exists("not-a-capture"));     /* not ours */
   /* A capture the worker put a directory into is passed over, whole. */
-  make_capture("c-newer", 1000, 4000, true);
+  make_capture("c-newer", 8192, 4000, true);
   char sub[1300];
   snprintf(sub, sizeof(sub), "%s/c-new/subdir", root);
   assert_int_equal(mkdir(sub, 0700), 0);
-  assert_int_equal(mdp_capfs_prune(root, 1500, keep, 1, &used, &removed), 0);
+  assert_int_equal(mdp_capfs_prune(root, a + a / 2, keep, 1, &used, &removed), 0);
   assert_int_equal(removed, 1);
   assert_true(exists("c-new"));
   assert_true(exists("c-new/capture.json")); /* left whole, not emptied */
   assert_true(exists("c-new/heap-1.json"));
   assert_false(exists("c-newer"));
-  assert_int_equal(used, 2000);
+  assert_int_equal(used, 2 * a);
   /* Under the bound: nothing more goes. */
-  assert_int_equal(mdp_capfs_prune(root, 2500, keep, 1, &used, &removed), 0);
+  assert_int_equal(mdp_capfs_prune(root, 2 * a + a / 2, keep, 1, &used, &removed), 0);
   assert_int_equal(removed, 0);
+}
+
+/* Issue 11, finding 4: a worker's sparse 10 TiB file in its own folder
+ * holds no disk, so it must not push the other captures out. */
+static void prune_counts_blocks_not_size(void **state)
+{
+  (void)state;
+  char path[1300];
+  uint64_t used = 0;
+  unsigned removed = 0;
+  uint64_t a = make_capture("others-1-20200101T000000Z", 64 * 1024, 1000, true);
+  make_capture("sparse-2-20200101T000001Z", 0, 2000, true);
+  snprintf(path, sizeof(path), "%s/sparse-2-20200101T000001Z/heap-2.json", root);
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+  assert_true(fd >= 0);
+  assert_int_equal(ftruncate(fd, (off_t)10 << 40), 0); /* truncate -s 10T */
+  close(fd);
+  assert_int_equal(mdp_capfs_prune(root, 1024 * 1024, NULL, 0, &used, &removed), 0);
+  assert_int_equal(removed, 0);
+  assert_true(used < 1024 * 1024);
+  assert_true(used >= a);
+  assert_true(exists("others-1-20200101T000000Z/heap-1.json"));
+  assert_true(exists("sparse-2-20200101T000001Z"));
+}
+
+/* Issue 11, finding 5: every capture in progress is spared, however many
+ * there are (the glue used to protect at most 64). */
+static void prune_spares_every_capture_in_progress(void **state)
+{
+  (void)state;
+  enum { N = 100 };
+  static char dirs[N][512];
+  mdp_plan_t plan;
+  uint64_t used = 0;
+  unsigned removed = 0;
+  for(int i = 0; i < N; i++) {
+    assert_int_equal(mdp_capfs_make_folder(root, "busy", 1000 + i, T0, getuid(), getgid(), dirs[i],
+                                           sizeof(dirs[i])),
+                     0);
+    write_file(dirs[i], "heap-1.json", 4096);
+    make_plan(&plan, false);
+    mdp_manifest_info_t info = {.worker = "busy", .pid = 1000 + i, .directory = dirs[i]};
+    assert_int_equal(mdp_capfs_write_manifest(dirs[i], &info, &plan), 0);
+  }
+  assert_int_equal(mdp_capfs_prune(root, 0, NULL, 0, &used, &removed), 0);
+  assert_int_equal(removed, 0);
+  for(int i = 0; i < N; i++)
+    assert_int_equal(access(dirs[i], F_OK), 0);
+  /* A plan that finished (its last manifest written) or was released is an
+   * ordinary capture again. */
+  for(int i = 0; i < N / 2; i++) {
+    make_plan(&plan, true);
+    mdp_manifest_info_t info = {.worker = "busy", .pid = 1000 + i, .directory = dirs[i]};
+    assert_int_equal(mdp_capfs_write_manifest(dirs[i], &info, &plan), 0);
+  }
+  mdp_capfs_release(dirs[N - 1]);
+  assert_int_equal(mdp_capfs_prune(root, 0, NULL, 0, &used, &removed), 0);
+  assert_int_equal(removed, N / 2 + 1);
+  for(int i = 0; i < N; i++)
+    assert_int_equal(access(dirs[i], F_OK) == 0, i >= N / 2 && i < N - 1);
+}
+
+/* Issue 11, finding 1: CaptureDirectory must belong to root (or collectd's
+ * user) and be writable by no one else, and so must every directory above
+ * it but sticky ones; otherwise nothing is made in it. */
+static void root_of_another_user_is_refused(void **state)
+{
+  (void)state;
+  char caps[600], err[512], dir[700];
+  struct stat st;
+  if(geteuid() != 0)
+    skip();
+  snprintf(caps, sizeof(caps), "%s/captures", root);
+  assert_int_equal(mkdir(caps, 0700), 0);
+  assert_int_equal(chown(caps, 65534, 65534), 0); /* nobody */
+  assert_int_equal(mdp_capfs_open_root(caps, err, sizeof(err)), -EPERM);
+  assert_non_null(strstr(err, "CaptureDirectory"));
+  assert_non_null(strstr(err, caps));
+  assert_non_null(strstr(err, "uid 65534"));
+  assert_non_null(strstr(err, "mode 0700"));
+  assert_int_equal(mdp_capfs_make_folder(caps, "w", 1, T0, 0, 0, dir, sizeof(dir)), -EPERM);
+  assert_int_equal(rmdir(caps), 0); /* still empty: nothing was written */
+
+  /* A parent writable by its group, not sticky. */
+  snprintf(caps, sizeof(caps), "%s/shared", root);
+  assert_int_equal(mkdir(caps, 0700), 0);
+  assert_int_equal(chmod(caps, 0775), 0);
+  snprintf(dir, sizeof(dir), "%s/captures", caps);
+  assert_int_equal(mdp_capfs_open_root(dir, err, sizeof(err)), -EPERM);
+  assert_non_null(strstr(err, "shared (owner"));
+  assert_non_null(strstr(err, "0775"));
+  assert_int_equal(access(dir, F_OK), -1);
+
+  /* A sticky world-writable parent (as /tmp) is fine; the directory made
+   * in it is 0711 and root's. */
+  assert_int_equal(chmod(caps, 01777), 0);
+  assert_int_equal(mdp_capfs_open_root(dir, err, sizeof(err)), 0);
+  assert_int_equal(stat(dir, &st), 0);
+  assert_int_equal(st.st_uid, 0);
+  assert_int_equal(st.st_mode & 0777 & ~0022, 0711 & ~0022);
+  /* ... but CaptureDirectory itself may not be writable by others. */
+  mdp_capfs_close();
+  assert_int_equal(chmod(dir, 01777), 0);
+  assert_int_equal(mdp_capfs_open_root(dir, err, sizeof(err)), -EPERM);
+  assert_non_null(strstr(err, "1777"));
+}
+
+static void root_through_a_symlink_is_refused(void **state)
+{
+  (void)state;
+  char real[600], link[600], caps[700], err[512], dir[800];
+  snprintf(real, sizeof(real), "%s/real", root);
+  snprintf(link, sizeof(link), "%s/link", root);
+  assert_int_equal(mkdir(real, 0700), 0);
+  assert_int_equal(symlink(real, link), 0);
+  snprintf(caps, sizeof(caps), "%s/captures", link);
+  assert_int_equal(mdp_capfs_open_root(caps, err, sizeof(err)), -ELOOP);
+  assert_non_null(strstr(err, "CaptureDirectory"));
+  assert_non_null(strstr(err, link));
+  assert_non_null(strstr(err, "symbolic link"));
+  assert_int_equal(mdp_capfs_make_folder(link, "w", 1, T0, getuid(), getgid(), dir, sizeof(dir)),
+                   -ELOOP);
+  assert_int_equal(rmdir(real), 0); /* nothing was made in the target */
+  assert_int_equal(mdp_capfs_open_root("relative/captures", err, sizeof(err)), -EINVAL);
+  assert_int_equal(mdp_capfs_open_root("/var/../tmp", err, sizeof(err)), -EINVAL);
+}
+
+/* The test-only hook: between listing and removing, CaptureDirectory's
+ * path is swapped for a symbolic link to a directory outside that holds a
+ * folder of the same name. */
+static char swap_caps[600], swap_moved[600], swap_outside[600];
+static int swaps;
+
+static void swap_in_link(const char *name)
+{
+  (void)name;
+  if(swaps++)
+    return;
+  assert_int_equal(rename(swap_caps, swap_moved), 0);
+  assert_int_equal(symlink(swap_outside, swap_caps), 0);
+}
+
+static void prune_never_follows_a_swapped_root(void **state)
+{
+  (void)state;
+  uint64_t used = 0;
+  unsigned removed = 0;
+  char path[1400];
+  snprintf(swap_caps, sizeof(swap_caps), "%s/captures", root);
+  snprintf(swap_moved, sizeof(swap_moved), "%s/captures.moved", root);
+  snprintf(swap_outside, sizeof(swap_outside), "%s/outside", root);
+  assert_int_equal(mkdir(swap_caps, 0711), 0);
+  assert_int_equal(mkdir(swap_outside, 0755), 0);
+  make_capture_in(swap_caps, "w-1-20200101T000000Z", 8192, 1000, true);
+  make_capture_in(swap_outside, "w-1-20200101T000000Z", 8192, 1000, true);
+  assert_int_equal(mdp_capfs_open_root(swap_caps, NULL, 0), 0);
+  swaps = 0;
+  mdp_capfs_test_before_remove = swap_in_link;
+  int rc = mdp_capfs_prune(swap_caps, 0, NULL, 0, &used, &removed);
+  mdp_capfs_test_before_remove = NULL;
+  assert_int_equal(rc, 0);
+  assert_int_equal(swaps, 1);
+  snprintf(path, sizeof(path), "%s/w-1-20200101T000000Z/heap-1.json", swap_outside);
+  assert_int_equal(access(path, F_OK), 0); /* outside: untouched */
+  snprintf(path, sizeof(path), "%s/w-1-20200101T000000Z", swap_moved);
+  assert_int_equal(access(path, F_OK), -1); /* the real capture went */
+  assert_int_equal(removed, 1);
 }
 
 static void avail_reports_space(void **state)
@@ -326,6 +515,11 @@ int main(void)
       cmocka_unit_test_setup_teardown(manifest_parses, setup, teardown),
       cmocka_unit_test_setup_teardown(manifest_ignores_planted_temp, setup, teardown),
       cmocka_unit_test_setup_teardown(prune_oldest_first, setup, teardown),
+      cmocka_unit_test_setup_teardown(prune_counts_blocks_not_size, setup, teardown),
+      cmocka_unit_test_setup_teardown(prune_spares_every_capture_in_progress, setup, teardown),
+      cmocka_unit_test_setup_teardown(root_of_another_user_is_refused, setup, teardown),
+      cmocka_unit_test_setup_teardown(root_through_a_symlink_is_refused, setup, teardown),
+      cmocka_unit_test_setup_teardown(prune_never_follows_a_swapped_root, setup, teardown),
       cmocka_unit_test_setup_teardown(avail_reports_space, setup, teardown),
       cmocka_unit_test_setup_teardown(inside_checks_components, setup, teardown),
       cmocka_unit_test(sanitize_names),

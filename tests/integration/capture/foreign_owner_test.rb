@@ -1,0 +1,36 @@
+# A CaptureDirectory that another user owns is refused (issue 11): its owner
+# could swap it for a symbolic link while root prunes it. Nothing is
+# written in it, the operator's capture fails with the reason, and a
+# FAILURE notification names CaptureDirectory.
+require_relative "helper"
+
+class CaptureForeignOwnerTest < Minitest::Test
+  NOBODY = 65_534
+
+  def setup
+    @bench = Capture::Bench.new("capture-foreign", <<~KEYS)
+      CaptureInterval 1
+      Plan "dump"
+    KEYS
+    # Made by user nobody before collectd ever captured, as any local user
+    # could in /var/tmp.
+    FileUtils.mkdir_p(@bench.captures, mode: 0o755)
+    File.chown(NOBODY, NOBODY, @bench.captures)
+  end
+
+  def teardown
+    @bench&.cleanup
+  end
+
+  def test_directory_of_another_user_is_refused_with_nothing_written
+    w = @bench.start_leaker("foreign-owner", rate: 1024 * 1024, max: 10 * Capture::MiB)
+    site = @bench.site
+    id = site.workers_json.find { |x| x["pid"] == w.pid }["connection_id"]
+    r = site.ctl("capture", "connection_id=#{id}")
+    refute r.ok?, r.to_s
+    assert_match(/#{Regexp.escape(@bench.captures)}.*(owned by|not permitted)/, r.out + r.err)
+    @bench.wait_note("FAILURE", /foreign-owner .*failed/)
+    assert_empty Dir.children(@bench.captures), "root wrote into a directory nobody owns"
+    assert_equal NOBODY, File.stat(@bench.captures).uid
+  end
+end
