@@ -1,32 +1,56 @@
 /* The capture manifest's JSON: see capture_fs.h. */
 #include "capture_fs.h"
 
+#include "md/text.h"
+
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
+/* A JSON string that is always valid UTF-8, whatever the worker sent: a
+ * byte that does not start a well-formed sequence (or a sequence a fixed-
+ * size field cut short) becomes U+FFFD; control characters, C1 included,
+ * are escaped so the manifest shows no terminal escapes either. */
 static void json_str(FILE *f, const char *s)
 {
   if(!s) {
     fputs("null", f);
     return;
   }
+  size_t len = strlen(s);
+  const unsigned char *p = (const unsigned char *)s;
   fputc('"', f);
-  for(const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    switch(*p) {
+  for(size_t i = 0; i < len;) {
+    unsigned char c = p[i];
+    if(c >= 0x80) {
+      size_t n = md_utf8_len(p + i, len - i);
+      if(n == 0) {
+        fputs("\\ufffd", f);
+        i++;
+      } else if(n == 2 && c == 0xc2 && p[i + 1] < 0xa0) {
+        fprintf(f, "\\u%04x", p[i + 1]); /* C1 control, U+0080..U+009F */
+        i += 2;
+      } else {
+        fwrite(p + i, 1, n, f);
+        i += n;
+      }
+      continue;
+    }
+    switch(c) {
     case '"': fputs("\\\"", f); break;
     case '\\': fputs("\\\\", f); break;
     case '\n': fputs("\\n", f); break;
     case '\r': fputs("\\r", f); break;
     case '\t': fputs("\\t", f); break;
     default:
-      if(*p < 0x20 || *p == 0x7f)
-        fprintf(f, "\\u%04x", *p);
+      if(c < 0x20 || c == 0x7f)
+        fprintf(f, "\\u%04x", c);
       else
-        fputc(*p, f);
+        fputc(c, f);
     }
+    i++;
   }
   fputc('"', f);
 }
@@ -48,13 +72,12 @@ static void json_time(FILE *f, int64_t ms)
   fprintf(f, "\"%s.%03dZ\"", buf, (int)(ms % 1000));
 }
 
-static const char *signal_name(int sig)
+static const char *signal_name(int sig, char *buf, size_t len)
 {
-  static char buf[16];
   const char *abbrev = sigabbrev_np(sig);
   if(abbrev)
     return abbrev;
-  snprintf(buf, sizeof(buf), "%d", sig);
+  snprintf(buf, len, "%d", sig);
   return buf;
 }
 
@@ -109,7 +132,8 @@ void mdp_capfs_format_manifest(FILE *f, const mdp_manifest_info_t *in, const mdp
   fputs("  \"restart\": ", f);
   if(in->restart_signal) {
     fputs("{\"signal\": ", f);
-    json_str(f, signal_name(in->restart_signal));
+    char num[16];
+    json_str(f, signal_name(in->restart_signal, num, sizeof(num)));
     fputs(", \"limit_reached\": ", f);
     json_time(f, plan->limit_ms);
     fputs(", \"sent\": ", f);

@@ -246,6 +246,7 @@ module HookTest
       system(CERTS_TOOL, @certs, out: File::NULL, err: File::NULL) || flunk("memdiag-certs failed")
       @socket = File.join(@dir, "plugin.sock")
       @dumps = File.join(@dir, "dumps")
+      Dir.mkdir(@dumps, 0o700) # the hook creates no dump directory
       @servers = []
       @workers = []
     end

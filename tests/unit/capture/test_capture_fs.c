@@ -202,6 +202,39 @@ static void manifest_parses(void **state)
   assert_int_equal(access(tmp, F_OK), -1);
 }
 
+/* Issue 11, finding 9: capture.json is valid UTF-8 whatever the worker
+ * sent: invalid bytes become U+FFFD, a character a fixed-size field cut
+ * short too, C1 controls are escaped, well-formed text stays. */
+static void manifest_is_valid_utf8(void **state)
+{
+  (void)state;
+  char dir[512], path[600];
+  mdp_plan_t plan;
+  assert_int_equal(mdp_capfs_make_folder(root, "web", 9, T0, getuid(), getgid(), dir, sizeof(dir)),
+                   0);
+  make_plan(&plan, true);
+  /* An error that fills its field and ends in the first byte of "é". */
+  size_t cap = sizeof(plan.steps[1].error);
+  memset(plan.steps[1].error, 'e', cap - 2);
+  plan.steps[1].error[cap - 2] = (char)0xc3;
+  plan.steps[1].error[cap - 1] = '\0';
+  snprintf(plan.steps[0].note, sizeof(plan.steps[0].note), "caf\xc3\xa9 \xe2\x82\xac ok");
+  mdp_manifest_info_t info = {.worker =
+                                  "bad \xff\xfe \xc0\xaf \xed\xa0\x80 c1\xc2\x85 \xf0\x9f\x90",
+                              .pid = 9,
+                              .directory = dir};
+  assert_int_equal(mdp_capfs_write_manifest(dir, &info, &plan), 0);
+  snprintf(path, sizeof(path), "%s/capture.json", dir);
+  assert_int_equal(json_check(path,
+                              "File.binread(ARGV[0]).force_encoding('UTF-8').valid_encoding? && "
+                              "m['worker']['name'] == \"bad \\uFFFD\\uFFFD \\uFFFD\\uFFFD "
+                              "\\uFFFD\\uFFFD\\uFFFD c1\\u0085 \\uFFFD\\uFFFD\\uFFFD\" && "
+                              "m['steps'][1]['error'].end_with?(\"eee\\uFFFD\") && "
+                              "m['steps'][0]['note'] == \"caf\\u00e9 \\u20ac ok\" && "
+                              "File.read(ARGV[0]).include?('c1\\\\u0085')"),
+                   0);
+}
+
 static void manifest_ignores_planted_temp(void **state)
 {
   (void)state;
@@ -513,6 +546,7 @@ int main(void)
       cmocka_unit_test_setup_teardown(folder_never_reused_nor_followed, setup, teardown),
       cmocka_unit_test_setup_teardown(ensure_root_creates_traversable_dir, setup, teardown),
       cmocka_unit_test_setup_teardown(manifest_parses, setup, teardown),
+      cmocka_unit_test_setup_teardown(manifest_is_valid_utf8, setup, teardown),
       cmocka_unit_test_setup_teardown(manifest_ignores_planted_temp, setup, teardown),
       cmocka_unit_test_setup_teardown(prune_oldest_first, setup, teardown),
       cmocka_unit_test_setup_teardown(prune_counts_blocks_not_size, setup, teardown),

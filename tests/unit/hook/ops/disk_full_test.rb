@@ -80,7 +80,7 @@ class DiskFullTest < Minitest::Test
                           /tracing is stopped and the allocation data is kept/)
     assert_empty files_in(@mount)
     # The retry goes to a directory with room; the state is per process.
-    roomy = Memdiag::Hook::Operations.new(dump_directory: File.join(@dir, "roomy"))
+    roomy = Memdiag::Hook::Operations.new(dump_directory: File.join(@dir, "roomy").tap { |d| Dir.mkdir(d, 0o700) })
     reply = assert_ok(roomy.call(id: 2, op: "allocation_trace_stop", path: "alloc.json", mode: "inline"))
     objs = heap_records(reply[:path]) { |r| r["type"] == "OBJECT" && r["file"] == __FILE__ && r["line"] == line }
     assert_operator objs.size, :>=, 3

@@ -96,13 +96,15 @@ class MemoryDumpTest < Minitest::Test
     assert_status(:refused, reply, /no dump directory is configured/)
   end
 
-  def test_missing_dump_directory_is_created_private
+  # The dump directory is often the plugin's CaptureDirectory, which must
+  # belong to root: the hook never creates it (issue 11).
+  def test_missing_dump_directory_is_refused_not_created
     dir = File.join(@dir, "new", "dumps")
     ops = Memdiag::Hook::Operations.new(dump_directory: dir)
-    reply = assert_ok(ops.call(id: 1, op: "memory_dump", path: "x.json", mode: "inline"))
-    assert_equal File.join(dir, "x.json"), reply[:path]
-    assert_equal 0o700, File.stat(dir).mode & 0o777
-    assert_equal 0o700, File.stat(File.dirname(dir)).mode & 0o777
+    reply = assert_status(:refused, ops.call(id: 1, op: "memory_dump", path: "x.json", mode: "inline"),
+                          /dump directory #{Regexp.escape(dir)} does not exist; the hook creates none/)
+    assert_nil reply[:path]
+    refute File.exist?(File.dirname(dir))
   end
 
   def test_a_mode_that_does_not_exist_is_a_bad_request

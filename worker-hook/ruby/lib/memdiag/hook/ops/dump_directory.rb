@@ -24,16 +24,19 @@ module Memdiag
           !@configured.nil?
         end
 
-        # The directory with every symbolic link resolved, created 0700 when missing.
+        # The directory with every symbolic link resolved. It must exist: the
+        # hook creates no directory, because the dump directory is often the
+        # collectd plugin's CaptureDirectory, which root must own (a copy made
+        # here would belong to the worker's user, and the plugin refuses it).
         def root
           raise Failure.refused("no dump directory is configured for this worker; " \
                                 "only results returned inline are available") unless configured?
 
-          begin
-            File.realpath(@configured)
-          rescue Errno::ENOENT
-            create_root
-          end
+          File.realpath(@configured)
+        rescue Errno::ENOENT
+          raise Failure.refused("dump directory #{@configured} does not exist; the hook creates none " \
+                                "(the memdiag plugin makes its CaptureDirectory; create any other " \
+                                "dump directory before starting the worker)")
         rescue SystemCallError => e
           raise Failure.error("dump directory #{@configured} is not usable: #{e.message}")
         end
@@ -66,23 +69,6 @@ module Memdiag
         end
 
         private
-
-        def create_root
-          # Only missing components are created, each 0700: the dump directory
-          # holds application data.
-          missing = []
-          dir = @configured
-          until File.exist?(dir) || File.symlink?(dir)
-            missing.unshift(dir)
-            dir = File.dirname(dir)
-          end
-          missing.each do |d|
-            Dir.mkdir(d, DIRECTORY_MODE)
-          rescue Errno::EEXIST
-            nil
-          end
-          File.realpath(@configured)
-        end
 
         def relative_parts(path, base_dir)
           rel = path
