@@ -71,10 +71,10 @@ int mdp_plan_parse(const char *text, mdp_step_kind_t *kinds, size_t max, size_t 
       if(strcmp(step_names[i].name, word) == 0)
         break;
     if(i == sizeof(step_names) / sizeof(step_names[0])) {
-      snprintf(err, errlen,
-               "Plan: unknown step \"%s\" (steps: trace_start dump trace_stop "
-               "gc_start gc_stop scheduler threads wait)",
-               word);
+      md_seterr(err, errlen,
+                "Plan: unknown step \"%s\" (steps: trace_start dump trace_stop "
+                "gc_start gc_stop scheduler threads wait)",
+                word);
       return -EINVAL;
     }
     if(count == max) {

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "analysis/analysis.h"
+#include "md/text.h"
 #include "ctl.h"
 
 static const char usage[] =
@@ -22,14 +23,22 @@ static const char usage[] =
     "  --max-memory MIB  fail rather than use more memory than this\n";
 
 /* Worker-controlled text (class names, files, string values) printed with
- * control characters as '?', so a dump cannot send terminal escapes. */
+ * control characters as '?', so a dump cannot send terminal escapes. width
+ * counts characters (UTF-8 continuation bytes take no column). */
 static void put_text(const char *s, size_t n, int width)
 {
+  char buf[256];
   int w = 0;
-  for(size_t i = 0; i < n; i++) {
-    unsigned char ch = (unsigned char)s[i];
-    putchar(ch < 0x20 || ch == 0x7f ? '?' : ch);
-    w += (ch & 0xc0) != 0x80;
+
+  while(n) {
+    size_t k = n < sizeof(buf) - 1 ? n : sizeof(buf) - 1;
+    /* One byte out for each byte in: k bytes, however many were cleaned. */
+    md_printable_n(buf, sizeof(buf), s, k, MD_TEXT_PLAIN);
+    fwrite(buf, 1, k, stdout);
+    for(size_t i = 0; i < k; i++)
+      w += ((unsigned char)buf[i] & 0xc0) != 0x80;
+    s += k;
+    n -= k;
   }
   for(; w < width; w++)
     putchar(' ');

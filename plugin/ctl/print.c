@@ -109,9 +109,8 @@ static void put_clean(FILE *out, const char *s, unsigned flags, int width)
     size_t k = left < sizeof(buf) - 1 ? left : sizeof(buf) - 1;
     if(width && k > (size_t)(width - n))
       k = (size_t)(width - n);
-    memcpy(buf, s, k);
-    buf[k] = '\0';
-    fputs(md_printable_inplace(buf, flags), out);
+    md_printable_n(buf, sizeof(buf), s, k, flags);
+    fputs(buf, out);
     s += k;
     left -= k;
     n += (int)k;

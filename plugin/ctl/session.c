@@ -22,22 +22,22 @@ static void explain_socket(const char *socket, const char *detail, char *err, si
   struct stat st;
 
   if(stat(socket, &st) != 0 && errno == ENOENT)
-    snprintf(err, errlen,
-             "cannot connect to %s: no such socket (is collectd running "
-             "with the memdiag plugin? give --socket or MEMDIAG_SOCKET)",
-             socket);
+    md_seterr(err, errlen,
+              "cannot connect to %s: no such socket (is collectd running "
+              "with the memdiag plugin? give --socket or MEMDIAG_SOCKET)",
+              socket);
   else if(stat(socket, &st) == 0 && !S_ISSOCK(st.st_mode))
     md_seterr(err, errlen, "cannot connect to %s: not a socket", socket);
   else if(contains(detail, "refused"))
-    snprintf(err, errlen,
-             "cannot connect to %s: nothing is listening (a stale socket "
-             "left by a stopped collectd?)",
-             socket);
+    md_seterr(err, errlen,
+              "cannot connect to %s: nothing is listening (a stale socket "
+              "left by a stopped collectd?)",
+              socket);
   else if(contains(detail, "ermission denied"))
-    snprintf(err, errlen,
-             "cannot connect to %s: permission denied (the plugin's "
-             "SocketMode/SocketGroup decide who may connect)",
-             socket);
+    md_seterr(err, errlen,
+              "cannot connect to %s: permission denied (the plugin's "
+              "SocketMode/SocketGroup decide who may connect)",
+              socket);
   else
     md_seterr(err, errlen, "%s", detail);
 }
@@ -48,27 +48,27 @@ static void explain_tls(const mdctl_session *s, int rc, const char *detail, char
                         size_t errlen)
 {
   if(rc == MD_EROLE)
-    snprintf(err, errlen,
-             "the peer at %s is not a memdiag plugin (its certificate's "
-             "role is wrong): %s",
-             s->socket, detail);
+    md_seterr(err, errlen,
+              "the peer at %s is not a memdiag plugin (its certificate's "
+              "role is wrong): %s",
+              s->socket, detail);
   else if(contains(detail, "certificate verify failed") ||
           contains(detail, "unable to get local issuer") ||
           contains(detail, "self-signed certificate") ||
           contains(detail, "self signed certificate"))
-    snprintf(err, errlen,
-             "TLS refused: the plugin's certificate is not signed by your CA "
-             "(%s): %s",
-             s->ca, detail);
+    md_seterr(err, errlen,
+              "TLS refused: the plugin's certificate is not signed by your CA "
+              "(%s): %s",
+              s->ca, detail);
   else if(contains(detail, "alert unknown ca") || contains(detail, "alert bad certificate") ||
           contains(detail, "alert certificate required") ||
           contains(detail, "alert certificate expired") ||
           contains(detail, "alert decrypt error") || contains(detail, "alert handshake failure") ||
           contains(detail, "alert unsupported certificate"))
-    snprintf(err, errlen,
-             "TLS refused by the plugin: it does not accept your certificate "
-             "(signed by another CA, expired, or not an operator certificate): %s",
-             detail);
+    md_seterr(err, errlen,
+              "TLS refused by the plugin: it does not accept your certificate "
+              "(signed by another CA, expired, or not an operator certificate): %s",
+              detail);
   else
     md_seterr(err, errlen, "TLS with the plugin at %s failed: %s", s->socket, detail);
 }
@@ -91,10 +91,10 @@ int mdctl_session_open(mdctl_session *s, const char *socket, const char *cert, c
   s->ca = ca;
   rc = md_tls_ctx_new(&s->ctx, &opts, detail, sizeof(detail));
   if(rc) {
-    snprintf(err, errlen,
-             "cannot load the operator certificate (--cert %s --key %s "
-             "--ca %s): %s",
-             cert, key, ca, detail);
+    md_seterr(err, errlen,
+              "cannot load the operator certificate (--cert %s --key %s "
+              "--ca %s): %s",
+              cert, key, ca, detail);
     goto out;
   }
   rc = md_client_connect(&s->conn, s->ctx, socket, timeout_ms, detail, sizeof(detail));
@@ -103,10 +103,10 @@ int mdctl_session_open(mdctl_session *s, const char *socket, const char *cert, c
   else if(rc == MD_ETIMEDOUT)
     md_seterr(err, errlen, "no TLS handshake with %s within %d s", socket, timeout_ms / 1000);
   else if(rc == MD_ECLOSED)
-    snprintf(err, errlen,
-             "the plugin at %s closed the connection during the TLS "
-             "handshake (it refused this certificate?): %s",
-             socket, detail);
+    md_seterr(err, errlen,
+              "the plugin at %s closed the connection during the TLS "
+              "handshake (it refused this certificate?): %s",
+              socket, detail);
   else if(rc)
     explain_socket(socket, detail[0] ? detail : md_strerror(rc), err, errlen);
 out:
@@ -125,10 +125,10 @@ static void explain_exchange(const mdctl_session *s, int rc, int timeout_ms, cha
   else if(rc == MD_ETLS)
     explain_tls(s, rc, md_conn_error(s->conn), err, errlen);
   else if(rc == MD_ECLOSED)
-    snprintf(err, errlen,
-             "the plugin closed the connection without answering: it "
-             "probably refused this certificate (signed by another CA, expired, or not an "
-             "operator certificate); collectd's log says why");
+    md_seterr(err, errlen,
+              "the plugin closed the connection without answering: it "
+              "probably refused this certificate (signed by another CA, expired, or not an "
+              "operator certificate); collectd's log says why");
   else
     md_seterr(err, errlen, "talking to the plugin at %s failed: %s", s->socket,
               md_conn_error(s->conn));

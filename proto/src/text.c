@@ -56,24 +56,24 @@ static int keep_control(unsigned char c, unsigned flags)
   return (flags & MD_TEXT_KEEP_LINES) && (c == '\n' || c == '\t');
 }
 
-size_t md_printable(char *dst, size_t dstlen, const char *src, unsigned flags)
+size_t md_printable_n(char *dst, size_t dstlen, const void *src, size_t srclen, unsigned flags)
 {
-  const unsigned char *s = (const unsigned char *)(src ? src : "");
+  const unsigned char *s = src ? src : (const unsigned char *)"";
+  const unsigned char *end = src ? s + srclen : s;
   size_t o = 0;
 
   if(!dst || !dstlen)
     return 0;
   /* Reading s stays ahead of (or level with) writing dst, because every
    * sequence is written at most as long as it was read: in place is safe. */
-  while(*s) {
+  while(s < end) {
     size_t n = 1;
     unsigned char c = *s;
 
     if((c < 0x20 && !keep_control(c, flags)) || c == 0x7f)
       c = '?';
     else if(c >= 0x80 && (flags & MD_TEXT_UTF8)) {
-      /* A NUL fails the continuation test, so the scan stops at the end. */
-      n = md_utf8_len(s, 4);
+      n = md_utf8_len(s, (size_t)(end - s));
       if(n == 0 || (n == 2 && s[0] == 0xc2 && s[1] <= 0x9f)) {
         /* One '?' for a bad byte; one for a C1 control's two bytes. */
         n = n ? 2 : 1;
@@ -94,6 +94,11 @@ size_t md_printable(char *dst, size_t dstlen, const char *src, unsigned flags)
   }
   dst[o] = '\0';
   return o;
+}
+
+size_t md_printable(char *dst, size_t dstlen, const char *src, unsigned flags)
+{
+  return md_printable_n(dst, dstlen, src, src ? strlen(src) : 0, flags);
 }
 
 char *md_printable_inplace(char *s, unsigned flags)

@@ -209,10 +209,10 @@ static int connect_plugin(const char *path, char *err, size_t errlen)
   }
   if(connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
     if(errno == EAGAIN)
-      snprintf(err, errlen,
-               "cannot connect to %s: the plugin is not accepting connections "
-               "(its backlog is full)",
-               path);
+      md_seterr(err, errlen,
+                "cannot connect to %s: the plugin is not accepting connections "
+                "(its backlog is full)",
+                path);
     else
       md_seterr(err, errlen, "cannot connect to %s: %s", path, strerror(errno));
     close(fd);

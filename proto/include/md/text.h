@@ -42,6 +42,10 @@ enum md_text_flags {
  * (in place). Returns the length written, without the NUL. */
 size_t md_printable(char *dst, size_t dstlen, const char *src, unsigned flags);
 
+/* Same for src[0..srclen), which need not be NUL-terminated: a NUL in it
+ * is a control character like any other and becomes '?'. */
+size_t md_printable_n(char *dst, size_t dstlen, const void *src, size_t srclen, unsigned flags);
+
 /* In-place form for text already in a buffer: returns s. s NULL is fine. */
 char *md_printable_inplace(char *s, unsigned flags);
 

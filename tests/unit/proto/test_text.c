@@ -144,6 +144,25 @@ static void utf8_len_is_bounded(void **state)
   assert_int_equal(md_utf8_len("x", 0), 0);
 }
 
+static void counted_source(void **state)
+{
+  char out[16];
+
+  (void)state;
+  /* Not NUL-terminated, with a NUL inside: counted, and the NUL shown. */
+  assert_int_equal(md_printable_n(out, sizeof(out),
+                                  "ab\0c\x1b"
+                                  "dXYZ",
+                                  6, MD_TEXT_PLAIN),
+                   6);
+  assert_string_equal(out, "ab?c?d");
+  /* A UTF-8 sequence cut by srclen is not valid there. */
+  assert_int_equal(md_printable_n(out, sizeof(out), "a\xe2\x82\xac", 3, MD_TEXT_UTF8), 3);
+  assert_string_equal(out, "a??");
+  assert_int_equal(md_printable_n(out, sizeof(out), NULL, 5, MD_TEXT_PLAIN), 0);
+  assert_string_equal(out, "");
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -158,6 +177,7 @@ int main(void)
       cmocka_unit_test(utf8_never_cuts_a_sequence),
       cmocka_unit_test(utf8_in_place),
       cmocka_unit_test(utf8_len_is_bounded),
+      cmocka_unit_test(counted_source),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
