@@ -8,10 +8,13 @@
 
 #include "detector.h"
 
-#define NB   MDP_DETECTOR_BUCKETS
-#define RING (MDP_DETECTOR_BUCKETS + 1)
-#define HALF (MDP_DETECTOR_BUCKETS / 2)
-#define MIB  (1024.0 * 1024.0)
+#define NB    MDP_DETECTOR_BUCKETS
+#define RING  (MDP_DETECTOR_BUCKETS + 1)
+#define HALF  (MDP_DETECTOR_BUCKETS / 2)
+#define SNB   MDP_DETECTOR_SHORT_BUCKETS
+#define SRING (MDP_DETECTOR_SHORT_BUCKETS + 1)
+#define SHALF (MDP_DETECTOR_SHORT_BUCKETS / 2)
+#define MIB   (1024.0 * 1024.0)
 
 /* Growth must be spread over the window, not bunched in one half: a
  * warm-up that levels off has a flat second half, a one-off step has a flat
@@ -35,16 +38,61 @@
  * at the time of the fire (memory released, or the process replaced). */
 #define REARM_FRACTION    0.8
 
-static int cmp_double(const void *a, const void *b)
+/* The short window (urgent rule). It fires before the long window may only
+ * when the limit is near: the projected time to it is under URGENT_SHARE of
+ * Horizon, and the process has already grown, since the lowest level of the
+ * last hour, by URGENCY_SHARE of the room it has left. A leak that reaches
+ * the limit T after it starts therefore fires about 0.29 T after it starts,
+ * whatever its rate; a burst or a fill fires only if it lasts that long at a
+ * rate that would reach the limit within URGENT_SHARE of Horizon. */
+#define URGENCY_SHARE 0.4
+/* A warm-up levelling off decelerates: the recent half of the short window
+ * must grow at least this share as fast as its older half. */
+#define DECEL_SHARE   0.5
+/* Evaluations in a row (one per short bucket) that must agree. */
+#define SHORT_CONFIRM 2
+
+/* k-th smallest of v[0..n) (reorders v). Quickselect: the read callback
+ * re-fits every worker's windows, and a full sort was most of its cost. */
+static double select_kth(double *v, int n, int k)
 {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
+  int lo = 0, hi = n - 1;
+  while(lo < hi) {
+    double pivot = v[lo + (hi - lo) / 2];
+    int i = lo, j = hi;
+    while(i <= j) {
+      while(v[i] < pivot)
+        i++;
+      while(v[j] > pivot)
+        j--;
+      if(i <= j) {
+        double tmp = v[i];
+        v[i++] = v[j];
+        v[j--] = tmp;
+      }
+    }
+    /* v[lo..j] <= pivot <= v[i..hi], and what lies between equals it. */
+    if(k <= j)
+      hi = j;
+    else if(k >= i)
+      lo = i;
+    else
+      break;
+  }
+  return v[k];
 }
 
 static double median(double *v, unsigned n)
 {
-  qsort(v, n, sizeof(*v), cmp_double);
-  return (n % 2) ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+  double hi = select_kth(v, (int)n, (int)(n / 2));
+  if(n % 2)
+    return hi;
+  /* The lower middle is the largest of what quickselect left below. */
+  double lo = v[0];
+  for(unsigned i = 1; i < n / 2; i++)
+    if(v[i] > lo)
+      lo = v[i];
+  return (lo + hi) / 2.0;
 }
 
 /* Median of pairwise slopes: a few outlying points (a bucket that missed
@@ -68,8 +116,10 @@ void mdp_detector_init(mdp_detector *d, const mdp_detector_config *cfg)
   /* config_set refuses shorter windows; this only keeps a hand-made
    * config from dividing by zero. */
   d->bucket_len = (cfg->growth_window >= NB ? cfg->growth_window : 3600) / NB;
+  d->sbucket_len = cfg->short_window >= SNB ? cfg->short_window / SNB : 0;
   d->last_eval.time_to_limit = -1;
-  d->state = MDP_DETECTOR_WARMING;
+  d->seval.time_to_limit = -1;
+  d->state = d->long_state = MDP_DETECTOR_WARMING;
 }
 
 /* Keeps, for a bucket leaving the window, the level held around it. */
@@ -113,6 +163,7 @@ static void start_episode(mdp_detector *d, double t)
   mdp_detector_init(d, &cfg);
   d->held = held;
   d->filled = 1;
+  d->sfilled = 1;
   d->origin = t;
 }
 
@@ -136,9 +187,27 @@ static int advance(mdp_detector *d, uint64_t idx)
   return 1;
 }
 
-static void add_sample(mdp_detector *d, double t, uint64_t v)
+/* The short ring: same buckets, nothing remembered when they leave (the
+ * long ring covers the same time). Returns 1 if a bucket closed. */
+static int advance_short(mdp_detector *d, uint64_t idx)
 {
-  mdp_detector_bucket *b = &d->ring[d->head];
+  if(idx <= d->snbucket)
+    return 0;
+  uint64_t steps = idx - d->snbucket;
+  if(steps > SRING)
+    steps = SRING;
+  for(uint64_t s = 0; s < steps; s++) {
+    d->shead = (d->shead + 1) % SRING;
+    if(d->sfilled < SRING)
+      d->sfilled++;
+    memset(&d->sring[d->shead], 0, sizeof(d->sring[d->shead]));
+  }
+  d->snbucket = idx;
+  return 1;
+}
+
+static void bucket_add(mdp_detector_bucket *b, double t, uint64_t v)
+{
   if(!b->count) {
     b->start = t;
     b->min = b->max = v;
@@ -148,6 +217,13 @@ static void add_sample(mdp_detector *d, double t, uint64_t v)
   if(v > b->max)
     b->max = v;
   b->count++;
+}
+
+static void add_sample(mdp_detector *d, double t, uint64_t v)
+{
+  bucket_add(&d->ring[d->head], t, v);
+  if(d->sbucket_len > 0)
+    bucket_add(&d->sring[d->shead], t, v);
   d->samples++;
 }
 
@@ -261,10 +337,10 @@ static int evaluate_growth(mdp_detector *d, double t, mdp_decision *ev)
     ev->time_to_limit = time_to_reach((double)c->memory_limit - (envelope + excursion), slope,
                                       before, NB * d->bucket_len);
   if(now < c->warmup) {
-    d->state = MDP_DETECTOR_WARMING;
+    d->long_state = MDP_DETECTOR_WARMING;
     return 0;
   }
-  d->state = growing ? MDP_DETECTOR_GROWING : MDP_DETECTOR_STABLE;
+  d->long_state = growing ? MDP_DETECTOR_GROWING : MDP_DETECTOR_STABLE;
   if(!growing)
     return 0;
   if(c->min_growth_rate > 0 && slope < c->min_growth_rate)
@@ -281,11 +357,172 @@ static int evaluate_growth(mdp_detector *d, double t, mdp_decision *ev)
   return c->min_growth_rate > 0 && confirmed;
 }
 
+/* Lowest level of the last hour: the long ring's bucket minima, open bucket
+ * included. Growth "since the floor" is what the urgent rule weighs. */
+static double ring_floor(const mdp_detector *d)
+{
+  double lo = -1;
+  for(unsigned k = 0; k < d->filled; k++) {
+    const mdp_detector_bucket *b = &d->ring[(d->head + RING - k) % RING];
+    if(b->count && (lo < 0 || (double)b->min < lo))
+      lo = (double)b->min;
+  }
+  return lo;
+}
+
+/* Highest level held (the minimum of three consecutive long buckets) in the
+ * part of the last hour that lies before `before` (seconds since origin):
+ * a climb back to where the process already was is not new growth. */
+static double ring_held(const mdp_detector *d, double before)
+{
+  double hi = 0;
+  for(unsigned k = NB; k >= MDP_DETECTOR_FOLD; k--) {
+    if(k >= d->filled)
+      continue;
+    double lo = -1;
+    unsigned j;
+    for(j = 0; j < MDP_DETECTOR_FOLD; j++) {
+      unsigned kk = k - j; /* k, k-1, k-2 buckets back from the open one */
+      if((double)(d->nbucket - kk + 1) * d->bucket_len > before)
+        break;
+      const mdp_detector_bucket *b = &d->ring[(d->head + RING - kk) % RING];
+      if(!b->count)
+        break;
+      if(lo < 0 || (double)b->min < lo)
+        lo = (double)b->min;
+    }
+    if(j == MDP_DETECTOR_FOLD && lo > hi)
+      hi = lo;
+  }
+  return hi;
+}
+
+/* Median max - min of the long window's closed buckets: a sawtooth longer
+ * than a short bucket shows its full height only there. */
+static double ring_excursion(const mdp_detector *d)
+{
+  double spread[NB];
+  unsigned n = 0;
+  for(unsigned k = 1; k < d->filled && k <= NB; k++) {
+    const mdp_detector_bucket *b = &d->ring[(d->head + RING - k) % RING];
+    if(b->count)
+      spread[n++] = (double)(b->max - b->min);
+  }
+  return n >= 3 ? median(spread, n) : 0;
+}
+
+/* The urgent rule over the short window; fills ev and returns 1 when it
+ * fires. The same checks as the long window (sustained, significant, new
+ * territory) plus deceleration, urgency and confirmation. */
+static int evaluate_short(mdp_detector *d, double t, mdp_decision *ev)
+{
+  double x[SNB], y[SNB], spread[SNB], resid[SNB], xo[SHALF], yo[SHALF], xr[SHALF], yr[SHALF];
+  unsigned n = 0, no = 0, nr = 0;
+  uint32_t samples = 0;
+  const mdp_detector_config *c = &d->cfg;
+
+  memset(ev, 0, sizeof(*ev));
+  ev->time_to_limit = -1;
+  d->sgrowing = 0;
+  d->sslope = 0;
+  if(!c->memory_limit || d->sbucket_len <= 0 || d->sfilled < SRING) {
+    d->sstreak = 0;
+    return 0;
+  }
+  for(unsigned k = SNB; k >= 1; k--) {
+    const mdp_detector_bucket *b = &d->sring[(d->shead + SRING - k) % SRING];
+    if(!b->count)
+      continue;
+    double bx = ((double)(d->snbucket - k) + 0.5) * d->sbucket_len;
+    x[n] = bx;
+    y[n] = (double)b->min;
+    spread[n] = (double)(b->max - b->min);
+    samples += b->count;
+    if(k > SHALF) {
+      xo[no] = bx;
+      yo[no++] = y[n];
+    } else {
+      xr[nr] = bx;
+      yr[nr++] = y[n];
+    }
+    n++;
+  }
+  if(n < SNB - 1 || no < SHALF - 1 || nr < SHALF - 1) {
+    d->sstreak = 0;
+    return 0;
+  }
+
+  double slope = theil_sen(x, y, n);
+  double slope_old = theil_sen(xo, yo, no);
+  double slope_new = theil_sen(xr, yr, nr);
+  for(unsigned i = 0; i < n; i++)
+    resid[i] = y[i] - slope * x[i];
+  double intercept = median(resid, n);
+  for(unsigned i = 0; i < n; i++)
+    resid[i] = fabs(y[i] - (intercept + slope * x[i]));
+  double scatter = median(resid, n);
+  double excursion = median(spread, n);
+  double longer = ring_excursion(d);
+  if(longer > excursion)
+    excursion = longer;
+  double now = t - d->origin;
+  double envelope = intercept + slope * now;
+  double rise = slope * c->short_window;
+  double recent_low = y[n - 1];
+  for(unsigned i = n - 1; i > n - MDP_DETECTOR_FOLD; i--)
+    if(y[i - 1] < recent_low)
+      recent_low = y[i - 1];
+  double held = ring_held(d, (double)(d->snbucket - SNB) * d->sbucket_len);
+  double older = (double)history_high(&d->held);
+  if(older > held)
+    held = older;
+  double room = (double)c->memory_limit - (envelope + excursion);
+  double grown = envelope - ring_floor(d);
+  /* Project at the slower of the window and its recent half. */
+  double pace = slope_new < slope ? slope_new : slope;
+
+  d->sslope = slope > 0 ? slope : 0;
+  ev->time = t;
+  ev->envelope = envelope > 0 ? (uint64_t)envelope : 0;
+  ev->slope = slope;
+  ev->slope_recent = slope_new;
+  ev->slope_before = slope_old;
+  ev->samples = samples;
+  ev->window = c->short_window;
+  ev->urgent = 1;
+  if(pace > 0)
+    ev->time_to_limit = room > 0 ? room / pace : 0;
+
+  int growing = slope > 0 && pace > 0 && slope_old >= OLDER_MIN_SHARE * slope &&
+                slope_new >= RECENT_MIN_SHARE * slope && slope_new >= DECEL_SHARE * slope_old &&
+                rise >= RISE_OVER_SCATTER * scatter && rise >= MIN_RISE &&
+                recent_low >= held + NEW_LEVEL_SHARE * rise &&
+                ev->time_to_limit <= URGENT_SHARE * c->horizon && grown >= URGENCY_SHARE * room &&
+                (c->min_growth_rate <= 0 || slope >= c->min_growth_rate);
+  if(!growing) {
+    d->sstreak = 0;
+    return 0;
+  }
+  d->sgrowing = 1;
+  d->seval = *ev;
+  return ++d->sstreak >= SHORT_CONFIRM;
+}
+
 /* Both this sample and the one before at or above the threshold: a single
  * spike does not start a capture. */
 static int held_above(const mdp_detector *d, uint64_t v, double threshold)
 {
   return threshold > 0 && d->have_last && (double)d->last_v >= threshold && (double)v >= threshold;
+}
+
+/* Seconds until MemoryLimit at the short window's last slope, for fires
+ * that carry no projection of their own; -1 when unknown. */
+static double rough_time_to_limit(const mdp_detector *d, uint64_t value)
+{
+  if(!d->cfg.memory_limit || d->sslope <= 0)
+    return -1;
+  double room = (double)d->cfg.memory_limit - (double)value;
+  return room > 0 ? room / d->sslope : 0;
 }
 
 int mdp_detector_feed(mdp_detector *d, double t, uint64_t value, mdp_decision *out)
@@ -301,22 +538,35 @@ int mdp_detector_feed(mdp_detector *d, double t, uint64_t value, mdp_decision *o
     start_episode(d, t);
 
   int closed = advance(d, (uint64_t)((t - d->origin) / d->bucket_len));
+  int sclosed =
+      d->sbucket_len > 0 && advance_short(d, (uint64_t)((t - d->origin) / d->sbucket_len));
   add_sample(d, t, value);
 
   if(d->state != MDP_DETECTOR_FIRED) {
     if(closed) {
       fire = evaluate_growth(d, t, &ev);
       d->last_eval = ev;
-      if(fire)
-        reason = MDP_REASON_GROWTH;
     }
+    if(sclosed) {
+      mdp_decision sev;
+      /* Evaluated even when the long window fired, so that the urgent
+       * rule's streak and slope stay current. */
+      if(evaluate_short(d, t, &sev) && !fire) {
+        ev = sev;
+        fire = 1;
+      }
+    }
+    d->state =
+        d->sgrowing && d->long_state != MDP_DETECTOR_GROWING ? MDP_DETECTOR_GROWING : d->long_state;
+    if(fire)
+      reason = MDP_REASON_GROWTH;
     if(!fire && c->memory_limit && held_above(d, value, c->near_limit * (double)c->memory_limit))
       reason = MDP_REASON_NEAR_LIMIT;
     else if(!fire && held_above(d, value, (double)c->capture_size))
       reason = MDP_REASON_CAPTURE_SIZE;
     if(reason && !fire) {
       memset(&ev, 0, sizeof(ev));
-      ev.time_to_limit = -1;
+      ev.time_to_limit = rough_time_to_limit(d, value);
       ev.envelope = value < d->last_v ? value : d->last_v;
     }
     fire = reason != NULL;
@@ -352,7 +602,12 @@ const char *mdp_detector_state_name(mdp_detector_state s)
 
 int mdp_detector_describe(const mdp_detector *d, char *buf, size_t len)
 {
-  const mdp_decision *e = &d->last_eval;
+  /* A fast leak shows as growing from the short window's evaluation while
+   * the long window still warms up. */
+  const mdp_decision *e =
+      d->sgrowing && d->long_state != MDP_DETECTOR_GROWING && d->state != MDP_DETECTOR_FIRED
+          ? &d->seval
+          : &d->last_eval;
   double have = d->have_last ? d->last_t - d->origin : 0;
   double need = d->cfg.warmup > d->cfg.growth_window ? d->cfg.warmup : d->cfg.growth_window;
 

@@ -4,8 +4,11 @@
  *
  * Samples are folded into MDP_DETECTOR_BUCKETS time buckets spanning
  * GrowthWindow; each bucket keeps its minimum (the lower envelope, which GC
- * sawtooth and short spikes do not move) and maximum. Memory per worker is
- * therefore fixed whatever the sampling rate.
+ * sawtooth and short spikes do not move) and maximum. A second, short ring
+ * of MDP_DETECTOR_SHORT_BUCKETS buckets spans ShortWindow (20 min) and lets
+ * a leak that will reach MemoryLimit soon fire before the long window and
+ * WarmupTime have passed. Memory per worker is therefore fixed whatever the
+ * sampling rate.
  *
  * Ownership: mdp_detector and mdp_detector_config are caller-owned plain
  * structs (embed them, no init allocation, nothing to free). Reason strings
@@ -17,13 +20,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MDP_DETECTOR_BUCKETS 12
+#define MDP_DETECTOR_BUCKETS       12
+#define MDP_DETECTOR_SHORT_BUCKETS 10
 /* Levels held before the window: the highest minimum over any three
  * consecutive buckets, one entry per three buckets, remembered for about a
  * day at the default window. A rise that only climbs back to a level
  * already held (a traffic cycle) is not new growth. */
-#define MDP_DETECTOR_HISTORY 100
-#define MDP_DETECTOR_FOLD    3
+#define MDP_DETECTOR_HISTORY       100
+#define MDP_DETECTOR_FOLD          3
 
 #define MDP_REASON_GROWTH       "sustained-growth"
 #define MDP_REASON_NEAR_LIMIT   "near-limit"
@@ -37,10 +41,12 @@ typedef struct {
   double horizon;         /* Horizon, seconds */
   double near_limit;      /* NearLimit, fraction of MemoryLimit; 0 = off */
   double warmup;          /* WarmupTime, seconds before growth may fire */
+  double short_window;    /* ShortWindow, seconds; 0 = urgent rule off */
 } mdp_detector_config;
 
 /* Defaults: no MemoryLimit, no CaptureSize, GrowthWindow 3600 s,
- * MinGrowthRate not set, Horizon 21600 s, NearLimit 0.9, WarmupTime 7200 s. */
+ * MinGrowthRate not set, Horizon 21600 s, NearLimit 0.9, WarmupTime 7200 s,
+ * ShortWindow 1200 s. */
 void mdp_detector_config_init(mdp_detector_config *cfg);
 
 /* Sets one key (case-insensitive, collectd spelling) from its text value,
@@ -91,7 +97,11 @@ typedef struct {
   double window;        /* seconds of history used */
   double time_to_limit; /* seconds until the trend plus the usual
                            excursion above it reaches MemoryLimit;
-                           -1 when unknown */
+                           -1 when unknown. Also set for near-limit and
+                           capture-size fires when the short window sees
+                           growth, so a capture plan can fit the time left. */
+  int urgent;           /* 1 when the short window fired (the long one had
+                           not confirmed growth yet) */
 } mdp_decision;
 
 typedef struct {
@@ -112,8 +122,18 @@ typedef struct {
   double past_slope[MDP_DETECTOR_BUCKETS];
   uint64_t past_at[MDP_DETECTOR_BUCKETS]; /* bucket index + 1; 0 = empty */
   mdp_detector_state state;
-  uint64_t rearm_below;   /* FIRED until a sample drops below this */
-  mdp_decision last_eval; /* last growth evaluation, for the state text */
+  mdp_detector_state long_state; /* what the long window said last */
+  uint64_t rearm_below;          /* FIRED until a sample drops below this */
+  mdp_decision last_eval;        /* last growth evaluation, for the state text */
+  /* The short window: its own ring, closed every ShortWindow/10. */
+  double sbucket_len;
+  mdp_detector_bucket sring[MDP_DETECTOR_SHORT_BUCKETS + 1];
+  unsigned shead, sfilled;
+  uint64_t snbucket;
+  unsigned sstreak;   /* consecutive short evaluations that passed */
+  int sgrowing;       /* the last short evaluation saw urgent growth */
+  double sslope;      /* its slope, bytes/s (0 if none), for near-limit */
+  mdp_decision seval; /* the last short evaluation that saw growth */
 } mdp_detector;
 
 /* Starts a detector with a copy of cfg. One detector per worker process:

@@ -18,6 +18,7 @@ void mdp_detector_config_init(mdp_detector_config *cfg)
   cfg->horizon = 6 * 3600;
   cfg->near_limit = 0.9;
   cfg->warmup = 2 * 3600;
+  cfg->short_window = 20 * 60;
 }
 
 int mdp_detector_config_set(mdp_detector_config *cfg, const char *key, const char *value, char *err,
@@ -46,6 +47,21 @@ int mdp_detector_config_set(mdp_detector_config *cfg, const char *key, const cha
   if(strcasecmp(key, "WarmupTime") == 0)
     return mdp_units_parse(MDP_UNITS_DURATION, key, value, 0, MDP_UNITS_NO_MAX, &cfg->warmup, err,
                            errlen);
+  /* 0 turns the urgent rule off; otherwise, like GrowthWindow, at least a
+   * minute. */
+  if(strcasecmp(key, "ShortWindow") == 0) {
+    double d;
+    int rc = mdp_units_parse(MDP_UNITS_DURATION, key, value, 0, MDP_UNITS_NO_MAX, &d, err, errlen);
+    if(rc)
+      return rc;
+    if(d > 0 && d < MIN_WINDOW) {
+      md_seterr(err, errlen, "%s \"%s\" is too short: 0 (off) or at least %.0f s", key, value,
+                MIN_WINDOW);
+      return -EINVAL;
+    }
+    cfg->short_window = d;
+    return 0;
+  }
   if(strcasecmp(key, "MinGrowthRate") == 0)
     return mdp_units_parse(MDP_UNITS_RATE, key, value, 0, MDP_UNITS_NO_MAX, &cfg->min_growth_rate,
                            err, errlen);
@@ -53,7 +69,7 @@ int mdp_detector_config_set(mdp_detector_config *cfg, const char *key, const cha
     return mdp_units_parse(MDP_UNITS_FRACTION, key, value, 0, 1, &cfg->near_limit, err, errlen);
   md_seterr(err, errlen,
             "unknown key \"%s\" (known: MemoryLimit, CaptureSize, GrowthWindow, MinGrowthRate, "
-            "Horizon, NearLimit, WarmupTime)",
+            "Horizon, NearLimit, WarmupTime, ShortWindow)",
             key);
   return -ENOENT;
 }

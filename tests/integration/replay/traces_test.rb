@@ -56,8 +56,27 @@ class ReplayTracesTest < Minitest::Test
     end
   end
 
+  # The issue's acceptance: the fast leak is caught by the growth rule at
+  # least half an hour before the limit, the steep warm-up beside it is not.
+  def test_fast_leak_caught_half_an_hour_ahead
+    lines = replay("MemoryLimit=1G", "--summary", File.join(TRACES, "leak-fast-15mb-min.csv"))
+    summary = lines.last
+    assert_equal "sustained-growth", lines.first["reason"]
+    assert_equal 1200, lines.first["window_s"]
+    assert_operator summary["lead_time_s"], :>=, 30 * 60
+    puts format("# leak-fast-15mb-min: lead %d s", summary["lead_time_s"])
+
+    quiet = replay("MemoryLimit=1G", "--summary", File.join(TRACES, "benign-warmup-steep.csv"))
+    assert_equal [0], quiet.map { |l| l["captures"] }
+  end
+
+  # The first slow leak (the fast class reaches the limit in about an hour).
+  def slow_leak
+    traces("leak-").reject { |p| File.basename(p).start_with?("leak-fast-") }.first
+  end
+
   def test_summary_reports_lead_time
-    path = traces("leak-").first
+    path = slow_leak
     lines = replay("--summary", "MemoryLimit=1G", path)
     summary = lines.last
     assert_equal true, summary["summary"]
@@ -70,7 +89,7 @@ class ReplayTracesTest < Minitest::Test
   end
 
   def test_keys_change_the_outcome
-    path = traces("leak-").first
+    path = slow_leak
     # A plain threshold fires first when set low enough.
     fires = replay("MemoryLimit=1G", "CaptureSize=300M", path)
     assert_equal "capture-size", fires.first["reason"]
@@ -78,5 +97,8 @@ class ReplayTracesTest < Minitest::Test
     # Without MemoryLimit the growth rule needs MinGrowthRate.
     assert_empty replay("NearLimit=0", path)
     refute_empty replay("MinGrowthRate=1M/min", path)
+    # Without the short window the fast leak is caught near the limit only.
+    fast = File.join(TRACES, "leak-fast-15mb-min.csv")
+    assert_equal "near-limit", replay("MemoryLimit=1G", "ShortWindow=0", fast).first["reason"]
   end
 end

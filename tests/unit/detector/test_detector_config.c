@@ -38,6 +38,29 @@ static void test_defaults(void **s)
   assert_true(cfg.warmup == 7200);
   assert_true(cfg.near_limit == 0.9);
   assert_true(cfg.min_growth_rate == 0);
+  assert_true(cfg.short_window == 1200);
+  assert_int_equal(mdp_detector_config_check(&cfg, err, sizeof(err)), 0);
+}
+
+static void test_short_window(void **s)
+{
+  (void)s;
+  assert_int_equal(set("ShortWindow", "30min"), 0);
+  assert_true(cfg.short_window == 1800);
+  assert_int_equal(set("shortwindow", "0"), 0); /* off */
+  assert_true(cfg.short_window == 0);
+  assert_int_equal(mdp_detector_config_check(&cfg, err, sizeof(err)), 0);
+  assert_int_equal(set("ShortWindow", "30s"), -EINVAL);
+  assert_non_null(strstr(err, "ShortWindow: invalid duration \"30s\""));
+  assert_int_equal(set("ShortWindow", "-5min"), -EINVAL);
+  assert_true(cfg.short_window == 0); /* a bad value changes nothing */
+
+  /* It must be shorter than the long window it stands beside. */
+  assert_int_equal(set("ShortWindow", "1h"), 0);
+  assert_int_equal(mdp_detector_config_check(&cfg, err, sizeof(err)), -EINVAL);
+  assert_non_null(strstr(err, "ShortWindow"));
+  assert_non_null(strstr(err, "GrowthWindow"));
+  assert_int_equal(set("GrowthWindow", "2h"), 0);
   assert_int_equal(mdp_detector_config_check(&cfg, err, sizeof(err)), 0);
 }
 
@@ -158,6 +181,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_defaults, setup),
       cmocka_unit_test_setup(test_sizes, setup),
+      cmocka_unit_test_setup(test_short_window, setup),
       cmocka_unit_test_setup(test_bad_sizes, setup),
       cmocka_unit_test_setup(test_durations, setup),
       cmocka_unit_test_setup(test_bad_durations, setup),

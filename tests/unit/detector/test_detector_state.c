@@ -180,6 +180,61 @@ static void test_describe(void **s)
   assert_string_equal(line, "fired (near-limit)");
 }
 
+/* The short window: a leak that will reach the limit within the hour fires
+ * sustained-growth long before WarmupTime, marked urgent, with the short
+ * window's slope and projection; state and status line show the growth
+ * from the first evaluation that sees it. */
+static void test_short_window_fires_urgent(void **s)
+{
+  (void)s;
+  mdp_decision first;
+  char line[96];
+  mdp_detector_init(&det, &cfg);
+  assert_int_equal(feed_line(0, 1210, 254, 11, NULL), 0);
+  assert_int_equal(det.state, MDP_DETECTOR_GROWING);
+  mdp_detector_describe(&det, line, sizeof(line));
+  assert_non_null(strstr(line, "growing 11.0 MiB/min, limit in "));
+
+  mdp_detector_init(&det, &cfg);
+  assert_int_equal(feed_line(0, 3600, 254, 11, &first), 1);
+  assert_string_equal(first.reason, MDP_REASON_GROWTH);
+  assert_int_equal(first.urgent, 1);
+  assert_true(first.time - T0 <= 25 * 60);
+  assert_true(first.window == 1200);
+  assert_true(first.slope > 10.5 * MIB / 60 && first.slope < 11.5 * MIB / 60);
+  /* 1 GiB is reached at +70 min; the projection says so within minutes. */
+  double at = first.time - T0 + first.time_to_limit;
+  assert_true(at > 65 * 60 && at < 72 * 60);
+}
+
+/* ShortWindow 0 turns the urgent rule off: the same leak is caught only
+ * near the limit, as before the short window existed. */
+static void test_short_window_off(void **s)
+{
+  (void)s;
+  mdp_decision first;
+  assert_int_equal(mdp_detector_config_set(&cfg, "ShortWindow", "0", NULL, 0), 0);
+  mdp_detector_init(&det, &cfg);
+  assert_int_equal(feed_line(0, 3600 + 1800, 254, 11, &first), 1);
+  assert_string_equal(first.reason, MDP_REASON_NEAR_LIMIT);
+  assert_true(first.time - T0 > 55 * 60);
+  assert_true(first.time_to_limit < 0); /* no short window, no slope */
+}
+
+/* A fire without a projection of its own (near-limit) still says how much
+ * time is left at the short window's slope, so the plan can fit it. */
+static void test_near_limit_carries_time_left(void **s)
+{
+  (void)s;
+  mdp_decision first;
+  mdp_detector_init(&det, &cfg);
+  /* 0.5 MiB/min from 880 MiB: too slow for the urgent rule (the limit is
+   * more than two hours away), near-limit after about 83 minutes. */
+  assert_int_equal(feed_line(0, 3 * 3600, 880, 0.5, &first), 1);
+  assert_string_equal(first.reason, MDP_REASON_NEAR_LIMIT);
+  assert_true(first.time_to_limit > 150 * 60 && first.time_to_limit < 260 * 60);
+}
+
 /* Memory per worker does not depend on how long it runs or how often it is
  * sampled: the detector is one fixed-size struct. */
 static void test_bounded_memory(void **s)
@@ -204,6 +259,9 @@ int main(void)
       cmocka_unit_test_setup(test_gap_does_not_fire, setup),
       cmocka_unit_test_setup(test_describe, setup),
       cmocka_unit_test_setup(test_bounded_memory, setup),
+      cmocka_unit_test_setup(test_short_window_fires_urgent, setup),
+      cmocka_unit_test_setup(test_short_window_off, setup),
+      cmocka_unit_test_setup(test_near_limit_carries_time_left, setup),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -301,6 +301,134 @@ static void test_leak_staircase(void **s)
   assert_leak("leak-staircase", leak_staircase, 12 * HOUR, 3 * HOUR);
 }
 
+/* ---- the fast class: leaks that reach the limit about an hour after
+ * start, and the shapes that fool short windows ---- */
+
+/* 11 MiB/min from start-up: 1 GiB about 70 minutes after start. */
+static double fast_leak(double t, uint32_t *r)
+{
+  return 254 * MIB + 11 * MIB * t / 60 + 6 * MIB * noise(r);
+}
+
+/* 10 MiB/min under a 5-minute GC sawtooth of 50 MiB. */
+static double fast_leak_sawtooth(double t, uint32_t *r)
+{
+  return 270 * MIB + 10 * MIB * t / 60 + 50 * MIB * fmod(t, 300.0) / 300.0 + 3 * MIB * noise(r);
+}
+
+/* 9 MiB/min from start-up, with a 150 MiB warm-up (time constant 5 min)
+ * on top during the first 20 minutes. */
+static double fast_leak_warmup(double t, uint32_t *r)
+{
+  return 250 * MIB + 150 * MIB * (1 - exp(-t / 300)) + 9 * MIB * t / 60 + 4 * MIB * noise(r);
+}
+
+/* 12 MiB/min, from a smaller worker: limit about 70 minutes after start. */
+static double fast_leak_12(double t, uint32_t *r)
+{
+  return 180 * MIB + 12 * MIB * t / 60 + 6 * MIB * noise(r);
+}
+
+/* Steep warm-up: 400 MiB, 95% of it within 10 minutes, then flat. */
+static double warmup_steep(double t, uint32_t *r)
+{
+  return 150 * MIB + 400 * MIB * (1 - exp(-t / 210)) + 4 * MIB * noise(r);
+}
+
+/* Steep warm-up without deceleration: 28 MiB/min for 14 minutes, then
+ * flat (the hardest shape for a short window). */
+static double warmup_linear_stop(double t, uint32_t *r)
+{
+  double m = t < 840 ? t : 840;
+  return 150 * MIB + 28 * MIB * m / 60 + 4 * MIB * noise(r);
+}
+
+/* A 400 MiB worker that every 3 hours (first at 2 h) grows 5 MiB/min for
+ * 25 minutes, then releases it within two minutes. */
+static double burst_released(double t, uint32_t *r)
+{
+  double v = 400 * MIB + 4 * MIB * noise(r);
+  double p = fmod(t, 3 * HOUR) - 2 * HOUR;
+  if(t >= 2 * HOUR && p >= 0 && p < 1500)
+    v += 5 * MIB * p / 60;
+  else if(t >= 2 * HOUR && p >= 1500 && p < 1620)
+    v += 125 * MIB * (1620 - p) / 120;
+  return v;
+}
+
+/* The same burst right after start-up. */
+static double burst_at_start(double t, uint32_t *r)
+{
+  double v = 400 * MIB + 4 * MIB * noise(r);
+  if(t < 1500)
+    v += 5 * MIB * t / 60;
+  else if(t < 1620)
+    v += 125 * MIB * (1620 - t) / 120;
+  return v;
+}
+
+/* A cache that fills at 4 MiB/min for 50 minutes after start-up, then
+ * stays full. */
+static double fill_stops(double t, uint32_t *r)
+{
+  double m = t < 3000 ? t : 3000;
+  return 300 * MIB + 4 * MIB * m / 60 + 3 * MIB * noise(r);
+}
+
+static void test_fast_leak(void **s)
+{
+  (void)s;
+  assert_leak("fast-leak", fast_leak, 2 * HOUR, 45 * 60);
+}
+
+static void test_fast_leak_sawtooth(void **s)
+{
+  (void)s;
+  assert_leak("fast-leak-sawtooth", fast_leak_sawtooth, 2 * HOUR, 45 * 60);
+}
+
+static void test_fast_leak_warmup(void **s)
+{
+  (void)s;
+  assert_leak("fast-leak-warmup", fast_leak_warmup, 2 * HOUR, 45 * 60);
+}
+
+static void test_fast_leak_12(void **s)
+{
+  (void)s;
+  assert_leak("fast-leak-12", fast_leak_12, 2 * HOUR, 45 * 60);
+}
+
+static void test_warmup_steep(void **s)
+{
+  (void)s;
+  assert_quiet("warmup-steep", warmup_steep, 24 * HOUR);
+}
+
+static void test_warmup_linear_stop(void **s)
+{
+  (void)s;
+  assert_quiet("warmup-linear-stop", warmup_linear_stop, 24 * HOUR);
+}
+
+static void test_burst_released(void **s)
+{
+  (void)s;
+  assert_quiet("burst-released", burst_released, 24 * HOUR);
+}
+
+static void test_burst_at_start(void **s)
+{
+  (void)s;
+  assert_quiet("burst-at-start", burst_at_start, 24 * HOUR);
+}
+
+static void test_fill_stops(void **s)
+{
+  (void)s;
+  assert_quiet("fill-stops", fill_stops, 24 * HOUR);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -318,6 +446,15 @@ int main(void)
       cmocka_unit_test(test_leak_daily),
       cmocka_unit_test(test_leak_late_fast),
       cmocka_unit_test(test_leak_staircase),
+      cmocka_unit_test(test_fast_leak),
+      cmocka_unit_test(test_fast_leak_sawtooth),
+      cmocka_unit_test(test_fast_leak_warmup),
+      cmocka_unit_test(test_fast_leak_12),
+      cmocka_unit_test(test_warmup_steep),
+      cmocka_unit_test(test_warmup_linear_stop),
+      cmocka_unit_test(test_burst_released),
+      cmocka_unit_test(test_burst_at_start),
+      cmocka_unit_test(test_fill_stops),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,13 +1,17 @@
-/* The recorded traces in MEMDIAG_TRACES_DIR, read with the csv reader and
- * run through the detector with MemoryLimit=1073741824 and nothing else:
- * every leak-* trace starts a capture before it reaches 1 GiB, no benign-*
- * trace starts one. The memory-leak gem's rule is measured beside it. */
+/* The traces in MEMDIAG_TRACES_DIR (recorded ones and those generate.rb
+ * writes), read with the csv reader and run through the detector with
+ * MemoryLimit=1073741824 and nothing else: every leak-* trace starts a
+ * capture before it reaches 1 GiB, no benign-* trace starts one; the fast
+ * class (leak-fast-*) fires sustained-growth at least 30 minutes ahead, the
+ * slower leaks keep a median lead of at least 3 hours. The memory-leak gem's
+ * rule is measured beside it. */
 #include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -84,14 +88,17 @@ static outcome replay(const char *path)
 
 static int has_prefix(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
 
+static int is_fast(const char *name) { return has_prefix(name, "leak-fast-"); }
+
 static int is_csv(const char *s)
 {
   size_t n = strlen(s);
   return n > 4 && strcmp(s + n - 4, ".csv") == 0;
 }
 
-/* Runs every trace whose name starts with prefix; returns how many. */
-static int each_trace(const char *prefix, void (*check)(const outcome *))
+/* Runs every trace whose name starts with prefix (leaving out the fast
+ * class when skip_fast is set); returns how many. */
+static int each_trace_but(const char *prefix, int skip_fast, void (*check)(const outcome *))
 {
   char path[4096];
   int n = 0;
@@ -99,7 +106,7 @@ static int each_trace(const char *prefix, void (*check)(const outcome *))
   if(!dir)
     fail_msg("cannot open %s", MEMDIAG_TRACES_DIR);
   for(struct dirent *e; (e = readdir(dir));) {
-    if(!has_prefix(e->d_name, prefix) || !is_csv(e->d_name))
+    if(!has_prefix(e->d_name, prefix) || !is_csv(e->d_name) || (skip_fast && is_fast(e->d_name)))
       continue;
     snprintf(path, sizeof(path), "%s/%s", MEMDIAG_TRACES_DIR, e->d_name);
     outcome o = replay(path);
@@ -108,6 +115,11 @@ static int each_trace(const char *prefix, void (*check)(const outcome *))
   }
   closedir(dir);
   return n;
+}
+
+static int each_trace(const char *prefix, void (*check)(const outcome *))
+{
+  return each_trace_but(prefix, 0, check);
 }
 
 static void leak_fires_before_limit(const outcome *o)
@@ -120,10 +132,59 @@ static void leak_fires_before_limit(const outcome *o)
 
 static void benign_stays_quiet(const outcome *o) { assert_int_equal(o->fires, 0); }
 
+/* The issue's acceptance: sustained-growth, not near-limit, and a lead that
+ * leaves room for a plan. */
+static void fast_fires_early(const outcome *o)
+{
+  assert_true(o->fires >= 1);
+  assert_string_equal(o->first_reason, MDP_REASON_GROWTH);
+  assert_true(o->limit_t >= 0);
+  assert_true(o->limit_t - o->first_t >= 30 * 60);
+  /* Those that take 65 minutes or more to reach the limit: 45 minutes. */
+  if(o->limit_t - o->start >= 65 * 60)
+    assert_true(o->limit_t - o->first_t >= 45 * 60);
+}
+
+static double slow_leads[16];
+static unsigned n_slow;
+
+static void slow_keeps_hours(const outcome *o)
+{
+  leak_fires_before_limit(o);
+  assert_string_equal(o->first_reason, MDP_REASON_GROWTH);
+  if(o->limit_t >= 0 && n_slow < 16)
+    slow_leads[n_slow++] = o->limit_t - o->first_t;
+}
+
 static void test_leaks(void **s)
 {
   (void)s;
   assert_true(each_trace("leak-", leak_fires_before_limit) >= 2);
+}
+
+static void test_fast_class(void **s)
+{
+  (void)s;
+  assert_true(each_trace("leak-fast-", fast_fires_early) >= 4);
+}
+
+static int cmp_lead(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static void test_slow_leaks_keep_hours(void **s)
+{
+  (void)s;
+  n_slow = 0;
+  assert_true(each_trace_but("leak-", 1, slow_keeps_hours) >= 2);
+  assert_true(n_slow >= 2);
+  qsort(slow_leads, n_slow, sizeof(slow_leads[0]), cmp_lead);
+  double med = n_slow % 2 ? slow_leads[n_slow / 2]
+                          : (slow_leads[n_slow / 2 - 1] + slow_leads[n_slow / 2]) / 2;
+  printf("# median lead of the slower leaks: %.0f s\n", med);
+  assert_true(med >= 3 * 3600);
 }
 
 static void test_benign(void **s)
@@ -146,6 +207,8 @@ int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_leaks),
+      cmocka_unit_test(test_fast_class),
+      cmocka_unit_test(test_slow_leaks_keep_hours),
       cmocka_unit_test(test_benign),
       cmocka_unit_test(test_gem_rule_fires_on_warmup),
   };
