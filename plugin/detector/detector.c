@@ -116,7 +116,12 @@ void mdp_detector_init(mdp_detector *d, const mdp_detector_config *cfg)
   /* config_set refuses shorter windows; this only keeps a hand-made
    * config from dividing by zero. */
   d->bucket_len = (cfg->growth_window >= NB ? cfg->growth_window : 3600) / NB;
-  d->sbucket_len = cfg->short_window >= SNB ? cfg->short_window / SNB : 0;
+  /* A short window as long as the long one would add nothing but noise:
+   * the urgent rule is then off (a GrowthWindow of 10 min with the default
+   * ShortWindow stays a valid configuration). */
+  d->sbucket_len = cfg->short_window >= SNB && cfg->short_window < d->bucket_len * NB
+                       ? cfg->short_window / SNB
+                       : 0;
   d->last_eval.time_to_limit = -1;
   d->seval.time_to_limit = -1;
   d->state = d->long_state = MDP_DETECTOR_WARMING;

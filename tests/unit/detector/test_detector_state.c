@@ -221,6 +221,21 @@ static void test_short_window_off(void **s)
   assert_true(first.time_to_limit < 0); /* no short window, no slope */
 }
 
+/* A GrowthWindow no longer than ShortWindow turns the urgent rule off too;
+ * the long window then sees the leak on its own. */
+static void test_short_window_not_shorter_than_growth_window(void **s)
+{
+  (void)s;
+  mdp_decision first;
+  assert_int_equal(mdp_detector_config_set(&cfg, "GrowthWindow", "10min", NULL, 0), 0);
+  assert_int_equal(mdp_detector_config_set(&cfg, "WarmupTime", "10min", NULL, 0), 0);
+  mdp_detector_init(&det, &cfg);
+  assert_int_equal(feed_line(0, 3600 + 1800, 254, 11, &first), 1);
+  assert_string_equal(first.reason, MDP_REASON_GROWTH);
+  assert_int_equal(first.urgent, 0);
+  assert_true(first.window == 600);
+}
+
 /* A fire without a projection of its own (near-limit) still says how much
  * time is left at the short window's slope, so the plan can fit it. */
 static void test_near_limit_carries_time_left(void **s)
@@ -261,6 +276,7 @@ int main(void)
       cmocka_unit_test_setup(test_bounded_memory, setup),
       cmocka_unit_test_setup(test_short_window_fires_urgent, setup),
       cmocka_unit_test_setup(test_short_window_off, setup),
+      cmocka_unit_test_setup(test_short_window_not_shorter_than_growth_window, setup),
       cmocka_unit_test_setup(test_near_limit_carries_time_left, setup),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
