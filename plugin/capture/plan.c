@@ -333,6 +333,71 @@ static void step_done(mdp_plan_t *plan, int64_t now_ms, mdp_actions_t *out)
   advance(plan, now_ms, out);
 }
 
+void mdp_plan_fit(mdp_plan_t *plan, int64_t now_ms, double time_left_s)
+{
+  /* Not finite or not positive: unknown (the detector says -1). Beyond a
+   * year the deadline is meaningless anyway. */
+  if(!(time_left_s > 0) || time_left_s > 365 * 86400.0)
+    return;
+  plan->time_left_s = time_left_s;
+  plan->deadline_ms = now_ms + (int64_t)(time_left_s * 1000.0 * MDP_PLAN_FIT_SHARE);
+}
+
+/* What a step still to come is expected to take, in ms. A dump: the
+ * slowest one this plan has seen, else about 30 s per GiB of RSS (an
+ * inline Ruby dump of a 376 MB heap took 10 s here), at least 5 s. */
+static uint64_t step_estimate_ms(const mdp_plan_t *plan, const mdp_step_t *s)
+{
+  if(s->kind == MDP_STEP_WAIT)
+    return 0;
+  if(!mdp_step_is_dump(s->kind))
+    return 2000;
+  uint64_t seen = 0;
+  for(size_t i = 0; i < plan->cur; i++) {
+    const mdp_step_t *d = &plan->steps[i];
+    if(mdp_step_is_dump(d->kind) && d->finished_ms > d->started_ms &&
+       (uint64_t)(d->finished_ms - d->started_ms) > seen)
+      seen = (uint64_t)(d->finished_ms - d->started_ms);
+  }
+  if(seen)
+    return seen;
+  uint64_t by_size = (uint64_t)((double)plan->rss / (1024.0 * 1024 * 1024) * 30000.0);
+  return by_size > 5000 ? by_size : 5000;
+}
+
+/* Length of the wait step starting now (steps[cur]); notes why in it. */
+static uint64_t wait_ms(mdp_plan_t *plan, int64_t now_ms)
+{
+  uint64_t interval = plan->p.interval_ms;
+  mdp_step_t *w = &plan->steps[plan->cur];
+  if(!plan->deadline_ms)
+    return interval;
+
+  unsigned waits = 0;
+  uint64_t others = 0;
+  for(size_t i = plan->cur; i < plan->n_steps; i++) {
+    waits += plan->steps[i].kind == MDP_STEP_WAIT;
+    others += step_estimate_ms(plan, &plan->steps[i]);
+  }
+  int64_t spare = plan->deadline_ms - now_ms - (int64_t)others;
+  uint64_t fit = spare > 0 ? (uint64_t)spare / waits : 0;
+  uint64_t floor = interval < MDP_PLAN_MIN_WAIT_MS ? interval : MDP_PLAN_MIN_WAIT_MS;
+  uint64_t ms = fit < interval ? fit : interval;
+  if(ms < floor)
+    ms = floor;
+  if(ms < interval)
+    snprintf(w->note, sizeof(w->note),
+             "%.0f s instead of %.0f s: limit projected %.0f min after the trigger; "
+             "steps kept within %.0f%% of that",
+             (double)ms / 1000, (double)interval / 1000, plan->time_left_s / 60,
+             MDP_PLAN_FIT_SHARE * 100);
+  else
+    snprintf(w->note, sizeof(w->note),
+             "%.0f s (CaptureInterval): fits, limit projected %.0f min after the trigger",
+             (double)ms / 1000, plan->time_left_s / 60);
+  return ms;
+}
+
 static void advance(mdp_plan_t *plan, int64_t now_ms, mdp_actions_t *out)
 {
   while(!plan->finished) {
@@ -353,7 +418,7 @@ static void advance(mdp_plan_t *plan, int64_t now_ms, mdp_actions_t *out)
       plan->waiting_timer = true;
       mdp_action_t *a = emit(out, MDP_ACT_TIMER);
       if(a) {
-        a->ms = plan->p.interval_ms;
+        a->ms = wait_ms(plan, now_ms);
         a->timer_id = ++plan->timer_id;
       }
       return;
@@ -517,7 +582,10 @@ void mdp_plan_limit(mdp_plan_t *plan, int64_t now_ms, mdp_actions_t *out)
     plan->timer_id++;
     s->status = MDP_SS_OK;
     s->finished_ms = now_ms;
-    snprintf(s->note, sizeof(s->note), "cut short: memory limit reached");
+    /* Keep why the wait was as long as it was planned to be. */
+    size_t used = strlen(s->note);
+    snprintf(s->note + used, sizeof(s->note) - used, "%scut short: memory limit reached",
+             used ? "; " : "");
   }
   step_done(plan, now_ms, out);
 }

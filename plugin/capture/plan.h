@@ -48,8 +48,8 @@ typedef struct mdp_step {
   mdp_step_status_t status;
   char file[64]; /* name inside the capture folder; "" when none */
   char error[256];
-  char mode[16]; /* dump mode the worker used */
-  char note[128];
+  char mode[16];  /* dump mode the worker used */
+  char note[192]; /* the worker's, or why a wait was as long as it was */
   uint64_t bytes, duration_us, pause_us;
   int64_t started_ms, finished_ms; /* unix ms; 0 = never */
 } mdp_step_t;
@@ -82,6 +82,10 @@ typedef struct mdp_plan {
   uint64_t trigger_rss; /* when the plan was asked for */
   int64_t started_ms, finished_ms;
   int64_t limit_ms; /* when the memory limit was reported, 0 if never */
+  /* Set by mdp_plan_fit: every step should be over by deadline_ms (0: no
+   * deadline, waits are CaptureInterval); time_left_s as given. */
+  int64_t deadline_ms;
+  double time_left_s;
   char reason[256];
   char end[64]; /* "finished", "worker gone", "memory limit", ... */
   mdp_plan_sample_t samples[MDP_PLAN_SAMPLES_MAX];
@@ -143,6 +147,19 @@ void mdp_plan_init(mdp_plan_t *plan, const mdp_plan_params_t *p, const mdp_step_
 /* A plan of one heap dump (worker at its limit, no dump yet), followed by
  * the restart signal. */
 void mdp_plan_init_limit(mdp_plan_t *plan, const mdp_plan_params_t *p, uint64_t rss);
+
+/* Fits the plan into the time the worker has left: time_left_s is the
+ * projected time from now_ms until it reaches MemoryLimit (the detector's
+ * time_to_limit; <= 0 or not finite: unknown, nothing changes). Each wait
+ * step is then shortened, when it starts, so that every step is over within
+ * MDP_PLAN_FIT_SHARE of the time left, counting an estimate for the steps
+ * still to come; waits are never longer than CaptureInterval nor shorter
+ * than MDP_PLAN_MIN_WAIT_MS (or CaptureInterval, if that is shorter). The
+ * wait used and why goes into the step's note (capture.json). Call after
+ * mdp_plan_init, before or after mdp_plan_begin. */
+#define MDP_PLAN_FIT_SHARE   0.5
+#define MDP_PLAN_MIN_WAIT_MS 10000
+void mdp_plan_fit(mdp_plan_t *plan, int64_t now_ms, double time_left_s);
 
 void mdp_plan_begin(mdp_plan_t *plan, int64_t now_ms, mdp_actions_t *out);
 /* Answer to MDP_ACT_CHECK_SPACE: bytes available to unprivileged users on

@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -24,7 +25,10 @@ typedef struct world {
   uint64_t avail, used;
   char log[4096]; /* "send:dump(heap-1.json) timer signal done:ok ..." */
   int notify_failure, notify_warning, notify_okay, manifests;
-  uint64_t pending_timer;
+  uint64_t pending_timer, pending_ms;
+  uint64_t timer_ms[8]; /* length of each wait the plan asked for */
+  int n_timers;
+  int64_t reply_delay; /* ms a worker takes to answer */
   bool send_pending, signalled, done;
 } world_t;
 
@@ -56,9 +60,16 @@ static void run(world_t *w, const mdp_actions_t *acts)
       break;
     }
     case MDP_ACT_TIMER:
-      assert_int_equal(a->ms, w->plan.p.interval_ms);
+      /* Without a deadline every wait is CaptureInterval; with one, never
+       * longer. */
+      if(!w->plan.deadline_ms)
+        assert_int_equal(a->ms, w->plan.p.interval_ms);
+      assert_true(a->ms <= w->plan.p.interval_ms);
       logf_(w, "%s", "timer ");
       w->pending_timer = a->timer_id;
+      w->pending_ms = a->ms;
+      if(w->n_timers < 8)
+        w->timer_ms[w->n_timers++] = a->ms;
       break;
     case MDP_ACT_MANIFEST: w->manifests++; break;
     case MDP_ACT_NOTIFY:
@@ -100,6 +111,7 @@ static void setup_world(world_t *w, const char *plan_text, bool trace)
   mdp_plan_init(&w->plan, &p, kinds, n, "capture-size", samples, 2, 120 * MiB);
   w->now = 1000000;
   w->avail = 100 * GiB;
+  w->reply_delay = 10;
 }
 
 static void begin(world_t *w)
@@ -120,7 +132,7 @@ static void reply(world_t *w, mdp_reply_status_t st, const char *error)
                    .mode = "fork"};
   assert_true(w->send_pending);
   w->send_pending = false;
-  w->now += 10;
+  w->now += w->reply_delay;
   mdp_plan_reply(&w->plan, w->now, &r, &a);
   run(w, &a);
 }
@@ -131,7 +143,7 @@ static void fire_timer(world_t *w)
   assert_true(w->pending_timer != 0);
   uint64_t id = w->pending_timer;
   w->pending_timer = 0;
-  w->now += 1000;
+  w->now += (int64_t)w->pending_ms;
   mdp_plan_timer(&w->plan, w->now, id, &a);
   run(w, &a);
 }
@@ -426,6 +438,125 @@ static void limit_plan_signals_even_when_dump_skipped(void **state)
   assert_int_equal(w.plan.steps[0].status, MDP_SS_SKIPPED);
 }
 
+/* ---- plans that fit the time left (mdp_plan_fit) ---- */
+
+static void setup_fit(world_t *w, uint64_t interval_ms, double time_left_s)
+{
+  setup_world(w, DEFAULT_PLAN, false);
+  w->plan.p.interval_ms = interval_ms;
+  mdp_plan_fit(&w->plan, w->now, time_left_s);
+}
+
+/* Two minutes left: both waits shrink so that the third dump is done
+ * within half of them, and capture.json's notes say by how much and why. */
+static void fit_shrinks_waits_to_half_the_time_left(void **state)
+{
+  (void)state;
+  world_t w;
+  setup_fit(&w, 60000, 120);
+  int64_t t0 = w.now;
+  w.reply_delay = 3000; /* each dump and profile step takes 3 s */
+  begin(&w);
+  drive_ok(&w);
+  assert_true(w.plan.complete);
+  assert_int_equal(w.n_timers, 2);
+  assert_true(w.timer_ms[0] >= MDP_PLAN_MIN_WAIT_MS && w.timer_ms[0] < 60000);
+  assert_true(w.timer_ms[1] >= MDP_PLAN_MIN_WAIT_MS && w.timer_ms[1] < 60000);
+  printf("# 120 s left: waits %.1f s and %.1f s, plan over after %.1f s\n", w.timer_ms[0] / 1e3,
+         w.timer_ms[1] / 1e3, (double)(w.plan.finished_ms - t0) / 1e3);
+  assert_true(w.plan.finished_ms - t0 <= 60000);
+  assert_true(w.plan.finished_ms - t0 >= 50000); /* the time is used, not wasted */
+  const char *note = w.plan.steps[2].note;
+  assert_non_null(strstr(note, "instead of 60 s: limit projected 2 min after the trigger"));
+  assert_non_null(strstr(note, "within 50%"));
+}
+
+/* Less time than the shortest useful wait: 10 s each, never less. */
+static void fit_never_below_ten_seconds(void **state)
+{
+  (void)state;
+  world_t w;
+  setup_fit(&w, 60000, 20);
+  begin(&w);
+  drive_ok(&w);
+  assert_int_equal(w.n_timers, 2);
+  assert_int_equal(w.timer_ms[0], MDP_PLAN_MIN_WAIT_MS);
+  assert_int_equal(w.timer_ms[1], MDP_PLAN_MIN_WAIT_MS);
+  assert_non_null(strstr(w.plan.steps[7].note, "10 s instead of 60 s"));
+}
+
+/* A CaptureInterval shorter than the floor is kept, never lengthened. */
+static void fit_keeps_short_interval(void **state)
+{
+  (void)state;
+  world_t w;
+  setup_fit(&w, 5000, 20);
+  begin(&w);
+  drive_ok(&w);
+  assert_int_equal(w.timer_ms[0], 5000);
+  assert_int_equal(w.timer_ms[1], 5000);
+}
+
+/* Hours left: CaptureInterval, and the note says it fits. Unknown time
+ * left (the detector's -1, or nonsense): nothing changes, no note. */
+static void fit_leaves_waits_when_time_allows(void **state)
+{
+  (void)state;
+  world_t w;
+  setup_fit(&w, 60000, 6 * 3600);
+  begin(&w);
+  drive_ok(&w);
+  assert_int_equal(w.timer_ms[0], 60000);
+  assert_int_equal(w.timer_ms[1], 60000);
+  assert_non_null(strstr(w.plan.steps[2].note, "60 s (CaptureInterval): fits"));
+
+  const double unknown[] = {-1, 0, NAN, INFINITY};
+  for(size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++) {
+    setup_fit(&w, 60000, unknown[i]);
+    assert_int_equal(w.plan.deadline_ms, 0);
+    begin(&w);
+    drive_ok(&w);
+    assert_int_equal(w.timer_ms[0], 60000);
+    assert_string_equal(w.plan.steps[2].note, "");
+  }
+}
+
+/* Dumps slower than expected: the second wait gives back what they took. */
+static void fit_second_wait_absorbs_slow_dumps(void **state)
+{
+  (void)state;
+  world_t w;
+  setup_fit(&w, 60000, 180);
+  int64_t t0 = w.now;
+  w.reply_delay = 10;
+  begin(&w);
+  while(w.n_timers < 1)
+    reply(&w, MDP_REPLY_OK, NULL);
+  fire_timer(&w);
+  w.reply_delay = 5000; /* the second half of the plan runs slow */
+  while(w.n_timers < 2)
+    reply(&w, MDP_REPLY_OK, NULL);
+  drive_ok(&w);
+  assert_true(w.timer_ms[1] < w.timer_ms[0]);
+  assert_true(w.plan.finished_ms - t0 <= 90000);
+}
+
+/* The memory limit cuts a fitted wait short: both reasons stay. */
+static void fit_note_survives_limit(void **state)
+{
+  (void)state;
+  world_t w;
+  mdp_actions_t a = {.n = 0};
+  setup_fit(&w, 60000, 120);
+  begin(&w);
+  while(!w.pending_timer)
+    reply(&w, MDP_REPLY_OK, NULL);
+  mdp_plan_limit(&w.plan, w.now, &a);
+  run(&w, &a);
+  assert_non_null(strstr(w.plan.steps[2].note, "instead of 60 s"));
+  assert_non_null(strstr(w.plan.steps[2].note, "; cut short: memory limit reached"));
+}
+
 static void parse_errors(void **state)
 {
   (void)state;
@@ -464,6 +595,12 @@ int main(void)
       cmocka_unit_test(limit_plan_one_dump_then_signal),
       cmocka_unit_test(limit_plan_signals_even_when_dump_skipped),
       cmocka_unit_test(parse_errors),
+      cmocka_unit_test(fit_shrinks_waits_to_half_the_time_left),
+      cmocka_unit_test(fit_never_below_ten_seconds),
+      cmocka_unit_test(fit_keeps_short_interval),
+      cmocka_unit_test(fit_leaves_waits_when_time_allows),
+      cmocka_unit_test(fit_second_wait_absorbs_slow_dumps),
+      cmocka_unit_test(fit_note_survives_limit),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
