@@ -138,7 +138,10 @@ static int use_root(const char *root, char *err, size_t errlen)
   int rc = mdp_capfs_normalise(root, norm, sizeof(norm), err, errlen);
   if(rc)
     return rc;
-  if(root_fd >= 0 && strcmp(norm, root_path) == 0 && fstat(root_fd, &st) == 0 && st.st_nlink > 0)
+  /* The one held is kept while it is still linked and still passes the
+   * checks (root may have handed it to someone since). */
+  if(root_fd >= 0 && strcmp(norm, root_path) == 0 && fstat(root_fd, &st) == 0 && st.st_nlink > 0 &&
+     mdp_capfs_check_dir(root_fd, norm, err, errlen) == 0)
     return 0;
   int fd = mdp_capfs_walk(norm, err, errlen);
   if(fd < 0)

@@ -33,7 +33,6 @@ int mdp_capture_init(const mdp_capture_config_t *c, mdp_loop *loop)
   }
   /* CaptureDirectory is made at the first capture, not here: a plugin that
    * never captures leaves the file system alone. */
-  st->resolved_root[0] = '\0';
   mdp_sched_init(&st->sched, st->cfg.concurrency, st->cfg.cooldown_ms,
                  st->cfg.restart_after_capture);
   memset(&st->counters, 0, sizeof(st->counters));
@@ -61,6 +60,7 @@ void mdp_capture_shutdown(void)
   st->runs = NULL;
   st->cap_runs = 0;
   mdp_sched_free(&st->sched);
+  mdp_capfs_close(); /* a restarted module checks CaptureDirectory again */
   st->ready = false;
 out:
   pthread_mutex_unlock(&st->lock);

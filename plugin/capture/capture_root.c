@@ -60,6 +60,17 @@ static const char *owner_name(uid_t uid, char *buf, size_t len)
   return buf;
 }
 
+/* "CaptureDirectory /a/b" when the component is CaptureDirectory itself,
+ * "CaptureDirectory /a/b: /a" for a directory above it. */
+static const char *where(const char *root, const char *shown, char *buf, size_t len)
+{
+  if(strcmp(root, shown) == 0)
+    snprintf(buf, len, "CaptureDirectory %s", root);
+  else
+    snprintf(buf, len, "CaptureDirectory %s: %s", root, shown);
+  return buf;
+}
+
 /* One component of the walk, shown as `shown`: owned by root or by the
  * user collectd runs as, and writable by no one else, or else another user
  * could replace what lies below it. A sticky directory (/tmp) above
@@ -69,33 +80,35 @@ static int check_component(int fd, const char *root, const char *shown, bool las
                            size_t errlen)
 {
   struct stat st;
-  char who[300];
+  char who[300], at[2 * PATH_MAX + 32];
   if(fstat(fd, &st) != 0) {
     int e = errno;
-    md_seterr(err, errlen, "CaptureDirectory %s: %s: %s", root, shown, strerror(e));
+    md_seterr(err, errlen, "%s: %s", where(root, shown, at, sizeof(at)), strerror(e));
     return -e;
   }
   if(!S_ISDIR(st.st_mode)) {
-    md_seterr(err, errlen, "CaptureDirectory %s: %s is not a directory", root, shown);
+    md_seterr(err, errlen, "%s is not a directory", where(root, shown, at, sizeof(at)));
     return -ENOTDIR;
   }
   unsigned mode = (unsigned)(st.st_mode & 07777);
   if(st.st_uid != 0 && st.st_uid != geteuid()) {
-    md_seterr(err, errlen,
-              "CaptureDirectory %s: %s is owned by %s (mode %04o); it and every directory above it "
-              "must belong to root%s",
-              root, shown, owner_name(st.st_uid, who, sizeof(who)), mode,
-              geteuid() ? " or to the user collectd runs as" : "");
+    md_seterr(err, errlen, "%s is owned by %s, mode %04o (it must be root's%s)",
+              where(root, shown, at, sizeof(at)), owner_name(st.st_uid, who, sizeof(who)), mode,
+              geteuid() ? " or collectd's" : "");
     return -EPERM;
   }
   if((st.st_mode & (S_IWGRP | S_IWOTH)) && (last || !(st.st_mode & S_ISVTX))) {
-    md_seterr(err, errlen,
-              "CaptureDirectory %s: %s (owner %s) has mode %04o: writable by group or others%s",
-              root, shown, owner_name(st.st_uid, who, sizeof(who)), mode,
-              last ? "" : ", and not sticky");
+    md_seterr(err, errlen, "%s has mode %04o, owner %s: writable by group or others%s",
+              where(root, shown, at, sizeof(at)), mode, owner_name(st.st_uid, who, sizeof(who)),
+              last ? "" : " and not sticky");
     return -EPERM;
   }
   return 0;
+}
+
+int mdp_capfs_check_dir(int fd, const char *root, char *err, size_t errlen)
+{
+  return check_component(fd, root, root, true, err, errlen);
 }
 
 /* Why openat(dir, name, O_NOFOLLOW|O_DIRECTORY) failed, in words. */
@@ -103,18 +116,19 @@ static int walk_error(int dirfd, const char *name, int e, const char *root, cons
                       char *err, size_t errlen)
 {
   struct stat st;
+  char at[2 * PATH_MAX + 32];
   if((e == ELOOP || e == ENOTDIR) && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
     if(S_ISLNK(st.st_mode)) {
       md_seterr(err, errlen,
-                "CaptureDirectory %s: %s is a symbolic link; memdiag follows none on the way to "
-                "CaptureDirectory (configure the real path)",
-                root, shown);
+                "%s is a symbolic link (memdiag follows none to CaptureDirectory: configure the "
+                "real path)",
+                where(root, shown, at, sizeof(at)));
       return -ELOOP;
     }
-    md_seterr(err, errlen, "CaptureDirectory %s: %s is not a directory", root, shown);
+    md_seterr(err, errlen, "%s is not a directory", where(root, shown, at, sizeof(at)));
     return -ENOTDIR;
   }
-  md_seterr(err, errlen, "CaptureDirectory %s: %s: %s", root, shown, strerror(e));
+  md_seterr(err, errlen, "%s: %s", where(root, shown, at, sizeof(at)), strerror(e));
   return -e;
 }
 

@@ -30,4 +30,8 @@ int mdp_capfs_normalise(const char *in, char *out, size_t outlen, char *err, siz
  * -ELOOP (a symbolic link), -ENOTDIR, or what the system said. */
 int mdp_capfs_walk(const char *path, char *err, size_t errlen);
 
+/* The same checks on CaptureDirectory's descriptor alone (is it still
+ * root's, and writable by no one else?). Returns 0 or -EPERM/-ENOTDIR. */
+int mdp_capfs_check_dir(int fd, const char *root, char *err, size_t errlen);
+
 #endif

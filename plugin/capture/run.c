@@ -16,6 +16,7 @@
 
 #include "capture_fs.h"
 #include "capture_request.h"
+#include "md/text.h"
 #include "md/wire.h"
 #include "notify.h"
 #include "run.h"
@@ -265,21 +266,9 @@ static void send_step(mdp_caprun *r, size_t idx)
   mdp_caprun_actions(r, &acts);
 }
 
-static const char *root_dir(void)
-{
-  return mdp_capst.resolved_root[0] ? mdp_capst.resolved_root : mdp_capst.cfg.directory;
-}
-
-static int make_root(void)
-{
-  char buf[PATH_MAX];
-  char *root = mdp_capst.resolved_root;
-  const char *dir = mdp_capst.cfg.directory;
-  int rc = mdp_capfs_ensure_root(dir);
-  if(!rc && !root[0] && realpath(dir, buf) && strlen(buf) < sizeof(mdp_capst.resolved_root))
-    memcpy(root, buf, strlen(buf) + 1);
-  return rc;
-}
+/* capture_fs keeps CaptureDirectory open once it has checked it; every
+ * later call names it only to say which one. */
+static const char *root_dir(void) { return mdp_capst.cfg.directory; }
 
 static void check_space(mdp_caprun *r, uint64_t need)
 {
@@ -289,16 +278,11 @@ static void check_space(mdp_caprun *r, uint64_t need)
   int rc;
 
   if(cfg->max_use) {
-    /* Make room under MaxUse before the dump, oldest captures first; the
-     * captures still in progress stay. */
-    const char *keep[64];
-    size_t n_keep = 0;
+    /* Make room under MaxUse before the dump, oldest captures first;
+     * capture_fs never removes a capture still in progress. */
     unsigned removed = 0;
-    for(size_t i = 0; i < mdp_capst.n_runs && n_keep < 64; i++)
-      if(mdp_capst.runs[i]->begun)
-        keep[n_keep++] = mdp_capst.runs[i]->dir;
     uint64_t limit = cfg->max_use > need ? cfg->max_use - need : 0;
-    rc = mdp_capfs_prune(root_dir(), limit, keep, n_keep, &used, &removed);
+    rc = mdp_capfs_prune(root_dir(), limit, NULL, 0, &used, &removed);
     if(rc)
       WARNING("memdiag plugin: pruning %s: %s", cfg->directory, strerror(-rc));
     if(removed)
@@ -372,13 +356,14 @@ int mdp_caprun_begin(mdp_caprun *r, char *err, size_t errlen)
 {
   mdp_actions_t acts = {.n = 0};
   int64_t now = mdp_caprun_now_ms();
-  int rc = make_root();
-  if(!rc)
-    rc = mdp_capfs_make_folder(root_dir(), r->name, r->pid, now, r->uid, r->gid, r->dir,
-                               sizeof(r->dir));
+  char why[512];
+  int rc = mdp_capfs_open_root(root_dir(), why, sizeof(why));
+  if(!rc && (rc = mdp_capfs_make_folder(root_dir(), r->name, r->pid, now, r->uid, r->gid, r->dir,
+                                        sizeof(r->dir))) != 0)
+    md_seterr(why, sizeof(why), "cannot create a capture folder under %s: %s",
+              mdp_capst.cfg.directory, strerror(-rc));
   if(rc) {
-    snprintf(err, errlen, "cannot create a capture folder under %s: %s", mdp_capst.cfg.directory,
-             strerror(-rc));
+    snprintf(err, errlen, "%s", why);
     mdp_capst.counters.failed++;
     mdp_caprun_notify(NOTIF_FAILURE, r, "capture of worker %s (pid %d) failed: %s", r->name,
                       (int)r->pid, err);

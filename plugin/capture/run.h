@@ -53,10 +53,6 @@ typedef struct mdp_capture_state {
   mdp_caprun **runs;
   size_t n_runs, cap_runs;
   uint64_t next_gen; /* never reset: a restarted module ignores old callbacks */
-  /* CaptureDirectory with its symbolic links resolved, once it exists: the
-   * hook refuses paths that pass through a link below its dump directory,
-   * and pruning must name in-progress folders exactly as they were made. */
-  char resolved_root[MDP_CAPTURE_PATH_MAX];
 } mdp_capture_state;
 
 extern mdp_capture_state mdp_capst;

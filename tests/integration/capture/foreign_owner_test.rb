@@ -28,8 +28,9 @@ class CaptureForeignOwnerTest < Minitest::Test
     id = site.workers_json.find { |x| x["pid"] == w.pid }["connection_id"]
     r = site.ctl("capture", "connection_id=#{id}")
     refute r.ok?, r.to_s
-    assert_match(/#{Regexp.escape(@bench.captures)}.*(owned by|not permitted)/, r.out + r.err)
-    @bench.wait_note("FAILURE", /foreign-owner .*failed/)
+    dir = Regexp.escape(@bench.captures)
+    assert_match(/CaptureDirectory #{dir} is owned by nobody \(uid 65534\), mode 0755/, r.out + r.err)
+    @bench.wait_note("FAILURE", /foreign-owner .*failed: CaptureDirectory .* is owned by nobody/)
     assert_empty Dir.children(@bench.captures), "root wrote into a directory nobody owns"
     assert_equal NOBODY, File.stat(@bench.captures).uid
   end
