@@ -51,7 +51,10 @@ static int value_text(const oconfig_item_t *ci, char *buf, size_t len)
   switch(v->type) {
   case OCONFIG_TYPE_STRING: snprintf(buf, len, "%s", v->value.string); break;
   case OCONFIG_TYPE_NUMBER:
-    if(v->value.number == (double)(int64_t)v->value.number)
+    /* Whole numbers as digits (1073741824, not 1.073741824e+09); the range
+     * check first, as converting a double beyond int64_t is undefined. */
+    if(v->value.number > -9.2e18 && v->value.number < 9.2e18 &&
+       v->value.number == (double)(int64_t)v->value.number)
       snprintf(buf, len, "%" PRId64, (int64_t)v->value.number);
     else
       snprintf(buf, len, "%.17g", v->value.number);

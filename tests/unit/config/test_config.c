@@ -224,6 +224,7 @@ static void every_bad_key_is_logged(void **state)
       "memdiag plugin: CaptureConcurrency \"65\" is not a whole number between 1 and 64",
       "memdiag plugin: HeartbeatInterval takes exactly one value",
       "memdiag plugin: CaptureInterval takes exactly one value",
+      "memdiag plugin: CaptureSize \"1.5e+20\" is not a size",
   };
   (void)state;
   str(&b, "Sokcet", "/tmp/x");
@@ -241,6 +242,7 @@ static void every_bad_key_is_logged(void **state)
   strs(&b, "HeartbeatInterval", "1s", "2s");
   /* A capture key in the wrong shape is that, not an unknown key. */
   strs(&b, "CaptureInterval", "1s", "2s");
+  num(&b, "CaptureSize", 1.5e20); /* beyond int64_t: refused, not wrapped */
   assert_int_equal(mdp_config_apply(&cfg, &b.block), -EINVAL);
   for(size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
     if(!strstr(logged, want[i]))
