@@ -29,7 +29,6 @@
 extern "C" {
 #endif
 
-struct oconfig_item_s;
 struct mdp_loop;
 
 #define MDP_CAPTURE_PATH_MAX 4096
@@ -63,11 +62,6 @@ void mdp_capture_config_init(mdp_capture_config_t *cfg);
  * (err holds a message naming the key). */
 int mdp_capture_config_set(mdp_capture_config_t *cfg, const char *key, const char *value, char *err,
                            size_t errlen);
-
-/* Same for one collectd config item (string, number or boolean value);
- * logs a bad value through collectd's ERROR naming the key. Returns 0,
- * -ENOENT (not a capture key, nothing logged) or -EINVAL. */
-int mdp_capture_config_item(mdp_capture_config_t *cfg, const struct oconfig_item_s *ci);
 
 /* Checks that need every key (e.g. the Plan pairs its start/stop steps).
  * Returns 0 or -EINVAL with a message in err. */
