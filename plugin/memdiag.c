@@ -76,7 +76,8 @@ static void trigger(mdp_worker *w, const mdp_decision *d, uint64_t v)
                              .pid = w->pid,
                              .uid = w->uid,
                              .gid = w->gid,
-                             .rss = v};
+                             .rss = v,
+                             .time_left_s = d->time_to_limit};
   char reason[256], err[256] = "";
   unsigned start = (w->history_head + MDP_WORKER_HISTORY - w->history_n) % MDP_WORKER_HISTORY;
   int rc;

@@ -87,7 +87,8 @@ typedef struct mdp_capture_worker {
   pid_t pid;        /* SO_PEERCRED */
   uid_t uid;        /* SO_PEERCRED: the capture folder is chowned to it */
   gid_t gid;
-  uint64_t rss; /* latest sample in bytes; 0 if unknown */
+  uint64_t rss;       /* latest sample in bytes; 0 if unknown */
+  double time_left_s; /* detector's projected time to MemoryLimit; <= 0: unknown */
 } mdp_capture_worker_t;
 
 /* One sample of the series that caused a trigger (goes into the manifest). */

@@ -127,6 +127,7 @@ int mdp_capture_start(const mdp_capture_worker_t *w, const char *reason,
   mdp_plan_params_t p = mdp_caprun_params();
   uint64_t rss = w->rss ? w->rss : info.rss;
   mdp_plan_init(&r->plan, &p, st->kinds, st->n_kinds, reason, ps, n_samples - first, rss);
+  mdp_plan_fit(&r->plan, mdp_caprun_now_ms(), w->time_left_s);
   if(rc == MDP_ADMIT_QUEUE) {
     NOTICE("memdiag plugin: capture of worker %s (pid %d) queued: %s", r->name, (int)r->pid, why);
     if(dir && dirlen)

@@ -365,9 +365,19 @@ static uint64_t step_estimate_ms(const mdp_plan_t *plan, const mdp_step_t *s)
   return by_size > 5000 ? by_size : 5000;
 }
 
+/* "95 s" or "12 min": the time left as the note shows it. */
+static void fmt_left(double s, char *buf, size_t len)
+{
+  if(s < 120)
+    snprintf(buf, len, "%.0f s", s);
+  else
+    snprintf(buf, len, "%.0f min", s / 60);
+}
+
 /* Length of the wait step starting now (steps[cur]); notes why in it. */
 static uint64_t wait_ms(mdp_plan_t *plan, int64_t now_ms)
 {
+  char left[32];
   uint64_t interval = plan->p.interval_ms;
   mdp_step_t *w = &plan->steps[plan->cur];
   if(!plan->deadline_ms)
@@ -385,16 +395,16 @@ static uint64_t wait_ms(mdp_plan_t *plan, int64_t now_ms)
   uint64_t ms = fit < interval ? fit : interval;
   if(ms < floor)
     ms = floor;
+  fmt_left(plan->time_left_s, left, sizeof(left));
   if(ms < interval)
     snprintf(w->note, sizeof(w->note),
-             "%.0f s instead of %.0f s: limit projected %.0f min after the trigger; "
+             "%.0f s instead of %.0f s: limit projected %s after the trigger; "
              "steps kept within %.0f%% of that",
-             (double)ms / 1000, (double)interval / 1000, plan->time_left_s / 60,
-             MDP_PLAN_FIT_SHARE * 100);
+             (double)ms / 1000, (double)interval / 1000, left, MDP_PLAN_FIT_SHARE * 100);
   else
     snprintf(w->note, sizeof(w->note),
-             "%.0f s (CaptureInterval): fits, limit projected %.0f min after the trigger",
-             (double)ms / 1000, plan->time_left_s / 60);
+             "%.0f s (CaptureInterval): fits, limit projected %s after the trigger",
+             (double)ms / 1000, left);
   return ms;
 }
 

@@ -482,7 +482,7 @@ static void fit_never_below_ten_seconds(void **state)
   assert_int_equal(w.n_timers, 2);
   assert_int_equal(w.timer_ms[0], MDP_PLAN_MIN_WAIT_MS);
   assert_int_equal(w.timer_ms[1], MDP_PLAN_MIN_WAIT_MS);
-  assert_non_null(strstr(w.plan.steps[7].note, "10 s instead of 60 s"));
+  assert_non_null(strstr(w.plan.steps[7].note, "10 s instead of 60 s: limit projected 20 s after"));
 }
 
 /* A CaptureInterval shorter than the floor is kept, never lengthened. */
