@@ -13,7 +13,7 @@ static const char usage[] =
     "Runs the leak detector over a series in collectd csv format (header line,\n"
     "then epoch,value in bytes) and prints one JSON line per capture it would\n"
     "start. Keys are the plugin's: MemoryLimit, CaptureSize, GrowthWindow,\n"
-    "MinGrowthRate, Horizon, NearLimit, WarmupTime.\n"
+    "MinGrowthRate, Horizon, NearLimit, WarmupTime, ShortWindow.\n"
     "  --summary  also print a final JSON line with the first capture and its\n"
     "             lead time before the series reached MemoryLimit\n";
 
