@@ -113,14 +113,16 @@ class ReferenceTest < Minitest::Test
     pages = sources("README.md", "docs/**/*.md").reject { |f| f.end_with?(REFERENCE) }
     copies = pages.flat_map do |page|
       File.readlines(page).each_with_index.filter_map do |line, i|
-        next unless line.start_with?("|")
+        cell = if line.start_with?("|") then line.split("|")[1].to_s
+               elsif line.start_with?("#") then line
+               end
+        next unless cell
 
-        cell = line.split("|")[1].to_s
         hit = names.find { |n| cell.include?("`#{n}`") }
         "#{page.delete_prefix("#{TOP}/")}:#{i + 1}: #{hit}" if hit
       end
     end
-    assert_empty copies, "table rows for keys or variables outside #{REFERENCE}: link to it instead"
+    assert_empty copies, "entries (table rows, headings) for keys or variables outside #{REFERENCE}: link to it instead"
   end
 
   # A key that is not in the code any more must leave the reference too.
