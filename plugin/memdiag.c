@@ -77,7 +77,9 @@ static void trigger(mdp_worker *w, const mdp_decision *d, uint64_t v)
                              .uid = w->uid,
                              .gid = w->gid,
                              .rss = v,
-                             .time_left_s = d->time_to_limit};
+                             /* 0 there means "unknown": a limit already
+                              * reached by the projection is 1 s away. */
+                             .time_left_s = d->time_to_limit == 0 ? 1 : d->time_to_limit};
   char reason[256], err[256] = "";
   unsigned start = (w->history_head + MDP_WORKER_HISTORY - w->history_n) % MDP_WORKER_HISTORY;
   int rc;
