@@ -25,7 +25,8 @@ static mdp_config cfg;
 static int configured;    /* cfg initialised */
 static int config_failed; /* a bad key or value: refuse to start */
 static int running;
-static mdp_loop *loop; /* the server's; lives from init to shutdown */
+static mdp_loop *loop;   /* the server's; lives from init to shutdown */
+static mdp_store *store; /* writes streamed results; from init to shutdown */
 
 static void ensure_config(void)
 {
@@ -189,6 +190,7 @@ static const mdp_server_hooks server_hooks = {
     .worker_hello = worker_hello,
     .worker_gone = worker_gone,
     .worker_reply = mdp_relay_on_reply,
+    .worker_stream = mdp_relay_on_stream,
     .control = mdp_control_handle,
     .stopping = mdp_relay_shutdown,
 };
@@ -197,6 +199,8 @@ static void stop_parts(void)
 {
   mdp_capture_shutdown();
   mdp_server_stop();
+  mdp_store_stop(store); /* the relay has ended every stream by now */
+  store = NULL;
   mdp_loop_free(loop);
   loop = NULL;
 }
@@ -226,9 +230,21 @@ static int memdiag_init(void)
     ERROR("memdiag plugin: cannot make the server loop: %s", strerror(-rc));
     goto refuse;
   }
+  /* At most 64 MiB of streamed bytes wait for the disk, over all streams
+   * (each stream is held to its window by credit well below that). */
+  rc = mdp_store_start(&store, 64u << 20);
+  if(rc) {
+    ERROR("memdiag plugin: cannot start the stream writer: %s", strerror(-rc));
+    mdp_loop_free(loop);
+    loop = NULL;
+    goto refuse;
+  }
   mdp_relay_init(loop, mdp_server_send_worker, cfg.dump_timeout_ms);
+  mdp_rstream_init(loop, mdp_server_send_worker, store, 0);
   rc = mdp_server_start(&cfg, loop, &server_hooks);
   if(rc) {
+    mdp_store_stop(store);
+    store = NULL;
     mdp_loop_free(loop);
     loop = NULL;
     goto refuse;

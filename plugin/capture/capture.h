@@ -51,7 +51,17 @@ typedef struct mdp_capture_config {
   bool restart_after_capture;           /* RestartAfterCapture */
   int restart_signal;                   /* RestartSignal */
   uint32_t step_timeout_ms;             /* StepTimeout: 0 = the server's default per operation */
+  int dump_transfer;                    /* DumpTransfer: MDP_TRANSFER_* */
+  bool dump_compression;                /* DumpCompression: zstd (true) or none */
+  int dump_compression_level;           /* DumpCompressionLevel: zstd level, 1..19 */
 } mdp_capture_config_t;
+
+/* How a dump reaches the capture folder (DumpTransfer). */
+enum {
+  MDP_TRANSFER_AUTO = 0, /* stream unless the worker can write into the folder itself */
+  MDP_TRANSFER_STREAM,   /* over the worker's connection, stored by the plugin */
+  MDP_TRANSFER_FILE,     /* the worker writes the file (same host, same mounts) */
+};
 
 /* Fill in every default (see docs/capture.md). */
 void mdp_capture_config_init(mdp_capture_config_t *cfg);

@@ -32,6 +32,9 @@ void mdp_capture_config_init(mdp_capture_config_t *cfg)
   cfg->restart_after_capture = false;
   cfg->restart_signal = SIGTERM;
   cfg->step_timeout_ms = 0;
+  cfg->dump_transfer = MDP_TRANSFER_AUTO;
+  cfg->dump_compression = true;
+  cfg->dump_compression_level = 1;
 }
 
 static int parse_bool(const char *v, bool *out)
@@ -90,6 +93,12 @@ static int set_units(mdp_capture_config_t *cfg, const char *key, const char *val
       cfg->step_timeout_ms = (uint32_t)ms;
     return rc;
   }
+  if(strcasecmp(key, "DumpCompressionLevel") == 0) {
+    rc = mdp_units_count(key, value, 1, 19, &n, err, errlen);
+    if(rc == 0)
+      cfg->dump_compression_level = (int)n;
+    return rc;
+  }
   if(strcasecmp(key, "CaptureConcurrency") == 0) {
     rc = mdp_units_count(key, value, 1, 64, &n, err, errlen);
     if(rc == 0)
@@ -146,6 +155,24 @@ int mdp_capture_config_set(mdp_capture_config_t *cfg, const char *key, const cha
       cfg->dump_mode = MEMDIAG__V1__DUMP_MODE__DUMP_MODE_FORK;
     else if(strcasecmp(value, "auto") == 0)
       cfg->dump_mode = MEMDIAG__V1__DUMP_MODE__DUMP_MODE_AUTO;
+    else
+      rc = -EINVAL;
+  } else if(strcasecmp(key, "DumpTransfer") == 0) {
+    want = "auto, stream or file";
+    if(strcasecmp(value, "auto") == 0)
+      cfg->dump_transfer = MDP_TRANSFER_AUTO;
+    else if(strcasecmp(value, "stream") == 0)
+      cfg->dump_transfer = MDP_TRANSFER_STREAM;
+    else if(strcasecmp(value, "file") == 0)
+      cfg->dump_transfer = MDP_TRANSFER_FILE;
+    else
+      rc = -EINVAL;
+  } else if(strcasecmp(key, "DumpCompression") == 0) {
+    want = "zstd or none";
+    if(strcasecmp(value, "none") == 0)
+      cfg->dump_compression = false;
+    else if(strcasecmp(value, "zstd") == 0)
+      cfg->dump_compression = true;
     else
       rc = -EINVAL;
   } else if(strcasecmp(key, "RestartSignal") == 0) {

@@ -87,11 +87,12 @@ int mdp_capture_start(const mdp_capture_worker_t *w, const char *reason,
     rc = -ENOENT;
     goto out;
   }
-  if(info.dump_directory[0] && !mdp_capfs_inside(st->cfg.directory, info.dump_directory)) {
+  if(st->cfg.dump_transfer == MDP_TRANSFER_FILE && info.dump_directory[0] &&
+     !mdp_capfs_inside(st->cfg.directory, info.dump_directory)) {
     /* Every file step would be refused by the hook: say why once. */
     if(snprintf(why, sizeof(why),
                 "CaptureDirectory %s is outside the worker's dump directory %s "
-                "(MEMDIAG_DUMP_DIRECTORY): the worker may not write there",
+                "(MEMDIAG_DUMP_DIRECTORY): the worker may not write there (DumpTransfer file)",
                 st->cfg.directory, info.dump_directory) >= (int)sizeof(why))
       snprintf(why, sizeof(why), "CaptureDirectory is outside the worker's dump directory");
     rc = -EPERM;

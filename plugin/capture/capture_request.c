@@ -1,6 +1,8 @@
 /* The request each plan step sends: see capture_request.h. */
 #include "capture_request.h"
 
+#include "capture_fs.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -64,4 +66,30 @@ int mdp_capreq_build(mdp_capreq_t *out, const mdp_step_t *s, const char *dir,
   case MDP_STEP_WAIT: break;
   }
   return -EINVAL;
+}
+
+int mdp_capreq_streams(int transfer, int same_mnt_ns, const char *dump_directory,
+                       const char *capture_dir)
+{
+  switch(transfer) {
+  case MDP_TRANSFER_STREAM: return 1;
+  case MDP_TRANSFER_FILE: return 0;
+  default:
+    return same_mnt_ns != 1 || !dump_directory || !dump_directory[0] ||
+           !mdp_capfs_inside(capture_dir, dump_directory);
+  }
+}
+
+int mdp_capreq_for_stream(mdp_capreq_t *cr)
+{
+  Memdiag__V1__Request *req = &cr->req;
+  switch(req->op_case) {
+  case MEMDIAG__V1__REQUEST__OP_MEMORY_DUMP:
+  case MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_STOP: return 1;
+  case MEMDIAG__V1__REQUEST__OP_GARBAGE_PROFILE_STOP: req->garbage_profile_stop->path = NULL; break;
+  case MEMDIAG__V1__REQUEST__OP_SCHEDULER_DUMP: req->scheduler_dump->path = NULL; break;
+  case MEMDIAG__V1__REQUEST__OP_THREAD_DUMP: req->thread_dump->path = NULL; break;
+  default: break;
+  }
+  return 0;
 }

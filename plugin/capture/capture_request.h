@@ -34,6 +34,20 @@ typedef struct mdp_capreq {
 int mdp_capreq_build(mdp_capreq_t *out, const mdp_step_t *s, const char *dir,
                      const mdp_capture_config_t *cfg);
 
+/* DumpTransfer: 1 when this capture's results go through the plugin
+ * (streamed dumps, inline text written by the plugin), 0 when the worker
+ * writes its files into the folder itself. auto streams when the worker
+ * does not share collectd's mount namespace (same_mnt_ns 0 or unknown -1),
+ * has no dump directory, or its dump directory does not hold capture_dir. */
+int mdp_capreq_streams(int transfer, int same_mnt_ns, const char *dump_directory,
+                       const char *capture_dir);
+
+/* Make a request built by mdp_capreq_build ask for inline results (no
+ * path) where the plugin stores them itself; dumps are turned into streams
+ * by the relay. Returns 1 when the step's result is a heap dump (worth
+ * compressing), else 0. */
+int mdp_capreq_for_stream(mdp_capreq_t *cr);
+
 #ifdef __cplusplus
 }
 #endif

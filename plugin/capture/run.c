@@ -220,6 +220,15 @@ static void on_reply(const Memdiag__V1__Reply *reply, void *arg)
           *p = '?';
       rep.error = error;
     }
+    /* A stored result may carry a suffix (heap-1.json.zst): the manifest
+     * names the file that exists. */
+    if(reply->path && r->plan.cur < r->plan.n_steps) {
+      mdp_step_t *s = &r->plan.steps[r->plan.cur];
+      const char *base = strrchr(reply->path, '/');
+      base = base ? base + 1 : reply->path;
+      if(s->file[0] && !strncmp(base, s->file, strlen(s->file)) && strlen(base) < sizeof(s->file))
+        snprintf(s->file, sizeof(s->file), "%s", base);
+    }
     mdp_plan_reply(&r->plan, mdp_caprun_now_ms(), &rep, &acts);
     mdp_caprun_actions(r, &acts);
     mdp_caprun_settle(r);
@@ -245,18 +254,43 @@ static void on_timer(void *arg)
 
 /* ---------------------------------------------------------------- actions */
 
+/* Send a step whose result the plugin stores (DumpTransfer): dumps come
+ * as a stream, text inline; both are written by the stream store into the
+ * capture folder, heap dumps zstd-compressed unless DumpCompression none. */
+static int send_stored(mdp_caprun *r, mdp_capreq_t *cr, const mdp_step_t *s, token_t *t)
+{
+  const mdp_capture_config_t *cfg = &mdp_capst.cfg;
+  int heap = mdp_capreq_for_stream(cr);
+  int level = heap && cfg->dump_compression ? cfg->dump_compression_level : 0;
+  char name[80];
+  mdp_relay_sink sink = {.dir_path = r->dir, .name = name, .zstd_level = level};
+  int rc;
+
+  snprintf(name, sizeof(name), "%s%s", s->file, level ? ".zst" : "");
+  sink.dir_fd = open(r->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if(sink.dir_fd < 0)
+    return -errno;
+  rc = mdp_relay_request_to(r->conn, &cr->req, cfg->step_timeout_ms, &sink, on_reply, t);
+  close(sink.dir_fd);
+  return rc;
+}
+
 static void send_step(mdp_caprun *r, size_t idx)
 {
   mdp_capreq_t cr;
   mdp_actions_t acts = {.n = 0};
   const char *why = NULL;
   token_t *t = NULL;
+  const mdp_step_t *s = &r->plan.steps[idx];
 
-  if(mdp_capreq_build(&cr, &r->plan.steps[idx], r->dir, &mdp_capst.cfg) != 0)
+  if(mdp_capreq_build(&cr, s, r->dir, &mdp_capst.cfg) != 0)
     why = "the step sends no request";
   else if(!(t = token(r, 0)))
     why = "out of memory";
-  else if(mdp_relay_request(r->conn, &cr.req, mdp_capst.cfg.step_timeout_ms, on_reply, t) != 0)
+  else if(r->streams && s->file[0] && send_stored(r, &cr, s, t) != 0)
+    why = "the plugin could not open the capture folder to store the result";
+  else if((!r->streams || !s->file[0]) &&
+          mdp_relay_request(r->conn, &cr.req, mdp_capst.cfg.step_timeout_ms, on_reply, t) != 0)
     why = "the server could not send the request";
   if(!why)
     return;
@@ -357,8 +391,22 @@ int mdp_caprun_begin(mdp_caprun *r, char *err, size_t errlen)
   mdp_actions_t acts = {.n = 0};
   int64_t now = mdp_caprun_now_ms();
   char why[512];
-  int rc = mdp_capfs_open_root(root_dir(), why, sizeof(why));
-  if(!rc && (rc = mdp_capfs_make_folder(root_dir(), r->name, r->pid, now, r->uid, r->gid, r->dir,
+  mdp_worker_info info;
+  int rc;
+
+  /* Decided once per capture, from what the kernel says of the worker
+   * (its mount namespace) and where it may write. */
+  if(mdp_registry_info(r->conn, &info) == 0)
+    r->streams = mdp_capreq_streams(mdp_capst.cfg.dump_transfer, info.same_mnt_ns,
+                                    info.dump_directory, root_dir());
+  else
+    r->streams = mdp_capst.cfg.dump_transfer != MDP_TRANSFER_FILE;
+  /* A folder the plugin alone writes stays root's; one the worker writes
+   * into is handed to the worker's user. */
+  rc = mdp_capfs_open_root(root_dir(), why, sizeof(why));
+  if(!rc && (rc = mdp_capfs_make_folder(root_dir(), r->name, r->pid, now,
+                                        r->streams ? geteuid() : r->uid,
+                                        r->streams ? getegid() : r->gid, r->dir,
                                         sizeof(r->dir))) != 0)
     md_seterr(why, sizeof(why), "cannot create a capture folder under %s: %s",
               mdp_capst.cfg.directory, strerror(-rc));
@@ -373,8 +421,8 @@ int mdp_caprun_begin(mdp_caprun *r, char *err, size_t errlen)
   }
   r->begun = true;
   mdp_capst.counters.started++;
-  INFO("memdiag plugin: capturing worker %s (pid %d, connection %" PRIu64 ") into %s", r->name,
-       (int)r->pid, r->conn, r->dir);
+  INFO("memdiag plugin: capturing worker %s (pid %d, connection %" PRIu64 ") into %s%s", r->name,
+       (int)r->pid, r->conn, r->dir, r->streams ? " (streamed through the plugin)" : "");
   mdp_plan_begin(&r->plan, now, &acts);
   mdp_caprun_actions(r, &acts);
   return 0;

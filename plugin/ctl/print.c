@@ -3,6 +3,7 @@
 #include "print.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,10 @@ static void json_worker(mdctl_json *j, const Memdiag__V1__WorkerInfo *w)
   mdctl_json_kv_u64(j, "pid", w->pid);
   if(w->has_ppid)
     mdctl_json_kv_u64(j, "ppid", w->ppid);
+  if(w->has_ns_pid)
+    mdctl_json_kv_u64(j, "ns_pid", w->ns_pid);
+  if(w->cgroup && w->cgroup[0])
+    mdctl_json_kv_str(j, "cgroup", w->cgroup);
   mdctl_json_kv_str(j, "name", w->name ? w->name : "");
   mdctl_json_kv_str(j, "instance", w->instance);
   mdctl_json_kv_str(j, "runtime", w->runtime);
@@ -146,10 +151,14 @@ static void table_workers(Memdiag__V1__WorkerInfo **w, size_t n, int with_detect
   time_t now = time(NULL);
   char size[32];
 
-  int dw = 8, rw = 7;
+  int dw = 8, rw = 7, cw = 0;
+  bool nspid = false;
   char rt[64];
 
   for(size_t i = 0; i < n; i++) {
+    nspid |= w[i]->has_ns_pid;
+    if(w[i]->cgroup && (int)strlen(w[i]->cgroup) > cw)
+      cw = (int)strlen(w[i]->cgroup) > 60 ? 60 : (int)strlen(w[i]->cgroup);
     pss |= w[i]->has_pss && w[i]->pss;
     priv |= w[i]->has_private_bytes && w[i]->private_bytes;
     swap |= w[i]->has_swap && w[i]->swap;
@@ -159,7 +168,10 @@ static void table_workers(Memdiag__V1__WorkerInfo **w, size_t n, int with_detect
     if((int)strlen(rt) > rw)
       rw = (int)strlen(rt);
   }
-  printf("%-4s %-8s %-8s %-*s %10s", "ID", "PID", "PPID", nw, "NAME", "RSS");
+  printf("%-4s %-8s ", "ID", "PID");
+  if(nspid)
+    printf("%-8s ", "NS_PID");
+  printf("%-8s %-*s %10s", "PPID", nw, "NAME", "RSS");
   if(pss)
     printf(" %10s", "PSS");
   if(priv)
@@ -169,11 +181,17 @@ static void table_workers(Memdiag__V1__WorkerInfo **w, size_t n, int with_detect
   printf(" %-8s %-*s", "UPTIME", with_detector ? rw : 0, "RUNTIME");
   if(with_detector)
     printf("  %-*s %s", dw, "DETECTOR", "PLAN");
+  if(cw)
+    printf("  %s", "CGROUP");
   putchar('\n');
   for(size_t i = 0; i < n; i++) {
     const Memdiag__V1__WorkerInfo *x = w[i];
     char age[32] = "-";
     printf("%-4" PRIu64 " %-8" PRIu32 " ", x->connection_id, x->pid);
+    if(nspid && x->has_ns_pid)
+      printf("%-8" PRIu32 " ", x->ns_pid);
+    else if(nspid)
+      printf("%-8s ", "-");
     if(x->has_ppid)
       printf("%-8" PRIu32 " ", x->ppid);
     else
@@ -201,6 +219,10 @@ static void table_workers(Memdiag__V1__WorkerInfo **w, size_t n, int with_detect
     if(with_detector)
       printf("  %-*s %s", dw, x->detector_state ? x->detector_state : "-",
              x->plan_state && *x->plan_state ? x->plan_state : "-");
+    if(cw) {
+      printf("  ");
+      put_clean(stdout, x->cgroup && *x->cgroup ? x->cgroup : "-", MD_TEXT_PLAIN, 0);
+    }
     putchar('\n');
   }
 }

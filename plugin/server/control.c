@@ -120,6 +120,9 @@ static int list_fill(worker_list *l)
     wi->pid = (uint32_t)w->pid;
     wi->has_ppid = w->ppid != 0;
     wi->ppid = (uint32_t)w->ppid;
+    wi->has_ns_pid = w->ns_pid != 0 && w->ns_pid != w->pid;
+    wi->ns_pid = (uint32_t)w->ns_pid;
+    wi->cgroup = w->cgroup[0] ? w->cgroup : NULL;
     wi->name = w->name;
     wi->instance = w->instance;
     wi->runtime = w->runtime;

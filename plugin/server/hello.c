@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "hello.h"
+#include "workers/identity.h"
 
 static void forbid_control(mdp_conn *c, const Memdiag__V1__Control *ctl)
 {
@@ -34,22 +35,37 @@ static void on_hello(mdp_conn *c, const Memdiag__V1__Hello *h)
   Memdiag__V1__Frame f = MEMDIAG__V1__FRAME__INIT;
   Memdiag__V1__Welcome w = MEMDIAG__V1__WELCOME__INIT;
   mdp_worker_hello wh;
-  char reason[160];
+  mdp_identity id_k;
+  char idmsg[160];
+  char reason[200];
   uint64_t id;
   int proc_err = 0;
   int rc;
 
-  if(!h->has_pid || (pid_t)h->pid != c->pid) {
+  /* The kernel says who the peer is (SO_PEERCRED) and, for a worker in a
+   * PID namespace, which PID it knows itself by (NSpid): the hello must
+   * name one of those. */
+  if(mdp_identity_read(c->pid, &id_k, idmsg, sizeof(idmsg)) != 0) {
+    id_k.pid = id_k.ns_pid = c->pid;
+    id_k.same_mnt_ns = -1;
+  }
+  if(!h->has_pid || !mdp_identity_matches(&id_k, (pid_t)h->pid)) {
+    char ns[48] = "";
+    if(id_k.ns_pid != id_k.pid)
+      snprintf(ns, sizeof(ns), ", pid %ld in its namespace", (long)id_k.ns_pid);
     mdp_conn_warn(
-        "memdiag plugin: refused worker hello from pid %ld (SO_PEERCRED): it claims pid %s%u",
-        (long)c->pid, h->has_pid ? "" : "(none) ", h->has_pid ? h->pid : 0);
-    snprintf(reason, sizeof(reason), "hello claims pid %u but the socket peer is pid %ld",
-             h->has_pid ? h->pid : 0, (long)c->pid);
+        "memdiag plugin: refused worker hello from pid %ld (SO_PEERCRED%s): it claims pid %s%u",
+        (long)c->pid, ns, h->has_pid ? "" : "(none) ", h->has_pid ? h->pid : 0);
+    snprintf(reason, sizeof(reason), "hello claims pid %u but the socket peer is pid %ld%s",
+             h->has_pid ? h->pid : 0, (long)c->pid, ns);
     mdp_conn_goodbye(c, MEMDIAG__V1__STATUS__STATUS_FORBIDDEN, reason);
     return;
   }
   memset(&wh, 0, sizeof(wh));
   wh.pid = c->pid;
+  wh.ns_pid = id_k.ns_pid;
+  wh.cgroup = id_k.cgroup;
+  wh.same_mnt_ns = id_k.same_mnt_ns;
   wh.ppid = h->has_ppid ? (pid_t)h->ppid : 0;
   wh.uid = c->uid;
   wh.gid = c->gid;
@@ -162,6 +178,13 @@ static void on_frame(mdp_conn *c, const Memdiag__V1__Frame *f)
   case MEMDIAG__V1__FRAME__BODY_REPLY:
     if(c->state == MDP_CONN_WORKER) {
       c->env->hooks.worker_reply(c->worker_id, f->reply);
+      return;
+    }
+    break;
+  case MEMDIAG__V1__FRAME__BODY_DUMP_CHUNK:
+  case MEMDIAG__V1__FRAME__BODY_DUMP_END:
+    if(c->state == MDP_CONN_WORKER) {
+      c->env->hooks.worker_stream(c->worker_id, f);
       return;
     }
     break;

@@ -1,11 +1,15 @@
 /* memdiag plugin: requests in flight to workers, their timeouts and replies. */
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "md/text.h"
 #include "relay.h"
+#include "rstream.h"
 
 /* A ping or a start/stop toggle answers in moments; a heap dump of a large
  * busy worker may take minutes. The plugin waits a little longer than it
@@ -23,6 +27,7 @@ typedef struct pending {
   void *arg;
   Memdiag__V1__Status status; /* for replies the relay makes up */
   char error[200];
+  mdp_rstream *rs; /* the result is stored by the plugin (rstream.h), or NULL */
 } pending;
 
 static mdp_loop *loop;
@@ -66,7 +71,10 @@ static void finish(pending *p, const Memdiag__V1__Reply *from_worker)
     made.error = p->error;
     from_worker = &made;
   }
-  p->done(from_worker, p->arg);
+  if(p->rs)
+    mdp_rstream_settle(p->rs, from_worker, p->done, p->arg); /* calls done when stored */
+  else
+    p->done(from_worker, p->arg);
   free(p);
 }
 
@@ -136,10 +144,12 @@ static void expire(void *arg)
 }
 
 static void submit(uint64_t connection_id, const Memdiag__V1__Request *req, uint32_t timeout_ms,
-                   mdp_reply_fn done, void *arg)
+                   const mdp_relay_sink *sink, mdp_reply_fn done, void *arg)
 {
   Memdiag__V1__Frame frame = MEMDIAG__V1__FRAME__INIT;
   Memdiag__V1__Request copy = *req;
+  Memdiag__V1__MemoryDump md;
+  Memdiag__V1__AllocationTraceStop tp;
   pending *p = calloc(1, sizeof(*p));
   int rc;
 
@@ -176,6 +186,17 @@ static void submit(uint64_t connection_id, const Memdiag__V1__Request *req, uint
   copy.request_id = p->request_id;
   copy.has_timeout_ms = 1;
   copy.timeout_ms = timeout_ms;
+  if(sink) {
+    char why[300];
+    p->rs = mdp_rstream_new(connection_id, p->request_id, sink, &copy, &md, &tp, why, sizeof(why));
+    if(!p->rs) {
+      p->status = MEMDIAG__V1__STATUS__STATUS_ERROR;
+      md_seterr(p->error, sizeof(p->error), "%s", why);
+      if(mdp_loop_post(loop, finish_task, p) != 0)
+        finish(p, NULL);
+      return;
+    }
+  }
   frame.body_case = MEMDIAG__V1__FRAME__BODY_REQUEST;
   frame.request = &copy;
   rc = send_frame(connection_id, &frame);
@@ -218,8 +239,16 @@ void mdp_relay_worker_gone(uint64_t connection_id)
 unsigned mdp_relay_shutdown(void)
 {
   shutting_down = 1;
+  /* results still being stored end through the store's events, which the
+   * loop runs between calls */
   return finish_list(take(match_all, 0), MEMDIAG__V1__STATUS__STATUS_ERROR,
-                     "plugin shutting down (connection %" PRIu64 ")");
+                     "plugin shutting down (connection %" PRIu64 ")") +
+         mdp_rstream_live();
+}
+
+void mdp_relay_on_stream(uint64_t connection_id, const Memdiag__V1__Frame *f)
+{
+  mdp_rstream_on_frame(connection_id, f);
 }
 
 /* ------------------------------------------------------------ any thread */
@@ -230,19 +259,32 @@ typedef struct {
   mdp_reply_fn done;
   void *arg;
   Memdiag__V1__Request *req;
+  int has_sink;
+  mdp_relay_sink sink; /* dir_fd and strings below are the task's own */
+  char dir_path[512], name[128];
 } request_task;
 
 static void request_task_run(void *arg)
 {
   request_task *rt = arg;
 
-  submit(rt->connection_id, rt->req, rt->timeout_ms, rt->done, rt->arg);
+  submit(rt->connection_id, rt->req, rt->timeout_ms, rt->has_sink ? &rt->sink : NULL, rt->done,
+         rt->arg);
   memdiag__v1__request__free_unpacked(rt->req, NULL);
+  if(rt->has_sink)
+    close(rt->sink.dir_fd);
   free(rt);
 }
 
 int mdp_relay_request(uint64_t connection_id, const Memdiag__V1__Request *req, uint32_t timeout_ms,
                       mdp_reply_fn done, void *arg)
+{
+  return mdp_relay_request_to(connection_id, req, timeout_ms, NULL, done, arg);
+}
+
+int mdp_relay_request_to(uint64_t connection_id, const Memdiag__V1__Request *req,
+                         uint32_t timeout_ms, const mdp_relay_sink *sink, mdp_reply_fn done,
+                         void *arg)
 {
   request_task *rt;
   uint8_t *buf;
@@ -252,7 +294,7 @@ int mdp_relay_request(uint64_t connection_id, const Memdiag__V1__Request *req, u
   if(!req || !done)
     return -EINVAL;
   if(loop && mdp_loop_on_thread(loop)) {
-    submit(connection_id, req, timeout_ms, done, arg);
+    submit(connection_id, req, timeout_ms, sink, done, arg);
     return 0;
   }
   /* From another thread the caller's request may be gone before the loop
@@ -276,10 +318,21 @@ int mdp_relay_request(uint64_t connection_id, const Memdiag__V1__Request *req, u
   rt->timeout_ms = timeout_ms;
   rt->done = done;
   rt->arg = arg;
+  if(sink) {
+    rt->has_sink = 1;
+    rt->sink = *sink;
+    rt->sink.dir_fd = fcntl(sink->dir_fd, F_DUPFD_CLOEXEC, 0);
+    snprintf(rt->dir_path, sizeof(rt->dir_path), "%s", sink->dir_path ? sink->dir_path : "");
+    snprintf(rt->name, sizeof(rt->name), "%s", sink->name ? sink->name : "");
+    rt->sink.dir_path = rt->dir_path;
+    rt->sink.name = rt->name;
+  }
   rc = loop ? mdp_loop_post(loop, request_task_run, rt) : -ESHUTDOWN;
   if(rc) {
     Memdiag__V1__Reply r = MEMDIAG__V1__REPLY__INIT;
     memdiag__v1__request__free_unpacked(rt->req, NULL);
+    if(rt->has_sink && rt->sink.dir_fd >= 0)
+      close(rt->sink.dir_fd);
     free(rt);
     r.has_status = 1;
     r.status = MEMDIAG__V1__STATUS__STATUS_ERROR;

@@ -23,6 +23,7 @@
 
 #include "loop/loop.h"
 #include "memdiag.pb-c.h"
+#include "rstream.h"
 
 /* The outcome of a request to a worker. On a worker's answer this is its
  * Reply (request_id is the relay's own id). When the worker never answers
@@ -48,6 +49,17 @@ void mdp_relay_init(mdp_loop *loop, mdp_relay_send_fn send, uint32_t dump_timeou
  * req/done) or -ENOMEM: then done is not called. */
 int mdp_relay_request(uint64_t connection_id, const Memdiag__V1__Request *req, uint32_t timeout_ms,
                       mdp_reply_fn done, void *arg);
+
+/* The same, with the result stored by the plugin as sink->name in
+ * sink->dir_fd (rstream.h): dumps are streamed over the connection, small
+ * results asked inline and written; the reply's path names the file. The
+ * sink is copied (its folder descriptor duplicated). */
+int mdp_relay_request_to(uint64_t connection_id, const Memdiag__V1__Request *req,
+                         uint32_t timeout_ms, const mdp_relay_sink *sink, mdp_reply_fn done,
+                         void *arg);
+
+/* A DumpChunk or DumpEnd from this worker (the server's worker_stream hook). */
+void mdp_relay_on_stream(uint64_t connection_id, const Memdiag__V1__Frame *f);
 
 /* Default timeout for an operation: seconds for ping and *_start, minutes
  * for dumps (DumpTimeout, 10 min unless configured). */

@@ -114,6 +114,9 @@ int mdp_registry_add(const mdp_worker_hello *h, uint64_t *id, int *proc_err)
            h->runtime_version ? h->runtime_version : "");
   snprintf(w->dump_directory, sizeof(w->dump_directory), "%s",
            h->dump_directory ? h->dump_directory : "");
+  w->ns_pid = h->ns_pid ? h->ns_pid : h->pid;
+  snprintf(w->cgroup, sizeof(w->cgroup), "%s", h->cgroup ? h->cgroup : "");
+  w->same_mnt_ns = h->same_mnt_ns;
   w->connected_at = (uint64_t)time(NULL);
   rc = copy_caps(w, h->capabilities, h->n_capabilities);
   if(rc)
@@ -262,6 +265,9 @@ int mdp_registry_info(uint64_t id, mdp_worker_info *out)
     snprintf(out->runtime, sizeof(out->runtime), "%s", w->runtime);
     snprintf(out->runtime_version, sizeof(out->runtime_version), "%s", w->runtime_version);
     snprintf(out->dump_directory, sizeof(out->dump_directory), "%s", w->dump_directory);
+    out->ns_pid = w->ns_pid;
+    snprintf(out->cgroup, sizeof(out->cgroup), "%s", w->cgroup);
+    out->same_mnt_ns = w->same_mnt_ns;
     out->connected_at = w->connected_at;
     out->n_capabilities = w->n_capabilities;
     out->rss = w->last.rss;

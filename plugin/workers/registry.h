@@ -35,6 +35,9 @@ typedef struct mdp_worker {
   char runtime[32];
   char runtime_version[32];
   char dump_directory[512];
+  pid_t ns_pid;
+  char cgroup[256];
+  int same_mnt_ns;
   char **capabilities; /* owned */
   size_t n_capabilities;
   uint64_t connected_at;
@@ -65,6 +68,9 @@ typedef struct mdp_worker_info {
   char runtime[32];
   char runtime_version[32];
   char dump_directory[512]; /* from its hello, "" if none */
+  pid_t ns_pid;             /* PID in its own namespace (NSpid); == pid on the host */
+  char cgroup[256];         /* its cgroup (names the container or pod), "" if unknown */
+  int same_mnt_ns;          /* 1: shares collectd's mount namespace, 0: not, -1: unknown */
   uint64_t connected_at;    /* unix seconds */
   size_t n_capabilities;    /* operations announced in its hello */
   /* Latest sample in bytes, 0 until sampled or when not configured. */
@@ -80,6 +86,9 @@ typedef struct mdp_worker_hello {
   const char *name, *runtime, *runtime_version, *dump_directory;
   char **capabilities;
   size_t n_capabilities;
+  pid_t ns_pid;       /* its PID in its own namespace (NSpid), == pid on the host */
+  const char *cgroup; /* from /proc/PID/cgroup, "" or NULL if unknown */
+  int same_mnt_ns;    /* 1: sees collectd's files; 0: another mount namespace; -1 unknown */
 } mdp_worker_hello;
 
 /* memory: the MDP_MEM_* figures sampled (decides which /proc file each

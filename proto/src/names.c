@@ -14,6 +14,9 @@ const char *md_frame_kind(const Memdiag__V1__Frame *frame)
   case MEMDIAG__V1__FRAME__BODY_CONTROL: return "control";
   case MEMDIAG__V1__FRAME__BODY_CONTROL_REPLY: return "control_reply";
   case MEMDIAG__V1__FRAME__BODY_GOODBYE: return "goodbye";
+  case MEMDIAG__V1__FRAME__BODY_DUMP_CHUNK: return "dump_chunk";
+  case MEMDIAG__V1__FRAME__BODY_DUMP_END: return "dump_end";
+  case MEMDIAG__V1__FRAME__BODY_STREAM_CREDIT: return "stream_credit";
   default: return "unknown";
   }
 }

@@ -94,6 +94,8 @@ int mdh_request_from_wire(mdh_request *out, const Memdiag__V1__Request *in, uint
     out->op = MDH_OP_MEMORY_DUMP;
     out->shapes = in->memory_dump->shapes ? 1 : 0;
     out->mode = mode_from_wire(in->memory_dump->mode);
+    out->stream = in->memory_dump->has_stream && in->memory_dump->stream;
+    out->stream_window = in->memory_dump->has_stream_window ? in->memory_dump->stream_window : 0;
     rc = copy_path(out, in->memory_dump->path);
     break;
   case MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_START:
@@ -103,6 +105,9 @@ int mdh_request_from_wire(mdh_request *out, const Memdiag__V1__Request *in, uint
   case MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_STOP:
     out->op = MDH_OP_ALLOCATION_TRACE_STOP;
     out->shapes = in->allocation_trace_stop->shapes ? 1 : 0;
+    out->stream = in->allocation_trace_stop->has_stream && in->allocation_trace_stop->stream;
+    out->stream_window =
+        in->allocation_trace_stop->has_stream_window ? in->allocation_trace_stop->stream_window : 0;
     rc = copy_path(out, in->allocation_trace_stop->path);
     break;
   case MEMDIAG__V1__REQUEST__OP_GARBAGE_PROFILE_START:

@@ -53,6 +53,7 @@ static void child(void)
     if(h->wake_fd >= 0)
       close(h->wake_fd);
     h->conn_fd = h->wake_fd = -1;
+    mdh_stream_forget_in_child(h);
     h->thread_started = 0;
     /* this thread locked both in prepare(), so it may unlock them; the
      * condition variable may record waiters that do not exist here, so it

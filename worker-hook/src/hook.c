@@ -359,5 +359,6 @@ void mdh_stop(mdh_hook *h)
   }
   mdh_shutdown(h);
   mdh_fork_unregister(h);
+  mdh_stream_release(h);
   free_plain(h, 1);
 }

@@ -57,6 +57,8 @@ struct mdh_hook {
   _Atomic uint64_t connections;
   int forked_away;
 
+  struct mdh_stream *stream; /* the one open stream (stream.c), or NULL */
+
   mdh_logstate log;                 /* I/O thread only */
   struct mdh_hook *next_registered; /* fork registry (fork.c) */
 };
@@ -94,6 +96,17 @@ unsigned mdh_reply_nodes_count(const mdh_reply_node *n);
 /* io.c */
 void *mdh_io_main(void *arg);
 void mdh_io_wake(mdh_hook *h);
+
+/* stream.c (I/O thread side; the runtime side is in memdiag/hook.h).
+ * mdh_stream_step sends at most one frame through send(arg, frame). */
+typedef int (*mdh_stream_send_fn)(void *arg, const Memdiag__V1__Frame *f);
+int mdh_stream_poll_fd(mdh_hook *h);    /* the pipe to poll for reading, or -1 */
+int mdh_stream_wants_turn(mdh_hook *h); /* 1: step now without waiting for the pipe */
+int mdh_stream_step(mdh_hook *h, uint64_t connection_id, mdh_stream_send_fn send, void *arg);
+void mdh_stream_on_credit(mdh_hook *h, uint64_t connection_id, const Memdiag__V1__StreamCredit *c);
+void mdh_stream_connection_lost(mdh_hook *h, const char *why);
+void mdh_stream_forget_in_child(mdh_hook *h);
+void mdh_stream_release(mdh_hook *h); /* mdh_stop */
 
 /* fork.c */
 int mdh_fork_register(mdh_hook *h);

@@ -74,15 +74,16 @@ static int remaining_ms(uint64_t deadline_ms)
   return now >= deadline_ms ? 0 : (int)(deadline_ms - now);
 }
 
-/* Wait until fd has one of events, the wake fd fires, or timeout_ms passes
- * (fd < 0: only the latter two). */
+/* Wait until fd has one of events, the wake fd fires, an open stream's
+ * pipe has bytes, or timeout_ms passes (fd < 0: no socket to watch). */
 static int wait_io(mdh_hook *h, int fd, short events, int timeout_ms)
 {
-  struct pollfd p[2] = {
+  struct pollfd p[3] = {
       {.fd = h->wake_fd, .events = POLLIN},
       {.fd = fd, .events = events},
+      {.fd = fd >= 0 ? mdh_stream_poll_fd(h) : -1, .events = POLLIN},
   };
-  int n = poll(p, fd >= 0 ? 2 : 1, timeout_ms);
+  int n = poll(p, 3, timeout_ms);
   if(n < 0)
     return errno == EINTR ? WAIT_READY : WAIT_TIMEOUT;
   if(p[0].revents & POLLIN) {
@@ -90,7 +91,7 @@ static int wait_io(mdh_hook *h, int fd, short events, int timeout_ms)
     if(is_stopping(h))
       return WAIT_STOP;
   }
-  if(fd >= 0 && p[1].revents)
+  if((fd >= 0 && p[1].revents) || p[2].revents)
     return WAIT_READY;
   return n == 0 ? WAIT_TIMEOUT : WAIT_READY;
 }
@@ -322,6 +323,7 @@ static void session_close(session *s, int polite)
   mdh_hook *h = s->h;
   unsigned requests, replies;
 
+  mdh_stream_connection_lost(h, "the connection to the plugin closed during the stream");
   pthread_mutex_lock(&h->io_lock);
   pthread_mutex_lock(&h->mu);
   h->conn_fd = -1;
@@ -424,6 +426,9 @@ static int read_frames(session *s)
     s->last_heard_ms = md_now_ms();
     switch(f->body_case) {
     case MEMDIAG__V1__FRAME__BODY_REQUEST: rc = on_request(s, f->request); break;
+    case MEMDIAG__V1__FRAME__BODY_STREAM_CREDIT:
+      mdh_stream_on_credit(s->h, s->connection_id, f->stream_credit);
+      break;
     case MEMDIAG__V1__FRAME__BODY_GOODBYE:
       log_goodbye(s->h, f->goodbye);
       s->goodbye = 1;
@@ -478,6 +483,17 @@ static int send_replies(session *s)
     mdh_reply_nodes_free(n);
   }
   return rc;
+}
+
+static int send_stream_frame(void *arg, const Memdiag__V1__Frame *f) { return send_frame(arg, f); }
+
+/* One chunk (or the end) of an open stream, when nothing else is queued:
+ * heartbeats and replies interleave with a long stream. */
+static int pump_stream(session *s)
+{
+  if(pending_bytes(s) != 0)
+    return MD_OK;
+  return mdh_stream_step(s->h, s->connection_id, send_stream_frame, s);
 }
 
 static int send_heartbeat(session *s)
@@ -548,9 +564,15 @@ static int session_run(session *s)
     rc = read_frames(s);
     if(rc)
       return rc;
+    rc = pump_stream(s);
+    if(rc)
+      return rc;
+    pending = pending_bytes(s);
 
     /* while a frame is half written the heartbeat waits for POLLOUT */
-    timeout = pending ? 1000 : s->outbox ? 0 : remaining_ms(s->next_heartbeat_ms);
+    timeout = pending                                 ? 1000
+              : s->outbox || mdh_stream_wants_turn(h) ? 0
+                                                      : remaining_ms(s->next_heartbeat_ms);
     rc = check_silence(s, &timeout);
     if(rc)
       return rc;

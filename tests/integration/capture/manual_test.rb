@@ -52,7 +52,15 @@ class CaptureManualTest < Minitest::Test
     refute unknown.ok?
   end
 
+  # With DumpTransfer file the worker must write the files itself; one whose
+  # dump directory does not hold CaptureDirectory is refused before anything
+  # is made. (With the default, auto, the dumps are streamed instead.)
   def test_worker_that_may_not_write_there_is_refused_up_front
+    @bench.cleanup
+    @bench = Capture::Bench.new("capture-manual-file", <<~KEYS)
+      CaptureInterval 3
+      DumpTransfer file
+    KEYS
     elsewhere = File.join(@bench.site.dir, "elsewhere")
     w = @bench.start_leaker("fenced-manual", rate: 1024 * 1024, max: 10 * Capture::MiB,
                                              dump_dir: elsewhere)

@@ -48,6 +48,9 @@ enum {
 
 const char *mdh_strerror(int err);
 
+typedef struct mdh_hook mdh_hook;
+typedef struct mdh_stream mdh_stream;
+
 typedef struct {
   const char *socket_path; /* the plugin's AF_UNIX socket */
   const char *certificate; /* PEM, OU=worker */
@@ -106,6 +109,9 @@ typedef struct {
   int keep;            /* allocation_trace_start, garbage_profile_start: outlive the connection */
   uint8_t *payload;    /* ping */
   size_t payload_len;
+  int stream;             /* memory_dump, allocation_trace_stop: send the bytes
+                           * over the connection (mdh_stream_open) */
+  uint32_t stream_window; /* bytes the plugin accepts before its first credit */
 } mdh_request;
 
 void mdh_request_clear(mdh_request *req);
@@ -134,8 +140,6 @@ typedef struct {
   const char *mode;
 } mdh_reply_t;
 
-typedef struct mdh_hook mdh_hook;
-
 /* Validate and copy the config, start the I/O thread. The I/O thread
  * connects in the background: a plugin that is not there is not an error. */
 int mdh_start(mdh_hook **out, const mdh_config *config);
@@ -155,6 +159,20 @@ void mdh_wakeup(mdh_hook *hook);
  * the connection the request came on has closed since (the plugin forgot
  * the request with it); the hook logs that line on stderr. */
 int mdh_reply(mdh_hook *hook, const mdh_reply_t *reply);
+
+/* Streams. For a request with `stream` set, mdh_stream_open() makes a pipe
+ * and returns its write end (owned by the caller, close-on-exec): write the
+ * dump into it (from this process or a forked child), close every copy you
+ * hold, then call mdh_stream_finish() with error NULL on success or a short
+ * reason. It waits (call it without the runtime's lock) until the hook has
+ * sent every byte and the end of the stream (size, SHA-256), then returns
+ * MDH_OK and the size, or MDH_ESTALE when the connection failed first (why
+ * says so). Reply to the request only after mdh_stream_finish(). One stream
+ * at a time: a second open gets MDH_EINVAL; MDH_ESTALE when the request's
+ * connection has closed. */
+int mdh_stream_open(mdh_hook *hook, const mdh_request *req, int *write_fd);
+int mdh_stream_finish(mdh_hook *hook, uint64_t request_id, const char *error, uint64_t *bytes,
+                      char *why, size_t whylen);
 
 /* Connection ID of the current connection; 0 while not connected. */
 uint64_t mdh_connection_id(const mdh_hook *hook);

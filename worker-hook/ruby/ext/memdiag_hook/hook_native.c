@@ -180,6 +180,8 @@ static VALUE request_hash(VALUE arg)
   rb_hash_aset(h, sym("payload"),
                r->op == MDH_OP_PING ? rb_str_new((const char *)r->payload, (long)r->payload_len)
                                     : Qnil);
+  rb_hash_aset(h, sym("stream"), r->stream ? Qtrue : Qfalse);
+  rb_hash_aset(h, sym("stream_window"), UINT2NUM(r->stream_window));
   return h;
 }
 
@@ -251,6 +253,67 @@ static VALUE native_next_request(VALUE self, VALUE timeout)
   case MDH_EINTR: return Qnil;
   default: return Qfalse;
   }
+}
+
+/* stream_open(connection_id, request_id, window) -> Integer: the write end
+ * of the stream's pipe (the caller closes it). Raises when the request's
+ * connection has closed or another stream is open. */
+static VALUE native_stream_open(VALUE self, VALUE conn_id, VALUE req_id, VALUE window)
+{
+  mdh_request req;
+  int fd = -1, rc;
+
+  memset(&req, 0, sizeof req);
+  req.connection_id = NUM2ULL(conn_id);
+  req.id = NUM2ULL(req_id);
+  req.stream = 1;
+  req.stream_window = NUM2UINT(window);
+  rc = mdh_stream_open(live_hook(self), &req, &fd);
+  if(rc != MDH_OK)
+    rb_raise(rb_eIOError, "cannot open a stream to the plugin: %s", mdh_strerror(rc));
+  return INT2NUM(fd);
+}
+
+struct finish_args {
+  mdh_hook *hook;
+  uint64_t request_id;
+  const char *error;
+  uint64_t bytes;
+  char why[256];
+  int rc;
+};
+
+static void *finish_without_gvl(void *p)
+{
+  struct finish_args *a = p;
+  a->rc = mdh_stream_finish(a->hook, a->request_id, a->error, &a->bytes, a->why, sizeof a->why);
+  return NULL;
+}
+
+/* stream_finish(request_id, error_or_nil) -> [bytes, nil] once every byte
+ * and the end of the stream are sent, or [nil, why] when they could not be.
+ * Waits with the GVL released. */
+static VALUE native_stream_finish(VALUE self, VALUE req_id, VALUE error)
+{
+  native *n = get_native(self);
+  struct finish_args a;
+  VALUE keep = Qnil;
+
+  memset(&a, 0, sizeof a);
+  a.hook = live_hook(self);
+  a.request_id = NUM2ULL(req_id);
+  if(!NIL_P(error)) {
+    keep = rb_obj_as_string(error);
+    a.error = StringValueCStr(keep);
+  }
+  n->waiters++;
+  rb_thread_call_without_gvl(finish_without_gvl, &a, NULL, NULL);
+  n->waiters--;
+  release_closed(n);
+  RB_GC_GUARD(keep);
+  if(a.rc == MDH_OK)
+    return rb_ary_new_from_args(2, ULL2NUM(a.bytes), Qnil);
+  return rb_ary_new_from_args(2, Qnil, rb_utf8_str_new_cstr(a.why[0] ? a.why : mdh_strerror(a.rc)));
 }
 
 static mdh_status status_from(VALUE v)
@@ -403,6 +466,8 @@ RUBY_FUNC_EXPORTED void Init_hook_native(void)
   rb_define_method(cNative, "connection_id", native_connection_id, 0);
   rb_define_method(cNative, "connections", native_connections, 0);
   rb_define_method(cNative, "forked_away?", native_forked_away, 0);
+  rb_define_method(cNative, "stream_open", native_stream_open, 3);
+  rb_define_method(cNative, "stream_finish", native_stream_finish, 2);
   rb_define_method(cNative, "shutdown", native_shutdown, 0);
   rb_define_method(cNative, "close", native_close, 0);
 }

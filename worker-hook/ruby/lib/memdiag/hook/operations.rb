@@ -7,6 +7,7 @@ require_relative "ops/allocation_trace"
 require_relative "ops/garbage_profile"
 require_relative "ops/thread_dump"
 require_relative "ops/scheduler_dump"
+require_relative "ops/stream_target"
 
 module Memdiag
   module Hook
@@ -73,6 +74,7 @@ module Memdiag
       private
 
       Request = Struct.new(:id, :op, :path, :shapes, :mode, :timeout_ms, :payload, :keep, :connection_id,
+                           :stream_target,
                            keyword_init: true)
       private_constant :Request
 
@@ -91,7 +93,7 @@ module Memdiag
 
         Request.new(id: r[:id], op: op, path: optional_string(r, :path), shapes: shapes(r),
                     mode: mode(r), timeout_ms: timeout(r), payload: r[:payload], keep: r[:keep] == true,
-                    connection_id: r[:connection_id])
+                    connection_id: r[:connection_id], stream_target: r[:stream_target])
       end
 
       # A string the wire may carry as empty when unset.
@@ -153,7 +155,7 @@ module Memdiag
       end
 
       def memory_dump(req)
-        target = target_for(req.path, "heap", "json")
+        target = req.stream_target || target_for(req.path, "heap", "json")
         { status: :ok }.merge(@heap.write(target, shapes: req.shapes, mode: req.mode, timeout_ms: req.timeout_ms))
       end
 
@@ -184,7 +186,7 @@ module Memdiag
 
         # The path is checked while tracing still runs, so a rejected path
         # costs the operator nothing.
-        target = target_for(req.path, "allocations", "json")
+        target = req.stream_target || target_for(req.path, "allocations", "json")
         reply = Ops::AllocationTrace.stop do
           @heap.write(target, shapes: req.shapes, mode: req.mode, timeout_ms: req.timeout_ms)
         end

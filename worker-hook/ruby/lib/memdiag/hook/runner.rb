@@ -10,7 +10,7 @@ module Memdiag
       # Wait without a timeout: stop and Thread#kill interrupt the wait, so
       # an idle hook never wakes the GVL.
       WAIT_MS = -1
-      OPERATION_KEYS = %i[id op path shapes mode timeout_ms payload keep connection_id].freeze
+      OPERATION_KEYS = %i[id op path shapes mode timeout_ms payload keep connection_id stream_target].freeze
 
       def initialize(config)
         @operations, ops_problem = load_operations(config[:dump_directory])
@@ -98,7 +98,7 @@ module Memdiag
         reply = if request[:op] == "ping"
                   ping(request)
                 elsif @operations
-                  @operations.call(request.slice(*OPERATION_KEYS))
+                  @operations.call(with_stream(request).slice(*OPERATION_KEYS))
                 else
                   { status: :unsupported, error: "#{request[:op]}: #{@ops_problem}" }
                 end
@@ -119,6 +119,15 @@ module Memdiag
         end
       rescue StandardError => e
         Log.warn("connection #{connection_id} ended: cleaning up failed: #{e.class}: #{e.message}")
+      end
+
+      # A request that asks for a stream gets a target that writes into this
+      # hook's connection (the plugin stores the file on its side).
+      def with_stream(request)
+        return request unless request[:stream]
+
+        request.merge(stream_target: Ops::StreamTarget.new(@native, request[:connection_id], request[:id],
+                                                           request[:stream_window]))
       end
 
       def ping(request)

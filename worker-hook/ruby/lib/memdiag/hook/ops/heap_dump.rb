@@ -57,7 +57,7 @@ module Memdiag
               result = ForkRunner.new.run(timeout_ms) do
                 write_heap(partial.io, shapes)
                 partial.io.flush
-                partial.io.fsync
+                partial.io.fsync if partial.io.stat.file? # a stream's pipe has nothing to sync
                 "dumped"
               end
               pause_us = result.pause_us
@@ -67,12 +67,16 @@ module Memdiag
             end
             [pause_us, fork_wall_us, partial.publish]
           rescue SystemCallError, IOError => e
-            raise Failure.error("heap dump to #{target.path} failed: #{e.message}; nothing was left behind")
+            raise Failure.error("heap dump to #{where(target)} failed: #{e.message}; nothing was left behind")
           rescue Failure => e
-            raise Failure.new(e.status, "heap dump to #{target.path}: #{e.message}; nothing was left behind")
+            raise Failure.new(e.status, "heap dump to #{where(target)}: #{e.message}; nothing was left behind")
           ensure
             partial.discard
           end
+        end
+
+        def where(target)
+          target.path || target.label
         end
 
         def write_heap(io, shapes)
@@ -115,6 +119,7 @@ module Memdiag
 
         def check_free_space(target)
           return unless @size_factor&.positive?
+          return unless target.directory # streamed: the plugin checks its own disk
 
           rss = HostMemory.rss_bytes
           available = FreeSpace.available_bytes(target.directory)

@@ -1,0 +1,396 @@
+/* memdiag plugin: results stored on the plugin's side; see rstream.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/sha.h>
+
+#include "md/text.h"
+#include "rstream.h"
+
+#define DEFAULT_WINDOW (4u << 20)
+
+struct mdp_rstream {
+  struct mdp_rstream *next;
+  uint64_t connection_id, request_id;
+  int streaming; /* the worker sends the bytes (else: inline data) */
+  int dir_fd;    /* ours (dup), -1 once the store has it */
+  char dir_path[512];
+  char name[128];
+  int level;
+  mdp_store_stream *st; /* NULL until opened */
+  int store_ended;      /* finish or abort given to the store */
+  int store_done;       /* its done event has run */
+  mdp_store_outcome outcome;
+  uint64_t raw_bytes, stored_bytes;
+  char store_error[256];
+  uint64_t granted, received; /* bytes of credit given, bytes of chunks taken */
+  int settled;
+  Memdiag__V1__Reply *reply; /* deep copy, owned */
+  mdp_rstream_reply_fn done;
+  void *arg;
+};
+
+static mdp_loop *loop;
+static mdp_rstream_send_fn send_frame;
+static mdp_store *store;
+static uint32_t window = DEFAULT_WINDOW;
+static mdp_rstream *streams;
+
+void mdp_rstream_init(mdp_loop *l, mdp_rstream_send_fn send, mdp_store *s, uint32_t w)
+{
+  loop = l;
+  send_frame = send;
+  store = s;
+  window = w ? w : DEFAULT_WINDOW;
+}
+
+unsigned mdp_rstream_live(void)
+{
+  unsigned n = 0;
+  for(mdp_rstream *rs = streams; rs; rs = rs->next)
+    n++;
+  return n;
+}
+
+static mdp_rstream *find(uint64_t connection_id, uint64_t request_id)
+{
+  for(mdp_rstream *rs = streams; rs; rs = rs->next)
+    if(rs->connection_id == connection_id && rs->request_id == request_id)
+      return rs;
+  return NULL;
+}
+
+static void unlink_rs(mdp_rstream *rs)
+{
+  for(mdp_rstream **p = &streams; *p; p = &(*p)->next)
+    if(*p == rs) {
+      *p = rs->next;
+      return;
+    }
+}
+
+static void free_rs(mdp_rstream *rs)
+{
+  unlink_rs(rs);
+  if(rs->dir_fd >= 0)
+    close(rs->dir_fd);
+  if(rs->reply)
+    memdiag__v1__reply__free_unpacked(rs->reply, NULL);
+  free(rs);
+}
+
+/* ---- the store's events, moved onto the loop ---- */
+
+typedef struct {
+  mdp_rstream *rs;
+  size_t bytes;
+  int done;
+  mdp_store_result r;
+  char name[128], error[256];
+} store_event;
+
+static void try_complete(mdp_rstream *rs);
+
+static void grant(mdp_rstream *rs, uint64_t bytes)
+{
+  Memdiag__V1__Frame f = MEMDIAG__V1__FRAME__INIT;
+  Memdiag__V1__StreamCredit c = MEMDIAG__V1__STREAM_CREDIT__INIT;
+
+  c.has_request_id = 1;
+  c.request_id = rs->request_id;
+  c.has_bytes = 1;
+  c.bytes = bytes;
+  f.body_case = MEMDIAG__V1__FRAME__BODY_STREAM_CREDIT;
+  f.stream_credit = &c;
+  if(send_frame(rs->connection_id, &f) == 0)
+    rs->granted += bytes;
+}
+
+static void store_event_run(void *arg)
+{
+  store_event *e = arg;
+  mdp_rstream *rs = e->rs;
+
+  if(!e->done) {
+    if(rs->streaming && !rs->store_ended)
+      grant(rs, e->bytes);
+  } else {
+    rs->store_done = 1;
+    rs->outcome = e->r.outcome;
+    rs->raw_bytes = e->r.raw_bytes;
+    rs->stored_bytes = e->r.stored_bytes;
+    snprintf(rs->store_error, sizeof rs->store_error, "%s", e->error);
+    try_complete(rs);
+  }
+  free(e);
+}
+
+/* Writer thread: hand over to the loop. The rstream outlives every event:
+ * it is freed only after the done event has run there. */
+static void post_event(store_event *e)
+{
+  if(!e)
+    return; /* out of memory: a lost credit stalls the stream until its timeout */
+  if(mdp_loop_post(loop, store_event_run, e) != 0) {
+    /* the loop is gone (plugin stopping after the relay ended): nobody
+     * waits for this stream any more */
+    free(e);
+  }
+}
+
+static void on_consumed(void *arg, size_t bytes)
+{
+  store_event *e = calloc(1, sizeof *e);
+  if(e) {
+    e->rs = arg;
+    e->bytes = bytes;
+  }
+  post_event(e);
+}
+
+static void on_done(void *arg, const mdp_store_result *r)
+{
+  store_event *e = calloc(1, sizeof *e);
+  if(!e) {
+    /* the done event must arrive: retry until memory is back */
+    while(!(e = calloc(1, sizeof *e)))
+      usleep(1000);
+  }
+  e->rs = arg;
+  e->done = 1;
+  e->r = *r;
+  snprintf(e->error, sizeof e->error, "%s", r->error ? r->error : "");
+  post_event(e);
+}
+
+static const mdp_store_events events = {.consumed = on_consumed, .done = on_done};
+
+static int open_store(mdp_rstream *rs, char *err, size_t errlen)
+{
+  int rc;
+  if(!store) {
+    md_seterr(err, errlen, "the plugin cannot store results (no stream store)");
+    return -ENOSYS;
+  }
+  rc = mdp_store_open(store, &rs->st, rs->dir_fd, rs->name, rs->level, &events, rs);
+  if(rc) {
+    md_seterr(err, errlen, "cannot store %s/%s: %s", rs->dir_path, rs->name, strerror(-rc));
+    return rc;
+  }
+  close(rs->dir_fd);
+  rs->dir_fd = -1;
+  return 0;
+}
+
+mdp_rstream *mdp_rstream_new(uint64_t connection_id, uint64_t request_id,
+                             const mdp_relay_sink *sink, Memdiag__V1__Request *req,
+                             Memdiag__V1__MemoryDump *md_copy,
+                             Memdiag__V1__AllocationTraceStop *tp_copy, char *err, size_t errlen)
+{
+  mdp_rstream *rs;
+
+  if(!sink || !sink->name || !sink->dir_path || sink->dir_fd < 0) {
+    md_seterr(err, errlen, "no folder to store the result in");
+    return NULL;
+  }
+  rs = calloc(1, sizeof *rs);
+  if(!rs) {
+    md_seterr(err, errlen, "out of memory");
+    return NULL;
+  }
+  rs->connection_id = connection_id;
+  rs->request_id = request_id;
+  rs->level = sink->zstd_level;
+  snprintf(rs->dir_path, sizeof rs->dir_path, "%s", sink->dir_path);
+  snprintf(rs->name, sizeof rs->name, "%s", sink->name);
+  rs->dir_fd = fcntl(sink->dir_fd, F_DUPFD_CLOEXEC, 0);
+  if(rs->dir_fd < 0) {
+    md_seterr(err, errlen, "cannot use the folder %s: %s", sink->dir_path, strerror(errno));
+    free(rs);
+    return NULL;
+  }
+  if(req->op_case == MEMDIAG__V1__REQUEST__OP_MEMORY_DUMP) {
+    *md_copy = *req->memory_dump;
+    md_copy->path = NULL;
+    md_copy->has_stream = 1;
+    md_copy->stream = 1;
+    md_copy->has_stream_window = 1;
+    md_copy->stream_window = window;
+    req->memory_dump = md_copy;
+    rs->streaming = 1;
+  } else if(req->op_case == MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_STOP) {
+    *tp_copy = *req->allocation_trace_stop;
+    tp_copy->path = NULL;
+    tp_copy->has_stream = 1;
+    tp_copy->stream = 1;
+    tp_copy->has_stream_window = 1;
+    tp_copy->stream_window = window;
+    req->allocation_trace_stop = tp_copy;
+    rs->streaming = 1;
+  }
+  if(rs->streaming) {
+    rs->granted = window;
+    if(open_store(rs, err, errlen)) {
+      close(rs->dir_fd);
+      free(rs);
+      return NULL;
+    }
+  }
+  rs->next = streams;
+  streams = rs;
+  return rs;
+}
+
+static void end_store(mdp_rstream *rs, const char *why)
+{
+  if(rs->st && !rs->store_ended) {
+    rs->store_ended = 1;
+    mdp_store_abort(rs->st, why);
+  }
+}
+
+void mdp_rstream_on_frame(uint64_t connection_id, const Memdiag__V1__Frame *f)
+{
+  mdp_rstream *rs;
+
+  if(f->body_case == MEMDIAG__V1__FRAME__BODY_DUMP_CHUNK) {
+    const Memdiag__V1__DumpChunk *c = f->dump_chunk;
+    rs = find(connection_id, c->request_id);
+    if(!rs || !rs->streaming || rs->store_ended)
+      return; /* after a timeout or a failure: dropped */
+    rs->received += c->data.len;
+    if(rs->received > rs->granted) {
+      end_store(rs, "the worker sent more than the plugin allowed (flow control)");
+      return;
+    }
+    if(mdp_store_write(rs->st, c->data.data, c->data.len) != 0)
+      end_store(rs, "the plugin could not queue the dump's bytes (out of memory)");
+    return;
+  }
+  if(f->body_case == MEMDIAG__V1__FRAME__BODY_DUMP_END) {
+    const Memdiag__V1__DumpEnd *e = f->dump_end;
+    rs = find(connection_id, e->request_id);
+    if(!rs || !rs->streaming || rs->store_ended)
+      return;
+    if(e->error && e->error[0]) {
+      char why[256];
+      md_printable(why, sizeof why, e->error, MD_TEXT_UTF8);
+      end_store(rs, why);
+      return;
+    }
+    rs->store_ended = 1;
+    mdp_store_finish(rs->st, e->has_size ? e->size : 0, e->has_sha256 ? e->sha256.data : NULL,
+                     e->has_sha256 ? e->sha256.len : 0);
+  }
+}
+
+static Memdiag__V1__Reply *copy_reply(const Memdiag__V1__Reply *r)
+{
+  size_t len = memdiag__v1__reply__get_packed_size(r);
+  uint8_t *buf = malloc(len ? len : 1);
+  Memdiag__V1__Reply *out;
+  if(!buf)
+    return NULL;
+  memdiag__v1__reply__pack(r, buf);
+  out = memdiag__v1__reply__unpack(NULL, len, buf);
+  free(buf);
+  return out;
+}
+
+/* Inline data to store: written through the same store, so the loop never
+ * touches the disk. */
+static int store_inline(mdp_rstream *rs)
+{
+  const Memdiag__V1__Reply *r = rs->reply;
+  unsigned char sha[SHA256_DIGEST_LENGTH];
+  char err[300];
+
+  if(open_store(rs, err, sizeof err)) {
+    md_seterr(rs->store_error, sizeof rs->store_error, "%s", err);
+    return -1;
+  }
+  rs->store_ended = 1;
+  SHA256(r->data.data, r->data.len, sha);
+  if(mdp_store_write(rs->st, r->data.data, r->data.len) != 0) {
+    mdp_store_abort(rs->st, "out of memory");
+    return 0;
+  }
+  mdp_store_finish(rs->st, r->data.len, sha, sizeof sha);
+  return 0;
+}
+
+void mdp_rstream_settle(mdp_rstream *rs, const Memdiag__V1__Reply *reply, mdp_rstream_reply_fn done,
+                        void *arg)
+{
+  rs->settled = 1;
+  rs->done = done;
+  rs->arg = arg;
+  rs->reply = copy_reply(reply);
+  if(!rs->reply) {
+    end_store(rs, "out of memory");
+  } else if(rs->streaming) {
+    /* a reply before the stream's end (an error, a timeout, the worker
+     * gone): nothing more will come that is worth keeping */
+    if(!rs->store_ended)
+      end_store(rs, rs->reply->status == MEMDIAG__V1__STATUS__STATUS_OK
+                        ? "the worker answered before the end of its stream"
+                        : "the request failed before the end of the stream");
+  } else if(rs->reply->status == MEMDIAG__V1__STATUS__STATUS_OK && rs->reply->has_data) {
+    if(store_inline(rs) != 0)
+      rs->store_done = 1; /* nothing was opened: complete with the error */
+  } else {
+    rs->store_done = 1; /* nothing to store */
+  }
+  if(!rs->st)
+    rs->store_done = 1;
+  try_complete(rs);
+}
+
+static void try_complete(mdp_rstream *rs)
+{
+  Memdiag__V1__Reply out, oom = MEMDIAG__V1__REPLY__INIT;
+  char path[700], note[512], error[400];
+
+  if(!rs->settled || !rs->store_done)
+    return;
+  if(!rs->reply) {
+    oom.has_request_id = 1;
+    oom.request_id = rs->request_id;
+    oom.has_status = 1;
+    oom.status = MEMDIAG__V1__STATUS__STATUS_ERROR;
+    oom.error = "memdiag plugin: out of memory";
+    out = oom;
+  } else {
+    out = *rs->reply;
+  }
+  if(out.status == MEMDIAG__V1__STATUS__STATUS_OK && (rs->st || rs->store_error[0])) {
+    if(rs->st && rs->outcome == MDP_STORE_OK) {
+      snprintf(path, sizeof path, "%s/%s", rs->dir_path, rs->name);
+      out.path = path;
+      out.has_data = 0;
+      if(rs->streaming || rs->level) {
+        snprintf(note, sizeof note, "%s%sstored by the plugin as %s: %" PRIu64 " bytes%s",
+                 out.note && out.note[0] ? out.note : "", out.note && out.note[0] ? "; " : "",
+                 rs->name, rs->stored_bytes, rs->level ? " (zstd)" : "");
+        out.note = note;
+      }
+      out.has_bytes = 1;
+      out.bytes = rs->raw_bytes;
+    } else {
+      snprintf(error, sizeof error, "the result could not be stored: %s",
+               rs->store_error[0] ? rs->store_error : "unknown error");
+      out.has_status = 1;
+      out.status = MEMDIAG__V1__STATUS__STATUS_ERROR;
+      out.error = error;
+      out.path = NULL;
+    }
+  }
+  unlink_rs(rs);
+  rs->done(&out, rs->arg);
+  free_rs(rs);
+}
