@@ -404,10 +404,9 @@ int mdp_caprun_begin(mdp_caprun *r, char *err, size_t errlen)
   /* A folder the plugin alone writes stays root's; one the worker writes
    * into is handed to the worker's user. */
   rc = mdp_capfs_open_root(root_dir(), why, sizeof(why));
-  if(!rc && (rc = mdp_capfs_make_folder(root_dir(), r->name, r->pid, now,
-                                        r->streams ? geteuid() : r->uid,
-                                        r->streams ? getegid() : r->gid, r->dir,
-                                        sizeof(r->dir))) != 0)
+  if(!rc &&
+     (rc = mdp_capfs_make_folder(root_dir(), r->name, r->pid, now, r->streams ? geteuid() : r->uid,
+                                 r->streams ? getegid() : r->gid, r->dir, sizeof(r->dir))) != 0)
     md_seterr(why, sizeof(why), "cannot create a capture folder under %s: %s",
               mdp_capst.cfg.directory, strerror(-rc));
   if(rc) {

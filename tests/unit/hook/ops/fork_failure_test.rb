@@ -22,7 +22,14 @@ class ForkFailureTest < Minitest::Test
     @heap = big_heap
     marker = File.join(@dir, "handler-ran-in-child")
     previous = Signal.trap("TERM") { File.write(marker, Process.pid.to_s) unless Process.pid == PARENT_PID }
-    killer = when_child_appears { |pid| Process.kill(:TERM, pid) }
+    # TERM is sent once the child has given up the worker's handler (its
+    # SigCgt mask no longer has TERM): a signal in the microseconds between
+    # fork and that reset still reaches Ruby's handler in the child, a known
+    # window this test does not time.
+    killer = when_child_appears do |pid|
+      sleep 0.001 while term_caught?(pid)
+      Process.kill(:TERM, pid)
+    end
     assert_status(:error, call("memory_dump", path: "term.json", mode: "fork"),
                   /dump child failed: killed by signal TERM/)
     killer.join
@@ -32,6 +39,13 @@ class ForkFailureTest < Minitest::Test
     Signal.trap("TERM", previous || "DEFAULT")
   end
   PARENT_PID = Process.pid
+
+  def term_caught?(pid)
+    mask = File.read("/proc/#{pid}/status")[/^SigCgt:\s*(\h+)/, 1]
+    mask && (mask.to_i(16) >> (Signal.list["TERM"] - 1)).odd?
+  rescue Errno::ENOENT, Errno::ESRCH
+    false
+  end
 
   def test_child_over_its_timeout_is_killed
     stopper = when_child_appears { |pid| Process.kill(:STOP, pid) }
