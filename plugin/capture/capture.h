@@ -132,6 +132,14 @@ void mdp_capture_observe(const mdp_capture_worker_t *w, bool limit_reached);
 /* The worker's connection is gone (exit, disconnect, heartbeat loss). */
 void mdp_capture_worker_gone(uint64_t connection_id);
 
+/* A new folder for an operator's dump without a path:
+ * CaptureDirectory/manual/<worker>-<pid>-<UTC>/ (the plugin's, 0700). Its
+ * path goes to dir, an open descriptor to *dir_fd (the caller closes it),
+ * the zstd level to use (0: none) to *zstd_level. Returns 0, or a negative
+ * errno with err saying why. Any thread. */
+int mdp_capture_manual_folder(const char *worker, pid_t pid, char *dir, size_t dirlen, int *dir_fd,
+                              int *zstd_level, char *err, size_t errlen);
+
 /* ---------------------------------------------------------------- status */
 
 typedef struct mdp_capture_info {

@@ -257,6 +257,43 @@ static void relay_done(const Memdiag__V1__Reply *reply, void *arg)
   free(ctx);
 }
 
+/* A heap dump without a path goes to the plugin's side: streamed into
+ * CaptureDirectory/manual/..., where it survives the worker. */
+static bool stored_by_plugin(const Memdiag__V1__Request *req)
+{
+  if(req->op_case == MEMDIAG__V1__REQUEST__OP_MEMORY_DUMP)
+    return !req->memory_dump->path || !req->memory_dump->path[0];
+  if(req->op_case == MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_STOP)
+    return !req->allocation_trace_stop->path || !req->allocation_trace_stop->path[0];
+  return false;
+}
+
+static void operate_stored(uint64_t serial, uint64_t request_id, const Memdiag__V1__Operate *op,
+                           const mdp_worker_info *info, relay_ctx *ctx)
+{
+  char dir[MDP_CAPTURE_PATH_MAX], name[64], err[600];
+  int dir_fd, level, rc;
+  bool heap = op->request->op_case == MEMDIAG__V1__REQUEST__OP_MEMORY_DUMP;
+
+  rc = mdp_capture_manual_folder(info->name, info->pid, dir, sizeof(dir), &dir_fd, &level, err,
+                                 sizeof(err));
+  if(rc) {
+    free(ctx);
+    ERROR("memdiag plugin: no folder for a manual dump: %s", err);
+    mdp_control_refuse(serial, request_id, MEMDIAG__V1__STATUS__STATUS_ERROR, err);
+    return;
+  }
+  snprintf(name, sizeof(name), "%s.json%s", heap ? "heap" : "allocations", level ? ".zst" : "");
+  mdp_relay_sink sink = {.dir_fd = dir_fd, .dir_path = dir, .name = name, .zstd_level = level};
+  rc = mdp_relay_request_to(op->connection_id, op->request, 0, &sink, relay_done, ctx);
+  close(dir_fd);
+  if(rc != 0) {
+    free(ctx);
+    mdp_control_refuse(serial, request_id, MEMDIAG__V1__STATUS__STATUS_ERROR,
+                       "plugin out of memory");
+  }
+}
+
 static void operate(uint64_t serial, const char *who, uint64_t request_id,
                     const Memdiag__V1__Operate *op)
 {
@@ -299,6 +336,10 @@ static void operate(uint64_t serial, const char *who, uint64_t request_id,
   ctx->connection_id = op->connection_id;
   INFO("memdiag plugin: %s runs %s on worker %" PRIu64 " ('%s' pid %ld)", who, name,
        op->connection_id, info.name, (long)info.pid);
+  if(stored_by_plugin(req)) {
+    operate_stored(serial, request_id, op, &info, ctx);
+    return;
+  }
   if(mdp_relay_request(op->connection_id, req, 0, relay_done, ctx) != 0) {
     free(ctx);
     mdp_control_refuse(serial, request_id, MEMDIAG__V1__STATUS__STATUS_ERROR,

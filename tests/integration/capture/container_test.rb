@@ -107,4 +107,27 @@ class CaptureContainerTest < Minitest::Test
 
     @bench.wait_note("OKAY", /capture of worker boxed .*capture complete/)
   end
+
+  # memdiagctl memory_dump without a path: the dump lands in
+  # CaptureDirectory/manual/ on the plugin's side, and the reply names it.
+  def test_manual_dump_without_path_is_stored_by_the_plugin
+    entry = start_contained("boxed-manual", rate: 512 * 1024, max: 8 * Capture::MiB)
+    site = @bench.site
+    r = site.ctl("--json", "memory_dump", "connection_id=#{entry['connection_id']}", "mode=fork")
+    assert r.ok?, r.to_s
+    reply = JSON.parse(r.out)
+    path = reply["path"]
+    assert_match(%r{\A#{Regexp.escape(@bench.captures)}/manual/boxed-manual-#{entry['pid']}-\d{8}T\d{6}\.\d{3}Z/heap\.json\.zst\z}, path)
+    assert File.file?(path), path
+    assert_equal 0o600, File.stat(path).mode & 0o777
+    assert_equal 0o700, File.stat(File.dirname(path)).mode & 0o777
+    lines = zstd_lines(path)
+    assert lines.any? { |o| o["type"] == "CLASS" && o["name"] == "CaptureLeak" }
+    assert_equal Open3.capture2("zstd", "-dc", path).first.bytesize, reply["bytes"]
+    assert_equal ["heap.json.zst"], Dir.children(File.dirname(path))
+
+    table = site.ctl("memory_dump", "connection_id=#{entry['connection_id']}")
+    assert table.ok?, table.to_s
+    assert_match(%r{/manual/boxed-manual-}, table.out)
+  end
 end

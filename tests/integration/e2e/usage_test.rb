@@ -24,7 +24,7 @@ class E2EUsageTest < Minitest::Test
   def test_usage_errors_exit_2_and_name_the_problem
     assert_usage %w[frobnicate], "unknown verb 'frobnicate'"
     assert_usage %w[], "no verb given"
-    assert_usage %w[memory_dump connection_id=1], "memory_dump needs path=P"
+    assert_usage %w[memory_dump path=/x], "memory_dump needs connection_id=N"
     assert_usage %w[ping], "ping needs connection_id=N"
     assert_usage %w[ping connection_id=abc], "connection_id must be a positive integer, not 'abc'"
     assert_usage %w[ping connection_id=0], "connection_id must be a positive integer"
