@@ -221,12 +221,21 @@ int mdp_loop_timer_cancel(mdp_loop *l, uint64_t id)
   return 0;
 }
 
-/* Runs the timers due at `now`, one at a time so that a callback may add or
- * cancel timers. Returns the next due time, or 0 when no timer is left. */
-static uint64_t run_timers(mdp_loop *l, uint64_t now)
+/* The next due time, or 0 when no timer is left. */
+static uint64_t next_due(mdp_loop *l)
 {
   uint64_t next;
 
+  pthread_mutex_lock(&l->lock);
+  next = l->timers ? l->timers->due_ms : 0;
+  pthread_mutex_unlock(&l->lock);
+  return next;
+}
+
+/* Runs the timers due at `now`, one at a time so that a callback may add or
+ * cancel timers; those it adds run on a later turn at the earliest. */
+static void run_timers(mdp_loop *l, uint64_t now)
+{
   for(;;) {
     timer *t = NULL;
 
@@ -235,10 +244,9 @@ static uint64_t run_timers(mdp_loop *l, uint64_t now)
       t = l->timers;
       l->timers = t->next;
     }
-    next = l->timers ? l->timers->due_ms : 0;
     pthread_mutex_unlock(&l->lock);
     if(!t)
-      return next;
+      return;
     t->fn(t->arg);
     free(t);
   }
@@ -317,7 +325,7 @@ static void report(mdp_loop *l, const char *what, int err)
 void mdp_loop_turn(mdp_loop *l, int max_wait_ms)
 {
   uint64_t now = mdp_loop_now_ms();
-  uint64_t next_timer = run_timers(l, now);
+  uint64_t next_timer = next_due(l);
   size_t n = 1, count = 1;
   int wait = max_wait_ms;
   int ready;
@@ -355,6 +363,7 @@ void mdp_loop_turn(mdp_loop *l, int max_wait_ms)
   for(size_t i = 1; ready > 0 && i < n; i++)
     if(l->pfd[i].revents && !l->pw[i]->removed)
       l->pw[i]->ready(l->pfd[i].revents, l->pw[i]->arg);
+  run_timers(l, mdp_loop_now_ms());
   mdp_loop_run_tasks(l);
   if(l->hooks.before_sleep)
     l->hooks.before_sleep(l->hooks.arg);

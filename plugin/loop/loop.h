@@ -83,9 +83,10 @@ mdp_loop_watch *mdp_loop_watch_add(mdp_loop *loop, int fd, mdp_loop_events_fn ev
  * callback of this watch runs afterwards. The descriptor is not closed. */
 void mdp_loop_watch_remove(mdp_loop *loop, mdp_loop_watch *w);
 
-/* One turn: run due timers, poll (waiting at most max_wait_ms, or until the
- * next timer or a post; -1 waits without limit), serve ready descriptors,
- * run the tasks posted so far, then the before_sleep hook. */
+/* One turn: poll (waiting at most max_wait_ms, or until the next timer is
+ * due or a post wakes it; -1 waits without limit), serve ready descriptors,
+ * run the timers due, then the tasks posted so far, then the before_sleep
+ * hook. */
 void mdp_loop_turn(mdp_loop *loop, int max_wait_ms);
 
 /* Turn until mdp_loop_stop; the calling thread becomes the loop thread. */
