@@ -83,7 +83,7 @@ static void trigger(mdp_worker *w, const mdp_decision *d, uint64_t v)
                              .time_left_s = d->time_to_limit == 0 ? 1 : d->time_to_limit};
   char reason[256], err[256] = "";
   unsigned start = (w->history_head + MDP_WORKER_HISTORY - w->history_n) % MDP_WORKER_HISTORY;
-  int rc;
+  mdp_capture_outcome rc;
 
   for(unsigned i = 0; i < w->history_n; i++) {
     unsigned k = (start + i) % MDP_WORKER_HISTORY;
@@ -99,7 +99,8 @@ static void trigger(mdp_worker *w, const mdp_decision *d, uint64_t v)
        (long)w->pid, reason);
   rc = mdp_capture_start(&cw, reason, samples, w->history_n, 0, NULL, 0, err, sizeof(err));
   if(rc < 0)
-    INFO("memdiag plugin: no capture for worker %" PRIu64 ": %s", w->id, err);
+    INFO("memdiag plugin: no capture for worker %" PRIu64 ": %s", w->id,
+         err[0] ? err : mdp_capture_outcome_name(rc));
 }
 
 static void sample_worker(mdp_worker *w, cdtime_t now, cdtime_t interval)

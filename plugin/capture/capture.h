@@ -109,19 +109,32 @@ typedef struct mdp_capture_sample {
 
 #define MDP_CAPTURE_MANUAL 1u /* operator request: ignores CaptureCooldown */
 
+/* What became of a request to capture a worker. The refusals (BUSY,
+ * COOLDOWN, OUTSIDE) are counted as skipped and notified (FAILURE); FAILED
+ * is counted as failed and notified; NO_WORKER and NOT_RUNNING are neither. */
+typedef enum mdp_capture_outcome {
+  MDP_CAPTURE_STARTED = 0,      /* the plan runs */
+  MDP_CAPTURE_QUEUED = 1,       /* waits behind CaptureConcurrency */
+  MDP_CAPTURE_NO_WORKER = -1,   /* no worker with that connection ID */
+  MDP_CAPTURE_NOT_RUNNING = -2, /* the module is not running */
+  MDP_CAPTURE_BUSY = -3,        /* a plan already runs or waits for this worker */
+  MDP_CAPTURE_COOLDOWN = -4,    /* CaptureCooldown for this worker name */
+  MDP_CAPTURE_OUTSIDE = -5,     /* CaptureDirectory is outside the worker's dump directory */
+  MDP_CAPTURE_FAILED = -6,      /* the capture folder could not be made */
+  MDP_CAPTURE_NO_MEMORY = -7,
+} mdp_capture_outcome;
+
+/* "cooldown", "busy", ... for logs and replies. */
+const char *mdp_capture_outcome_name(mdp_capture_outcome o);
+
 /* Start the plan on a worker (the detector fired, or an operator asked).
- * Returns 0 when the plan started, 1 when it is queued behind
- * CaptureConcurrency, or a negative errno with a message in err:
- * -ENOENT (no such connection), -ESHUTDOWN (module not running), -EBUSY (a
- * plan already runs or is queued for this worker), -EALREADY
- * (CaptureCooldown for this worker name), -EPERM (CaptureDirectory is
- * outside the dump directory the worker announced): these are refusals,
- * counted as skipped and notified (FAILURE) except the first two; -EIO: the
- * capture folder could not be made, counted as failed and notified. On 0,
- * dir (if not NULL) receives the capture folder. */
-int mdp_capture_start(const mdp_capture_worker_t *w, const char *reason,
-                      const mdp_capture_sample_t *samples, size_t n_samples, unsigned flags,
-                      char *dir, size_t dirlen, char *err, size_t errlen);
+ * Returns STARTED, QUEUED, or a negative outcome with a message in err. On
+ * STARTED, dir (if not NULL) receives the capture folder; on QUEUED it is
+ * "". */
+mdp_capture_outcome mdp_capture_start(const mdp_capture_worker_t *w, const char *reason,
+                                      const mdp_capture_sample_t *samples, size_t n_samples,
+                                      unsigned flags, char *dir, size_t dirlen, char *err,
+                                      size_t errlen);
 
 /* Call for every worker on every sample. Keeps the RSS used by the space
  * check current and, when limit_reached (RSS >= MemoryLimit) and

@@ -11,6 +11,7 @@
 
 #include "capture.h"
 #include "capture_fs.h"
+#include "md/text.h"
 #include "notify.h"
 #include "run.h"
 #include "workers/registry.h"
@@ -66,25 +67,54 @@ out:
   pthread_mutex_unlock(&st->lock);
 }
 
-int mdp_capture_start(const mdp_capture_worker_t *w, const char *reason,
-                      const mdp_capture_sample_t *samples, size_t n_samples, unsigned flags,
-                      char *dir, size_t dirlen, char *err, size_t errlen)
+const char *mdp_capture_outcome_name(mdp_capture_outcome o)
+{
+  switch(o) {
+  case MDP_CAPTURE_STARTED: return "started";
+  case MDP_CAPTURE_QUEUED: return "queued";
+  case MDP_CAPTURE_NO_WORKER: return "no such worker";
+  case MDP_CAPTURE_NOT_RUNNING: return "capture module not running";
+  case MDP_CAPTURE_BUSY: return "a capture already runs or waits for this worker";
+  case MDP_CAPTURE_COOLDOWN: return "cooldown";
+  case MDP_CAPTURE_OUTSIDE: return "CaptureDirectory outside the worker's dump directory";
+  case MDP_CAPTURE_FAILED: return "capture folder could not be made";
+  case MDP_CAPTURE_NO_MEMORY: return "out of memory";
+  }
+  return "unknown outcome";
+}
+
+/* The scheduler speaks errno (plan_sched.h); callers get the outcome. */
+static mdp_capture_outcome admitted(int rc)
+{
+  switch(rc) {
+  case MDP_ADMIT_START: return MDP_CAPTURE_STARTED;
+  case MDP_ADMIT_QUEUE: return MDP_CAPTURE_QUEUED;
+  case -EBUSY: return MDP_CAPTURE_BUSY;
+  case -EALREADY: return MDP_CAPTURE_COOLDOWN;
+  default: return MDP_CAPTURE_NO_MEMORY;
+  }
+}
+
+mdp_capture_outcome mdp_capture_start(const mdp_capture_worker_t *w, const char *reason,
+                                      const mdp_capture_sample_t *samples, size_t n_samples,
+                                      unsigned flags, char *dir, size_t dirlen, char *err,
+                                      size_t errlen)
 {
   mdp_plan_sample_t ps[MDP_PLAN_SAMPLES_MAX];
   char why[256] = "";
-  int rc;
+  mdp_capture_outcome rc;
   bool manual = flags & MDP_CAPTURE_MANUAL;
 
   pthread_mutex_lock(&st->lock);
   if(!st->ready) {
-    snprintf(err, errlen, "the capture module is not running");
-    rc = -ESHUTDOWN;
+    md_seterr(err, errlen, "the capture module is not running");
+    rc = MDP_CAPTURE_NOT_RUNNING;
     goto out;
   }
   mdp_worker_info info;
   if(mdp_registry_info(w->connection_id, &info) != 0) {
-    snprintf(err, errlen, "no worker with connection ID %" PRIu64, w->connection_id);
-    rc = -ENOENT;
+    md_seterr(err, errlen, "no worker with connection ID %" PRIu64, w->connection_id);
+    rc = MDP_CAPTURE_NO_WORKER;
     goto out;
   }
   if(st->cfg.dump_transfer == MDP_TRANSFER_FILE && info.dump_directory[0] &&
@@ -95,13 +125,13 @@ int mdp_capture_start(const mdp_capture_worker_t *w, const char *reason,
                 "(MEMDIAG_DUMP_DIRECTORY): the worker may not write there (DumpTransfer file)",
                 st->cfg.directory, info.dump_directory) >= (int)sizeof(why))
       snprintf(why, sizeof(why), "CaptureDirectory is outside the worker's dump directory");
-    rc = -EPERM;
+    rc = MDP_CAPTURE_OUTSIDE;
   } else {
-    rc = mdp_sched_admit(&st->sched, w->connection_id, info.name, mdp_caprun_now_ms(), manual, why,
-                         sizeof(why));
+    rc = admitted(mdp_sched_admit(&st->sched, w->connection_id, info.name, mdp_caprun_now_ms(),
+                                  manual, why, sizeof(why)));
   }
   if(rc < 0) {
-    snprintf(err, errlen, "%s", why);
+    md_seterr(err, errlen, "%s", why);
     st->counters.skipped++;
     mdp_caprun tmp = {.conn = w->connection_id};
     mdp_caprun_identity(&tmp, w);
@@ -114,8 +144,8 @@ int mdp_capture_start(const mdp_capture_worker_t *w, const char *reason,
     /* Give the slot back: nothing will run. */
     mdp_sched_finished(&st->sched, w->connection_id, false);
     mdp_sched_gone(&st->sched, w->connection_id);
-    snprintf(err, errlen, "out of memory");
-    rc = -ENOMEM;
+    md_seterr(err, errlen, "out of memory");
+    rc = MDP_CAPTURE_NO_MEMORY;
     goto out;
   }
   mdp_caprun_identity(r, w);
@@ -129,15 +159,16 @@ int mdp_capture_start(const mdp_capture_worker_t *w, const char *reason,
   uint64_t rss = w->rss ? w->rss : info.rss;
   mdp_plan_init(&r->plan, &p, st->kinds, st->n_kinds, reason, ps, n_samples - first, rss);
   mdp_plan_fit(&r->plan, mdp_caprun_now_ms(), w->time_left_s);
-  if(rc == MDP_ADMIT_QUEUE) {
+  if(rc == MDP_CAPTURE_QUEUED) {
     NOTICE("memdiag plugin: capture of worker %s (pid %d) queued: %s", r->name, (int)r->pid, why);
     if(dir && dirlen)
       dir[0] = '\0';
     goto out;
   }
-  rc = mdp_caprun_begin(r, err, errlen);
-  if(rc)
+  if(mdp_caprun_begin(r, err, errlen) != 0) {
+    rc = MDP_CAPTURE_FAILED;
     goto out;
+  }
   if(dir && dirlen)
     snprintf(dir, dirlen, "%s", r->dir);
   mdp_caprun_settle(r);

@@ -215,9 +215,7 @@ static void on_reply(const Memdiag__V1__Reply *reply, void *arg)
       snprintf(error, sizeof(error), "%s%s%s", md_status_name(reply->status),
                reply->error && reply->error[0] ? ": " : "", reply->error ? reply->error : "");
       /* The worker's text ends up in the log and notifications. */
-      for(char *p = error; *p; p++)
-        if((unsigned char)*p < 0x20 || *p == 0x7f)
-          *p = '?';
+      md_printable_inplace(error, MD_TEXT_PLAIN);
       rep.error = error;
     }
     /* A stored result may carry a suffix (heap-1.json.zst): the manifest
@@ -335,10 +333,10 @@ static int set_timer(mdp_caprun *r, uint64_t ms, uint64_t timer_id)
   token_t *t = token(r, timer_id);
 
   if(!t)
-    return -ENOMEM;
+    return -1;
   if(!mdp_loop_timer_add(mdp_capst.loop, ms, on_timer, free, t)) {
-    free(t);
-    return -ESHUTDOWN;
+    free(t); /* the loop is closed or out of memory: the caller aborts */
+    return -1;
   }
   return 0;
 }
@@ -410,13 +408,13 @@ int mdp_caprun_begin(mdp_caprun *r, char *err, size_t errlen)
     md_seterr(why, sizeof(why), "cannot create a capture folder under %s: %s",
               mdp_capst.cfg.directory, strerror(-rc));
   if(rc) {
-    snprintf(err, errlen, "%s", why);
+    md_seterr(err, errlen, "%s", why);
     mdp_capst.counters.failed++;
     mdp_caprun_notify(NOTIF_FAILURE, r, "capture of worker %s (pid %d) failed: %s", r->name,
                       (int)r->pid, err);
     mdp_sched_finished(&mdp_capst.sched, r->conn, false);
     mdp_caprun_drop(r);
-    return -EIO;
+    return -1;
   }
   r->begun = true;
   mdp_capst.counters.started++;

@@ -79,8 +79,9 @@ void mdp_caprun_signal(mdp_caprun *r, const char *why);
 
 bool mdp_caprun_dump_taken(const mdp_plan_t *p);
 
-/* Start a run whose slot the scheduler granted. Returns 0, or -EIO after
- * the run was counted, reported and dropped (err says why). */
+/* Start a run whose slot the scheduler granted. Returns 0, or -1 when its
+ * folder could not be made: the run was counted as failed, reported and
+ * dropped, and err says why. */
 int mdp_caprun_begin(mdp_caprun *r, char *err, size_t errlen);
 
 /* Carry out what the plan asked for. */

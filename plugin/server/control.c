@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "md/text.h"
 #include "md/tls.h"
 
 #include "capture/capture.h"
@@ -246,10 +247,7 @@ static void relay_done(const Memdiag__V1__Reply *reply, void *arg)
   if(r.status != MEMDIAG__V1__STATUS__STATUS_OK) {
     char error[256];
     /* The worker's text: no control characters into the log. */
-    snprintf(error, sizeof(error), "%s", reply->error ? reply->error : "");
-    for(char *p = error; *p; p++)
-      if((unsigned char)*p < 0x20 || *p == 0x7f)
-        *p = '?';
+    md_printable(error, sizeof(error), reply->error, MD_TEXT_PLAIN);
     INFO("memdiag plugin: request to worker %" PRIu64 " ended with %s: %s", ctx->connection_id,
          md_status_name(r.status), error);
   }
@@ -358,7 +356,7 @@ static void capture_now(uint64_t serial, const char *who, uint64_t request_id,
   mdp_worker_info info;
   char dir[MDP_CAPTURE_PATH_MAX] = "";
   char err[256] = "";
-  int rc;
+  mdp_capture_outcome rc;
 
   if(!cn->has_connection_id || mdp_registry_info(cn->connection_id, &info) != 0) {
     snprintf(err, sizeof(err),
@@ -381,10 +379,10 @@ static void capture_now(uint64_t serial, const char *who, uint64_t request_id,
                          err, sizeof(err));
   if(rc < 0) {
     mdp_control_refuse(serial, request_id,
-                       rc == -EBUSY || rc == -EALREADY || rc == -ENOSPC
+                       rc == MDP_CAPTURE_BUSY || rc == MDP_CAPTURE_COOLDOWN
                            ? MEMDIAG__V1__STATUS__STATUS_REFUSED
                            : MEMDIAG__V1__STATUS__STATUS_ERROR,
-                       err[0] ? err : strerror(-rc));
+                       err[0] ? err : mdp_capture_outcome_name(rc));
     return;
   }
   ci.has_connection_id = 1;
@@ -392,8 +390,8 @@ static void capture_now(uint64_t serial, const char *who, uint64_t request_id,
   ci.worker = info.name;
   ci.reason = "operator request";
   ci.directory = dir;
-  ci.step = rc == 1 ? "queued" : "started";
-  ci.has_started_at = rc == 0;
+  ci.step = rc == MDP_CAPTURE_QUEUED ? "queued" : "started";
+  ci.has_started_at = rc == MDP_CAPTURE_STARTED;
   ci.started_at = (uint64_t)time(NULL);
   reply_head(&r, request_id, MEMDIAG__V1__STATUS__STATUS_OK);
   r.body_case = MEMDIAG__V1__CONTROL_REPLY__BODY_CAPTURE;

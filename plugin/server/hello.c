@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "md/text.h"
 #include "hello.h"
 #include "workers/identity.h"
 
@@ -87,9 +88,7 @@ static void on_hello(mdp_conn *c, const Memdiag__V1__Hello *h)
   snprintf(c->who, sizeof(c->who), "'%.100s' pid %ld", h->name && h->name[0] ? h->name : "worker",
            (long)c->pid);
   /* The name is the peer's text: no control characters into collectd's log. */
-  for(char *p = c->who; *p; p++)
-    if((unsigned char)*p < 0x20 || *p == 0x7f)
-      *p = '?';
+  md_printable_inplace(c->who, MD_TEXT_PLAIN);
   w.has_connection_id = 1;
   w.connection_id = id;
   w.has_heartbeat_interval_ms = 1;
@@ -149,11 +148,9 @@ static void on_frame(mdp_conn *c, const Memdiag__V1__Frame *f)
   if(f->body_case == MEMDIAG__V1__FRAME__BODY_GOODBYE) {
     char why[200];
     /* The reason is the peer's text: no control characters into the log. */
-    snprintf(why, sizeof(why), "%s",
-             f->goodbye->reason && f->goodbye->reason[0] ? f->goodbye->reason : "said goodbye");
-    for(char *p = why; *p; p++)
-      if((unsigned char)*p < 0x20 || *p == 0x7f)
-        *p = '?';
+    md_printable(why, sizeof(why),
+                 f->goodbye->reason && f->goodbye->reason[0] ? f->goodbye->reason : "said goodbye",
+                 MD_TEXT_PLAIN);
     mdp_conn_drop(c, why);
     return;
   }
