@@ -39,7 +39,9 @@ typedef void (*mdp_reply_fn)(const Memdiag__V1__Reply *reply, void *arg);
 typedef int (*mdp_relay_send_fn)(uint64_t connection_id, const Memdiag__V1__Frame *f);
 
 /* Before the loop turns: which loop runs the requests, how frames go out,
- * and DumpTimeout. Ends any shutdown of a former run. */
+ * and DumpTimeout. Ends any shutdown of a former run. A NULL loop (before
+ * the caller frees its loop) makes every later request end at once with
+ * "plugin shutting down". */
 void mdp_relay_init(mdp_loop *loop, mdp_relay_send_fn send, uint32_t dump_timeout_ms);
 
 /* Send `req` (its op and arguments; request_id is ignored: the relay assigns

@@ -314,6 +314,23 @@ static void bad_arguments_are_refused_without_a_callback(void **state)
   assert_int_equal(sends, 0);
 }
 
+/* memdiag.c takes the loop away before freeing it: a late request (from a
+ * thread that has not stopped yet) ends at once and touches no loop. */
+static void without_a_loop_a_request_ends_at_once(void **state)
+{
+  Memdiag__V1__Ping ping;
+  Memdiag__V1__Request req = ping_request(&ping);
+  outcome o = {0};
+
+  (void)state;
+  mdp_relay_init(NULL, NULL, DUMP_TIMEOUT_MS);
+  assert_int_equal(mdp_relay_request(1, &req, 0, done, &o), 0);
+  assert_int_equal(o.calls, 1);
+  assert_int_equal(o.status, MEMDIAG__V1__STATUS__STATUS_ERROR);
+  assert_non_null(strstr(o.error, "plugin shutting down"));
+  assert_int_equal(sends, 0);
+}
+
 /* From another thread the caller's request may be gone before the loop
  * runs: the relay carries a copy, sends it on the loop thread, and the
  * callback runs there. */
@@ -384,6 +401,7 @@ int main(void)
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(bad_arguments_are_refused_without_a_callback, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(without_a_loop_a_request_ends_at_once, setup, teardown),
       cmocka_unit_test_setup_teardown(
           a_request_from_another_thread_is_copied_and_answered_on_the_loop, setup, teardown),
   };
