@@ -164,23 +164,32 @@ void mdp_caprun_signal(mdp_caprun *r, const char *why)
   mdp_worker_info info;
   int sig = mdp_capst.cfg.restart_signal;
   const char *abbrev = sigabbrev_np(sig);
+  const char *name = abbrev ? abbrev : "?";
 
-  /* Only a worker still connected under this ID is signalled: its PID was
-   * checked against SO_PEERCRED, so it is not a recycled PID. */
+  /* Only the process registered under this connection ID, through the
+   * pidfd taken when it connected: never whoever holds its PID now. */
   if(mdp_registry_info(r->conn, &info) != 0 || info.pid != r->pid) {
     snprintf(r->signal_error, sizeof(r->signal_error), "worker gone before the signal");
     return;
   }
-  if(kill(r->pid, sig) != 0) {
-    snprintf(r->signal_error, sizeof(r->signal_error), "kill: %s", strerror(errno));
-    ERROR("memdiag plugin: cannot send SIG%s to worker %s (pid %d): %s", abbrev ? abbrev : "?",
-          r->name, (int)r->pid, strerror(errno));
+  int rc = mdp_registry_signal(r->conn, sig);
+  if(rc) {
+    const char *reason =
+        rc == -ESRCH    ? "the process that registered has exited (a process it handed its "
+                          "connection to, or a new owner of its PID, is not signalled)"
+        : rc == -EBADF  ? "no pidfd for it (the kernel has none), and a PID alone may name "
+                          "another process"
+        : rc == -ENOENT ? "worker gone before the signal"
+                        : strerror(-rc);
+    snprintf(r->signal_error, sizeof(r->signal_error), "not signalled: %s", reason);
+    WARNING("memdiag plugin: not sending SIG%s to worker %s (pid %d): %s", name, r->name,
+            (int)r->pid, reason);
     return;
   }
   r->signalled_ms = mdp_caprun_now_ms();
   mdp_capst.counters.restarts++;
   mdp_caprun_notify(NOTIF_WARNING, r, "worker %s (pid %d) reached MemoryLimit: sent SIG%s (%s)",
-                    r->name, (int)r->pid, abbrev ? abbrev : "?", why);
+                    r->name, (int)r->pid, name, why);
 }
 
 /* ---------------------------------------------------------------- callbacks */

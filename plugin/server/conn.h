@@ -43,6 +43,11 @@ typedef struct mdp_conn {
   pid_t pid;
   uid_t uid;
   gid_t gid;
+  /* The peer process (workers/pidfd.h), taken at accept; -1 with the
+   * reason in pidfd_err (-ESRCH: that process is gone). Owned here until a
+   * hello hands it to the registry. */
+  int pidfd;
+  int pidfd_err;
   char who[192];
 } mdp_conn;
 

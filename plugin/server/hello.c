@@ -62,6 +62,8 @@ static void on_hello(mdp_conn *c, const Memdiag__V1__Hello *h)
     mdp_conn_goodbye(c, MEMDIAG__V1__STATUS__STATUS_FORBIDDEN, reason);
     return;
   }
+  if(c->pidfd_err == -ESRCH)
+    goto gone;
   memset(&wh, 0, sizeof(wh));
   wh.pid = c->pid;
   wh.ns_pid = id_k.ns_pid;
@@ -76,7 +78,11 @@ static void on_hello(mdp_conn *c, const Memdiag__V1__Hello *h)
   wh.dump_directory = h->dump_directory;
   wh.capabilities = h->capabilities;
   wh.n_capabilities = h->n_capabilities;
+  wh.pidfd = c->pidfd;
+  c->pidfd = -1; /* the registry's now, whatever happens */
   rc = c->env->hooks.worker_hello(&wh, &id, &proc_err);
+  if(rc == -ESRCH)
+    goto gone;
   if(rc) {
     ERROR("memdiag plugin: cannot register worker pid %ld: %s", (long)c->pid, strerror(-rc));
     mdp_conn_goodbye(c, MEMDIAG__V1__STATUS__STATUS_ERROR, "plugin out of memory");
@@ -103,6 +109,17 @@ static void on_hello(mdp_conn *c, const Memdiag__V1__Hello *h)
     WARNING("memdiag plugin: worker %" PRIu64 " (%s) cannot be sampled: /proc/%ld: %s "
             "(raise collectd's open file limit if it says too many open files)",
             id, c->who, (long)c->pid, strerror(-proc_err));
+  return;
+gone:
+  /* The process that connected has exited (or its PID went to a process
+   * started after the connection): whoever holds the connection now is
+   * not the process SO_PEERCRED named, and would be sampled and signalled
+   * as it. */
+  mdp_conn_warn("memdiag plugin: refused worker hello from pid %ld (SO_PEERCRED): that process "
+                "has exited; a connection it handed on cannot register",
+                (long)c->pid);
+  snprintf(reason, sizeof(reason), "the process that connected (pid %ld) has exited", (long)c->pid);
+  mdp_conn_goodbye(c, MEMDIAG__V1__STATUS__STATUS_FORBIDDEN, reason);
 }
 
 /* The answer tells the worker that this loop still runs: a plugin that is

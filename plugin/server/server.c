@@ -20,6 +20,7 @@
 #include "config.h"
 #include "conn.h"
 #include "hello.h"
+#include "workers/pidfd.h"
 
 #define TICK_MS 1000u /* deadlines and heartbeats are checked each second */
 
@@ -86,7 +87,7 @@ static int conn_events(void *arg)
 
 static void conn_ready(short revents, void *arg) { mdp_hello_service(arg, revents); }
 
-static void accept_one(int fd)
+static void accept_one(int fd, uint64_t accepted_boot_ms)
 {
   mdp_conn *c;
   int rc;
@@ -122,6 +123,8 @@ static void accept_one(int fd)
   c->env = &env;
   md_conn_set_max_frame(c->mc, env.cfg->max_frame);
   md_conn_peer_cred(c->mc, &c->pid, &c->uid, &c->gid);
+  c->pidfd = mdp_pidfd_of_peer(fd, c->pid, accepted_boot_ms);
+  c->pidfd_err = c->pidfd < 0 ? c->pidfd : 0;
   c->serial = next_serial++;
   c->state = MDP_CONN_HANDSHAKE;
   c->last_heard_ms = md_now_ms();
@@ -138,6 +141,7 @@ static void accept_all(short revents, void *unused)
   (void)unused;
   for(;;) {
     int fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    uint64_t accepted_boot_ms = mdp_pidfd_boot_ms();
 
     if(fd < 0) {
       if(errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
@@ -157,7 +161,7 @@ static void accept_all(short revents, void *unused)
       accept_failing = 0;
       INFO("memdiag plugin: accepting connections on %s again", env.cfg->socket);
     }
-    accept_one(fd);
+    accept_one(fd, accepted_boot_ms);
   }
 }
 
@@ -210,6 +214,8 @@ static void sweep(void)
     nconns--;
     mdp_loop_watch_remove(loop, c->watch);
     md_conn_free(c->mc);
+    if(c->pidfd >= 0)
+      close(c->pidfd);
     if(c->state == MDP_CONN_WORKER)
       env.hooks.worker_gone(c->worker_id);
     free(c);

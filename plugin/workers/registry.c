@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "md/text.h"
+#include "pidfd.h"
 #include "registry.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -30,6 +31,8 @@ static void worker_free(mdp_worker *w)
 {
   if(w->proc_fd >= 0)
     close(w->proc_fd);
+  if(w->pidfd >= 0)
+    close(w->pidfd);
   for(size_t i = 0; i < w->n_capabilities; i++)
     free(w->capabilities[i]);
   free(w->capabilities);
@@ -100,9 +103,13 @@ int mdp_registry_add(const mdp_worker_hello *h, uint64_t *id, int *proc_err)
   char base[100];
   int rc;
 
-  if(!w)
+  if(!w) {
+    if(h->pidfd >= 0)
+      close(h->pidfd);
     return -ENOMEM;
+  }
   w->proc_fd = -1;
+  w->pidfd = h->pidfd;
   w->pid = h->pid;
   w->ppid = h->ppid;
   w->uid = h->uid;
@@ -121,9 +128,14 @@ int mdp_registry_add(const mdp_worker_hello *h, uint64_t *id, int *proc_err)
   rc = copy_caps(w, h->capabilities, h->n_capabilities);
   if(rc)
     goto fail;
-  /* Opened here, on the server thread, while the peer is certainly alive. */
+  /* Opened by PID: if the process behind the pidfd is still alive after the
+   * open, the PID was still its own, so the file is that process's. */
   w->proc_fd = mdp_sampler_open(h->pid, memory_kinds);
   *proc_err = w->proc_fd < 0 ? w->proc_fd : 0;
+  if(w->pidfd >= 0 && !mdp_pidfd_alive(w->pidfd)) {
+    rc = -ESRCH;
+    goto fail;
+  }
   mdp_registry_sanitise(w->name, base, sizeof(base));
   w->refs = 1;
 
@@ -173,6 +185,18 @@ static mdp_worker *find_locked(uint64_t id, size_t *pos)
     return table[lo];
   }
   return NULL;
+}
+
+int mdp_registry_signal(uint64_t id, int sig)
+{
+  int rc = -ENOENT;
+
+  pthread_mutex_lock(&lock);
+  mdp_worker *w = find_locked(id, NULL);
+  if(w)
+    rc = mdp_pidfd_signal(w->pidfd, sig);
+  pthread_mutex_unlock(&lock);
+  return rc;
 }
 
 int mdp_registry_remove(uint64_t id)

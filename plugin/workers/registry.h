@@ -7,7 +7,7 @@
  * Entries are reference counted so that the read thread can sample a worker
  * without holding the lock while the server removes it: removal takes the
  * entry out of the table, and the last reference closes its /proc handle and
- * frees it.
+ * pidfd and frees it.
  *
  * Ownership: the registry owns every mdp_worker. mdp_registry_snapshot hands
  * out references that the caller returns with mdp_registry_release.
@@ -42,6 +42,7 @@ typedef struct mdp_worker {
   size_t n_capabilities;
   uint64_t connected_at;
   int proc_fd; /* mdp_sampler_open; -1 if it could not be opened */
+  int pidfd;   /* the registered process (pidfd.h); -1 if the kernel has none */
 
   /* Read thread only (collectd runs one read callback at a time). */
   mdp_detector detector;
@@ -89,6 +90,7 @@ typedef struct mdp_worker_hello {
   pid_t ns_pid;       /* its PID in its own namespace (NSpid), == pid on the host */
   const char *cgroup; /* from /proc/PID/cgroup, "" or NULL if unknown */
   int same_mnt_ns;    /* 1: sees collectd's files; 0: another mount namespace; -1 unknown */
+  int pidfd; /* taken at accept (pidfd.h) or -1; mdp_registry_add owns it */
 } mdp_worker_hello;
 
 /* memory: the MDP_MEM_* figures sampled (decides which /proc file each
@@ -97,10 +99,19 @@ int mdp_registry_init(const mdp_detector_config *detector, unsigned memory);
 void mdp_registry_destroy(void);
 
 /* Register a worker; assigns the next connection ID (1, 2, 3, ... for the
- * plugin's lifetime, never reused). Returns 0 with *id set, or -ENOMEM.
- * *proc_err is 0, or the negative errno of opening its /proc file (the
- * worker is registered but cannot be sampled). */
+ * plugin's lifetime, never reused). Returns 0 with *id set, -ENOMEM, or
+ * -ESRCH when hello->pidfd shows that the process that connected has
+ * exited (a connection it handed on registers nobody). *proc_err is 0, or
+ * the negative errno of opening its /proc file (the worker is registered
+ * but cannot be sampled). hello->pidfd is the registry's in every case. */
 int mdp_registry_add(const mdp_worker_hello *hello, uint64_t *id, int *proc_err);
+
+/* Send sig to the process registered as worker id, through its pidfd, so
+ * never to a process that merely reuses its PID. Returns 0, -ENOENT (not
+ * registered), -ESRCH (the registered process has exited: nobody was
+ * signalled), -EBADF (no pidfd: the kernel has none; nothing is sent) or
+ * what the kernel said. */
+int mdp_registry_signal(uint64_t id, int sig);
 
 /* Forget a worker. Returns 0 or -ENOENT. */
 int mdp_registry_remove(uint64_t id);

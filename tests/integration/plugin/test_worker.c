@@ -17,7 +17,9 @@
  * without reading the answers), --error-text T (ping and operations it
  * does not offer answered with an error saying T), --goodbye T (a Goodbye with reason T right after
  * the welcome, then exit), --fork N (N workers, one process each; the parent waits), --exit-after
- * S.
+ * S, --handoff-on-dump F (offers memory_dump; a memory_dump request makes the worker fork and
+ * exit, leaving its connection to the child, which prints "handed off pid=C from=P" and
+ * answers the request ok once file F exists).
  *
  * Output: "welcome connection_id=N pid=P" once registered, with
  * --show-heartbeats "heartbeat back sequence=S sent=N" for each heartbeat
@@ -38,7 +40,7 @@
 #include "md/tls.h"
 
 typedef struct {
-  const char *socket, *cert, *key, *ca, *name, *error_text, *goodbye;
+  const char *socket, *cert, *key, *ca, *name, *error_text, *goodbye, *handoff;
   long claim_pid;
   int skip_hello, control_after_hello, show_heartbeats;
   long allocate_mb, fork_n, exit_after, big_hello, dump_frame, control_flood;
@@ -46,6 +48,8 @@ typedef struct {
 
 static long dump_frame;        /* --dump-frame */
 static const char *error_text; /* --error-text */
+static const char *handoff;    /* --handoff-on-dump */
+static uint64_t handed_off;    /* the memory_dump request the child still owes */
 
 static int usage(void)
 {
@@ -142,6 +146,23 @@ static int answer(md_conn *c, const Memdiag__V1__Request *req)
   case MEMDIAG__V1__REQUEST__OP_SCHEDULER_DUMP:
     /* Never answers: lets tests see the plugin's own timeout. */
     return 0;
+  case MEMDIAG__V1__REQUEST__OP_MEMORY_DUMP:
+    if(handoff) {
+      /* The process that registered leaves; a child it forked keeps the
+       * connection and answers later (issue 11: it must not get the
+       * registered process's restart signal sent to whoever takes its PID). */
+      pid_t parent = getpid();
+      pid_t child = fork();
+      if(child < 0)
+        return 1;
+      if(child > 0)
+        _exit(0);
+      handed_off = req->request_id;
+      printf("handed off pid=%ld from=%ld\n", (long)getpid(), (long)parent);
+      fflush(stdout);
+      return 0;
+    }
+    /* fall through */
   default:
     r.status = MEMDIAG__V1__STATUS__STATUS_UNSUPPORTED;
     r.error = error_text ? (char *)error_text : "the test worker only answers ping and thread_dump";
@@ -159,7 +180,7 @@ static int run_worker(const opts *o)
   Memdiag__V1__Frame f = MEMDIAG__V1__FRAME__INIT;
   Memdiag__V1__Hello h = MEMDIAG__V1__HELLO__INIT;
   Memdiag__V1__Frame *in = NULL;
-  char *caps[] = {"ping", "thread_dump", "scheduler_dump"};
+  char *caps[] = {"ping", "thread_dump", "scheduler_dump", "memory_dump"};
   uint32_t heartbeat_ms = 1000;
   uint64_t seq = 0, next_beat, end_at = 0;
   char *big = NULL;
@@ -195,7 +216,7 @@ static int run_worker(const opts *o)
     h.ppid = (uint32_t)getppid();
     h.runtime = "c-test";
     h.runtime_version = "1";
-    h.n_capabilities = 3;
+    h.n_capabilities = handoff ? 4 : 3;
     h.capabilities = caps;
     f.body_case = MEMDIAG__V1__FRAME__BODY_HELLO;
     f.hello = &h;
@@ -246,6 +267,20 @@ static int run_worker(const opts *o)
     if(end_at && now >= end_at) {
       rc = 0;
       goto out;
+    }
+    if(handed_off && access(handoff, F_OK) == 0) {
+      Memdiag__V1__Frame rf = MEMDIAG__V1__FRAME__INIT;
+      Memdiag__V1__Reply rr = MEMDIAG__V1__REPLY__INIT;
+      rr.has_request_id = rr.has_status = 1;
+      rr.request_id = handed_off;
+      rr.status = MEMDIAG__V1__STATUS__STATUS_OK;
+      rf.body_case = MEMDIAG__V1__FRAME__BODY_REPLY;
+      rf.reply = &rr;
+      handed_off = 0;
+      if(md_conn_send_wait(c, &rf, 5000)) {
+        rc = 1;
+        goto out;
+      }
     }
     rc = md_conn_recv_wait(c, &in, wait);
     if(rc == MD_ETIMEDOUT || rc == MD_EAGAIN) {
@@ -537,12 +572,15 @@ int main(int argc, char **argv)
       o.goodbye = v;
     else if(strcmp(a, "--exit-after") == 0)
       o.exit_after = atol(v);
+    else if(strcmp(a, "--handoff-on-dump") == 0)
+      o.handoff = v;
     else
       return usage();
   }
   signal(SIGPIPE, SIG_IGN);
   dump_frame = o.dump_frame;
   error_text = o.error_text;
+  handoff = o.handoff;
   if(o.socket && strcmp(mode, "garbage") == 0)
     return run_garbage(&o);
   if(!o.socket || !o.cert || !o.key || !o.ca)

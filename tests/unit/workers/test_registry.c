@@ -13,6 +13,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
 #include "config.h"
 #include "workers/registry.h"
 
@@ -27,6 +31,7 @@ static mdp_worker_hello hello(const char *name)
       .runtime = "ruby",
       .runtime_version = "3.3.0",
       .dump_directory = "/var/tmp/dumps",
+      .pidfd = -1,
   };
   return h;
 }
@@ -166,6 +171,58 @@ static void unreadable_proc_is_reported(void **state)
   assert_int_equal(mdp_registry_remove(id), 0);
 }
 
+/* A child that waits for a signal and reports it by its exit status. */
+static pid_t child_waiting(void)
+{
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if(pid == 0) {
+    pause();
+    _exit(0);
+  }
+  return pid;
+}
+
+/* Issue 11, finding 2: signals go through the pidfd of the process that
+ * registered, so a process that exited is never confused with whoever holds
+ * its PID next, and a worker whose connecting process is already gone is
+ * not registered at all. */
+static void signals_go_through_the_pidfd(void **state)
+{
+  mdp_worker_hello h = hello("signalled");
+  uint64_t id = 0;
+  int proc_err = 0, status = 0;
+
+  (void)state;
+  pid_t live = child_waiting();
+  h.pid = live;
+  h.pidfd = (int)syscall(SYS_pidfd_open, live, 0);
+  assert_true(h.pidfd >= 0);
+  assert_int_equal(mdp_registry_add(&h, &id, &proc_err), 0);
+  assert_int_equal(mdp_registry_signal(id, SIGUSR1), 0);
+  assert_int_equal(waitpid(live, &status, 0), live);
+  assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGUSR1);
+  /* Exited and reaped: the pidfd says so, and nobody is signalled. */
+  assert_int_equal(mdp_registry_signal(id, SIGUSR1), -ESRCH);
+  assert_int_equal(mdp_registry_signal(id + 1000, SIGUSR1), -ENOENT);
+  assert_int_equal(mdp_registry_remove(id), 0);
+
+  /* A process that exited before its hello registers nobody. */
+  pid_t gone = child_waiting();
+  h.pid = gone;
+  h.pidfd = (int)syscall(SYS_pidfd_open, gone, 0);
+  assert_true(h.pidfd >= 0);
+  kill(gone, SIGKILL);
+  assert_int_equal(waitpid(gone, &status, 0), gone);
+  assert_int_equal(mdp_registry_add(&h, &id, &proc_err), -ESRCH);
+
+  /* No pidfd (a kernel without them): nothing is sent by PID. */
+  h = hello("no-pidfd");
+  assert_int_equal(mdp_registry_add(&h, &id, &proc_err), 0);
+  assert_int_equal(mdp_registry_signal(id, 0), -EBADF);
+  assert_int_equal(mdp_registry_remove(id), 0);
+}
+
 static void capabilities(void **state)
 {
   char *caps[] = {"memory_dump", "thread_dump"};
@@ -285,6 +342,7 @@ int main(void)
       cmocka_unit_test_setup_teardown(same_name_instances_differ_by_pid, setup, teardown),
       cmocka_unit_test_setup_teardown(unreadable_proc_is_reported, setup, teardown),
       cmocka_unit_test_setup_teardown(capabilities, setup, teardown),
+      cmocka_unit_test_setup_teardown(signals_go_through_the_pidfd, setup, teardown),
       cmocka_unit_test_setup_teardown(snapshot_outlives_removal, setup, teardown),
       cmocka_unit_test(sanitise),
       cmocka_unit_test_setup_teardown(concurrent_snapshots, setup, teardown),

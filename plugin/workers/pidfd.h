@@ -1,0 +1,48 @@
+/* memdiag plugin: a worker's process as a descriptor (prefix mdp_pidfd_).
+ *
+ * A PID names whichever process holds it now; once the worker exits, the
+ * kernel may give it to any other process. Root signals a worker only
+ * through a pidfd, which names one process for its whole life: after that
+ * process exits, signals through it fail with ESRCH instead of reaching the
+ * PID's next owner.
+ *
+ * The pidfd is taken when the connection is accepted. With SO_PEERPIDFD
+ * (Linux 6.5) the kernel hands over the pidfd of the process that called
+ * connect(), with no window at all. On older kernels it is pidfd_open() of
+ * the SO_PEERCRED PID right after accept, and the process found there must
+ * have started before the accept (its start time, /proc/PID/stat field
+ * 22): a process started later cannot be the peer, it only reused the PID.
+ * (The check is as fine as the kernel's clock tick, 10 ms.)
+ *
+ * Ownership: a descriptor returned belongs to the caller. Threading:
+ * reentrant.
+ */
+#ifndef MDP_PIDFD_H
+#define MDP_PIDFD_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+/* CLOCK_BOOTTIME in ms, the clock of /proc/PID/stat's start time. Take it
+ * right after accept() and pass it to mdp_pidfd_of_peer. */
+uint64_t mdp_pidfd_boot_ms(void);
+
+/* The pidfd of the process at the other end of the AF_UNIX socket sock
+ * (pid from SO_PEERCRED, accepted_boot_ms from mdp_pidfd_boot_ms). Returns
+ * a descriptor (O_CLOEXEC), or a negative errno: -ESRCH when that process
+ * has exited or its PID already belongs to a process started after the
+ * accept, -ENOSYS when the kernel has no pidfds. */
+int mdp_pidfd_of_peer(int sock, pid_t pid, uint64_t accepted_boot_ms);
+
+/* The fallback of mdp_pidfd_of_peer: pidfd_open(pid), kept only if the
+ * process it names started no later than boot_ms. Returns as above. */
+int mdp_pidfd_open_started_before(pid_t pid, uint64_t boot_ms);
+
+/* 1 while the process is alive (a zombie counts), 0 once it is gone. */
+int mdp_pidfd_alive(int pidfd);
+
+/* Send sig to the process; returns 0 or a negative errno (-ESRCH: it has
+ * exited, and nobody was signalled). */
+int mdp_pidfd_signal(int pidfd, int sig);
+
+#endif
