@@ -90,7 +90,7 @@ typedef struct mdp_worker_hello {
   pid_t ns_pid;       /* its PID in its own namespace (NSpid), == pid on the host */
   const char *cgroup; /* from /proc/PID/cgroup, "" or NULL if unknown */
   int same_mnt_ns;    /* 1: sees collectd's files; 0: another mount namespace; -1 unknown */
-  int pidfd; /* taken at accept (pidfd.h) or -1; mdp_registry_add owns it */
+  int pidfd;          /* taken at accept (pidfd.h) or -1; mdp_registry_add owns it */
 } mdp_worker_hello;
 
 /* memory: the MDP_MEM_* figures sampled (decides which /proc file each
