@@ -1,6 +1,7 @@
 /* Capture folders, disk space and the manifest: see capture_fs.h. */
 #include "capture_fs.h"
 #include "capture_root.h"
+#include "md/text.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -159,6 +160,21 @@ int mdp_capfs_open_root(const char *root, char *err, size_t errlen)
 {
   pthread_mutex_lock(&fs_lock);
   int rc = use_root(root, err, errlen);
+  pthread_mutex_unlock(&fs_lock);
+  return rc;
+}
+
+int mdp_capfs_root_fd(const char *root, char *err, size_t errlen)
+{
+  pthread_mutex_lock(&fs_lock);
+  int rc = use_root(root, err, errlen);
+  if(!rc) {
+    rc = fcntl(root_fd, F_DUPFD_CLOEXEC, 0);
+    if(rc < 0) {
+      rc = -errno;
+      md_seterr(err, errlen, "CaptureDirectory %s: %s", root, strerror(-rc));
+    }
+  }
   pthread_mutex_unlock(&fs_lock);
   return rc;
 }

@@ -50,6 +50,12 @@ extern "C" {
  * -EINVAL (not absolute, or holds ".."), or what the system said. */
 int mdp_capfs_open_root(const char *root, char *err, size_t errlen);
 
+/* mdp_capfs_open_root, then a duplicate of the checked descriptor (the
+ * caller closes it), so that what is made below CaptureDirectory outside
+ * this module is made below the same directory. Returns it (>= 0) or a
+ * negative errno with a message in err. */
+int mdp_capfs_root_fd(const char *root, char *err, size_t errlen);
+
 /* mdp_capfs_open_root without the message. */
 int mdp_capfs_ensure_root(const char *root);
 

@@ -62,16 +62,11 @@ int mdp_capture_manual_folder(const char *worker, pid_t pid, char *dir, size_t d
   *zstd_level = mdp_capst.cfg.dump_compression ? mdp_capst.cfg.dump_compression_level : 0;
   pthread_mutex_unlock(&mdp_capst.lock);
 
-  rc = mdp_capfs_open_root(root, why, sizeof(why));
-  if(rc) {
-    md_seterr(err, errlen, "%s", why);
-    return rc;
-  }
-  root_fd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  /* The descriptor capture_fs checked, not the path again. */
+  root_fd = mdp_capfs_root_fd(root, why, sizeof(why));
   if(root_fd < 0) {
-    rc = -errno;
-    md_seterr(err, errlen, "cannot open CaptureDirectory %s: %s", root, strerror(errno));
-    goto out;
+    md_seterr(err, errlen, "%s", why);
+    return root_fd;
   }
   manual_fd = sub_dir(root_fd, "manual", why, sizeof(why));
   if(manual_fd < 0) {
