@@ -8,7 +8,7 @@ DEB_PACKAGES = build-essential cmake pkg-config openssl libssl-dev \
   collectd-core collectd-dev \
   ruby ruby-dev ruby-minitest ruby-async puma unicorn ruby-heapy \
   ruby-sidekiq redis-server \
-  procps psmisc clang-format \
+  procps psmisc clang-format zstd util-linux \
   dpkg-dev systemd ruby-bundler libmicrohttpd12 prometheus
 
 .PHONY: all deps build test demo bench clean format check-format package gem

@@ -264,16 +264,29 @@ static void on_timer(void *arg)
 /* Send a step whose result the plugin stores (DumpTransfer): dumps come
  * as a stream, text inline; both are written by the stream store into the
  * capture folder, heap dumps zstd-compressed unless DumpCompression none. */
+/* With DumpTransfer file the worker writes its heap dumps itself; the
+ * plugin compresses them afterwards, on the same writer thread. */
+static bool plugin_stores(const mdp_caprun *r, const mdp_step_t *s)
+{
+  if(!s->file[0])
+    return false;
+  return r->streams || (mdp_step_is_dump(s->kind) && mdp_capst.cfg.dump_compression);
+}
+
 static int send_stored(mdp_caprun *r, mdp_capreq_t *cr, const mdp_step_t *s, token_t *t)
 {
   const mdp_capture_config_t *cfg = &mdp_capst.cfg;
-  int heap = mdp_capreq_for_stream(cr);
+  int heap = r->streams ? mdp_capreq_for_stream(cr) : 1;
   int level = heap && cfg->dump_compression ? cfg->dump_compression_level : 0;
   char name[80];
   mdp_relay_sink sink = {.dir_path = r->dir, .name = name, .zstd_level = level};
   int rc;
 
   snprintf(name, sizeof(name), "%s%s", s->file, level ? ".zst" : "");
+  if(!r->streams) {
+    sink.compress_from = s->file;
+    sink.compress_owner = r->uid;
+  }
   sink.dir_fd = open(r->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if(sink.dir_fd < 0)
     return -errno;
@@ -294,9 +307,9 @@ static void send_step(mdp_caprun *r, size_t idx)
     why = "the step sends no request";
   else if(!(t = token(r, 0)))
     why = "out of memory";
-  else if(r->streams && s->file[0] && send_stored(r, &cr, s, t) != 0)
+  else if(plugin_stores(r, s) && send_stored(r, &cr, s, t) != 0)
     why = "the plugin could not open the capture folder to store the result";
-  else if((!r->streams || !s->file[0]) &&
+  else if(!plugin_stores(r, s) &&
           mdp_relay_request(r->conn, &cr.req, mdp_capst.cfg.step_timeout_ms, on_reply, t) != 0)
     why = "the server could not send the request";
   if(!why)

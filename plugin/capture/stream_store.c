@@ -16,7 +16,7 @@
 
 #include "md/text.h"
 
-typedef enum { JOB_OPEN, JOB_DATA, JOB_FINISH, JOB_ABORT } job_kind;
+typedef enum { JOB_OPEN, JOB_DATA, JOB_FINISH, JOB_ABORT, JOB_COPY } job_kind;
 
 typedef struct job {
   struct job *next;
@@ -45,7 +45,9 @@ struct mdp_store_stream {
   uint64_t raw, stored, write_us;
   int failed; /* a write failed: the rest is consumed and dropped */
   char error[256];
-  int ended;                          /* caller side: finish or abort queued */
+  int ended;     /* caller side: finish or abort queued */
+  char src[256]; /* JOB_COPY: the worker's file, removed once stored */
+  uid_t src_owner;
   struct mdp_store_stream *next_open; /* the store's list, under its mu */
 };
 
@@ -227,12 +229,61 @@ static void finish_file(mdp_store_stream *st, const job *j, mdp_store_result *r)
   r->name = st->name;
 }
 
-static void end_stream(mdp_store_stream *st, const job *j)
+/* Read the worker's file into the stream, then finish with its own size
+ * and checksum; remove it once the compressed copy has its name. */
+static void copy_file(mdp_store_stream *st, job *j)
+{
+  static const int flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+  static uint8_t buf[256 * 1024]; /* writer thread only */
+  EVP_MD_CTX *copy;
+  struct stat sb;
+  int fd;
+
+  j->kind = JOB_FINISH;
+  fd = openat(st->dir_fd, st->src, flags);
+  if(fd < 0) {
+    fail(st, "cannot read the dump for %s: %s", strerror(errno));
+    return;
+  }
+  if(fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || (sb.st_uid != st->src_owner && sb.st_uid != 0)) {
+    close(fd);
+    fail(st, "not compressing into %s: %s", "the worker's file is not a regular file of its own");
+    return;
+  }
+  for(;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if(n < 0 && errno == EINTR)
+      continue;
+    if(n < 0) {
+      fail(st, "reading the worker's dump for %s failed: %s", strerror(errno));
+      break;
+    }
+    if(n == 0)
+      break;
+    st->raw += (uint64_t)n;
+    EVP_DigestUpdate(st->sha, buf, (size_t)n);
+    put(st, buf, (size_t)n, 0);
+  }
+  close(fd);
+  j->size = st->raw;
+  copy = EVP_MD_CTX_new();
+  if(copy && EVP_MD_CTX_copy_ex(copy, st->sha) == 1) {
+    unsigned len = 0;
+    EVP_DigestFinal_ex(copy, j->sha, &len);
+  }
+  EVP_MD_CTX_free(copy);
+}
+
+static void end_stream(mdp_store_stream *st, job *j)
 {
   mdp_store_result r = {.outcome = MDP_STORE_FAILED};
 
+  if(j->kind == JOB_COPY)
+    copy_file(st, j);
   if(j->kind == JOB_FINISH) {
     finish_file(st, j, &r);
+    if(r.outcome == MDP_STORE_OK && st->src[0])
+      unlinkat(st->dir_fd, st->src, 0);
   } else {
     r.outcome = MDP_STORE_ABORTED;
     if(!st->failed)
@@ -272,6 +323,7 @@ static void run_job(mdp_store *s, job *j)
     st->events.consumed(st->arg, j->len);
     return;
   case JOB_FINISH:
+  case JOB_COPY:
   case JOB_ABORT: end_stream(st, j); return;
   }
   st->write_us += now_us() - t0;
@@ -477,4 +529,28 @@ void mdp_store_stop(mdp_store *s)
   pthread_cond_destroy(&s->cond);
   pthread_mutex_destroy(&s->mu);
   free(s);
+}
+
+int mdp_store_compress_file(mdp_store *s, mdp_store_stream **out, int dir_fd, const char *src,
+                            const char *name, int zstd_level, uid_t owner,
+                            const mdp_store_events *events, void *arg)
+{
+  job *j;
+  int rc;
+
+  if(!src || !*src || strchr(src, '/') || strlen(src) >= sizeof((*out)->src) || !name ||
+     !strcmp(src, name))
+    return -EINVAL;
+  rc = mdp_store_open(s, out, dir_fd, name, zstd_level, events, arg);
+  if(rc)
+    return rc;
+  snprintf((*out)->src, sizeof((*out)->src), "%s", src);
+  (*out)->src_owner = owner;
+  j = calloc(1, sizeof *j);
+  if(!j) {
+    mdp_store_abort(*out, "out of memory");
+    return 0;
+  }
+  j->kind = JOB_COPY;
+  return push_end(*out, j);
 }

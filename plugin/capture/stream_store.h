@@ -29,6 +29,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -78,6 +79,16 @@ void mdp_store_stop(mdp_store *s);
  * event will run). */
 int mdp_store_open(mdp_store *s, mdp_store_stream **out, int dir_fd, const char *name,
                    int zstd_level, const mdp_store_events *events, void *arg);
+
+/* A stream whose bytes come from a file the worker wrote in the same
+ * folder (DumpTransfer file): the writer thread opens `src` without
+ * following links, accepts only a regular file owned by `owner` (or root),
+ * compresses it into `name` as above and, once that file is in place,
+ * removes `src`. Size and checksum are the file's own. No mdp_store_write
+ * or mdp_store_finish: the done event ends it. */
+int mdp_store_compress_file(mdp_store *s, mdp_store_stream **out, int dir_fd, const char *src,
+                            const char *name, int zstd_level, uid_t owner,
+                            const mdp_store_events *events, void *arg);
 
 /* Queue bytes for the stream. -ENOBUFS when the store is over max_queued
  * (the caller gave more credit than it should: abort the stream). */

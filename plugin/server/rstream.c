@@ -17,8 +17,10 @@
 struct mdp_rstream {
   struct mdp_rstream *next;
   uint64_t connection_id, request_id;
-  int streaming; /* the worker sends the bytes (else: inline data) */
-  int dir_fd;    /* ours (dup), -1 once the store has it */
+  int streaming;           /* the worker sends the bytes (else: inline data) */
+  char compress_from[128]; /* the worker's own file to compress, "" if none */
+  uid_t compress_owner;
+  int dir_fd; /* ours (dup), -1 once the store has it */
   char dir_path[512];
   char name[128];
   int level;
@@ -214,7 +216,10 @@ mdp_rstream *mdp_rstream_new(uint64_t connection_id, uint64_t request_id,
     free(rs);
     return NULL;
   }
-  if(req->op_case == MEMDIAG__V1__REQUEST__OP_MEMORY_DUMP) {
+  if(sink->compress_from) {
+    snprintf(rs->compress_from, sizeof rs->compress_from, "%s", sink->compress_from);
+    rs->compress_owner = sink->compress_owner;
+  } else if(req->op_case == MEMDIAG__V1__REQUEST__OP_MEMORY_DUMP) {
     *md_copy = *req->memory_dump;
     md_copy->path = NULL;
     md_copy->has_stream = 1;
@@ -340,6 +345,18 @@ void mdp_rstream_settle(mdp_rstream *rs, const Memdiag__V1__Reply *reply, mdp_rs
       end_store(rs, rs->reply->status == MEMDIAG__V1__STATUS__STATUS_OK
                         ? "the worker answered before the end of its stream"
                         : "the request failed before the end of the stream");
+  } else if(rs->compress_from[0]) {
+    if(rs->reply->status != MEMDIAG__V1__STATUS__STATUS_OK) {
+      rs->store_done = 1; /* the worker's file is not there to compress */
+    } else if(!store ||
+              mdp_store_compress_file(store, &rs->st, rs->dir_fd, rs->compress_from, rs->name,
+                                      rs->level, rs->compress_owner, &events, rs) != 0) {
+      /* the worker's uncompressed file stays, and the reply names it */
+      rs->st = NULL;
+      rs->store_done = 1;
+    } else {
+      rs->store_ended = 1;
+    }
   } else if(rs->reply->status == MEMDIAG__V1__STATUS__STATUS_OK && rs->reply->has_data) {
     if(store_inline(rs) != 0)
       rs->store_done = 1; /* nothing was opened: complete with the error */
@@ -368,7 +385,14 @@ static void try_complete(mdp_rstream *rs)
   } else {
     out = *rs->reply;
   }
-  if(out.status == MEMDIAG__V1__STATUS__STATUS_OK && (rs->st || rs->store_error[0])) {
+  if(out.status == MEMDIAG__V1__STATUS__STATUS_OK && rs->compress_from[0] &&
+     (!rs->st || rs->outcome != MDP_STORE_OK)) {
+    /* compression is a saving, not the evidence: the worker's file stays */
+    snprintf(note, sizeof note, "%s%snot compressed: %s", out.note && out.note[0] ? out.note : "",
+             out.note && out.note[0] ? "; " : "",
+             rs->store_error[0] ? rs->store_error : "the plugin could not start the compression");
+    out.note = note;
+  } else if(out.status == MEMDIAG__V1__STATUS__STATUS_OK && (rs->st || rs->store_error[0])) {
     if(rs->st && rs->outcome == MDP_STORE_OK) {
       snprintf(path, sizeof path, "%s/%s", rs->dir_path, rs->name);
       out.path = path;

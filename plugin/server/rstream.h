@@ -24,6 +24,7 @@
 #define MDP_RSTREAM_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "capture/stream_store.h"
 #include "loop/loop.h"
@@ -35,6 +36,12 @@ typedef struct mdp_relay_sink {
   const char *dir_path; /* for the reply's path and messages */
   const char *name;     /* plain file name, e.g. "heap-1.json.zst" */
   int zstd_level;       /* 0: stored as sent */
+  /* DumpTransfer file: the worker writes this file in the folder itself;
+   * once it has answered, the plugin compresses it into `name` and removes
+   * it (only a regular file owned by compress_owner or root). NULL: the
+   * result comes through the plugin. */
+  const char *compress_from;
+  uid_t compress_owner;
 } mdp_relay_sink;
 
 typedef struct mdp_rstream mdp_rstream;

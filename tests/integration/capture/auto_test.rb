@@ -36,14 +36,21 @@ class CaptureAutoTest < Minitest::Test
     end
     assert_equal 0o700, File.stat(dir).mode & 0o7777
 
-    # Three heap dumps that parse line by line and hold the leak's objects.
-    %w[heap-1.json heap-2.json heap-3.json].each do |f|
-      path = File.join(dir, f)
-      assert File.file?(path), "#{f} missing in #{dir}: #{Dir.children(dir)}"
-      step = m["steps"].find { |s| s["file"] == f }
-      assert_equal File.size(path), step["bytes"]
+    # Three heap dumps, written by the worker and compressed by the plugin
+    # (DumpCompression zstd, the default), that parse line by line and hold
+    # the leak's objects; the manifest names the stored files.
+    plain = %w[heap-1.json heap-2.json heap-3.json].map do |f|
+      path = File.join(dir, "#{f}.zst")
+      assert File.file?(path), "#{f}.zst missing in #{dir}: #{Dir.children(dir)}"
+      refute File.exist?(File.join(dir, f)), "#{f} stays beside its compressed copy"
+      step = m["steps"].find { |s| s["file"] == "#{f}.zst" }
+      refute_nil step, m["steps"].inspect
+      text = Capture.dump_text(path)
+      assert_equal text.bytesize, step["bytes"]
+      assert_operator File.size(path) * 4, :<, text.bytesize
       lines = Capture.heap_lines(path)
       assert lines.any? { |o| o["type"] == "OBJECT" }, "#{f} has no objects"
+      File.join(dir, "plain-#{f}").tap { |p| File.write(p, text) }
     end
     %w[gc.txt scheduler.txt threads.txt].each do |f|
       assert File.size?(File.join(dir, f)), "#{f} missing or empty"
@@ -51,10 +58,11 @@ class CaptureAutoTest < Minitest::Test
     # heapy's three-snapshot diff sees the leak retained across the dumps.
     heapy = ENV.fetch("PATH", "").split(":").map { |d| File.join(d, "heapy") }.find { |f| File.executable?(f) }
     if heapy
-      out, st = Open3.capture2e(heapy, "diff", *%w[heap-1.json heap-2.json heap-3.json].map { |f| File.join(dir, f) })
+      out, st = Open3.capture2e(heapy, "diff", *plain)
       assert st.success?, out
       assert_match(/Retained ARRAY/, out)
     end
+    plain.each { |p| File.unlink(p) }
     # No temporary or partial file is left behind.
     assert_empty Dir.children(dir).grep(/partial|\.tmp/), Dir.children(dir).inspect
 

@@ -114,7 +114,28 @@ module Capture
     end
   end
 
+  # The stored dump for a plan's file name: heap-1.json, or heap-1.json.zst
+  # when the plugin compressed it (DumpCompression zstd, the default).
+  def self.dump_path(dir, name)
+    [name, "#{name}.zst"].map { |n| File.join(dir, n) }.find { |p| File.file?(p) } || File.join(dir, name)
+  end
+
+  # The dump's JSON text, decompressed when stored as .zst.
+  def self.dump_text(path)
+    path = dump_path(File.dirname(path), File.basename(path)) unless File.file?(path)
+    return File.read(path) unless path.end_with?(".zst")
+
+    out, st = Open3.capture2("zstd", "-dc", path)
+    raise "zstd -dc #{path} failed" unless st.success?
+
+    out
+  end
+
   def self.heap_lines(path)
-    E2E.parse_ndjson(path)
+    dump_text(path).each_line.map.with_index(1) do |line, n|
+      JSON.parse(line)
+    rescue JSON::ParserError => e
+      raise "#{path}:#{n} is not JSON: #{e.message}"
+    end
   end
 end

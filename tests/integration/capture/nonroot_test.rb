@@ -19,6 +19,7 @@ class CaptureNonRootTest < Minitest::Test
       CaptureSize "80M"
       CaptureInterval 1
       Plan "dump threads dump"
+      DumpCompression none
     KEYS
   end
 

@@ -24,7 +24,7 @@ class CaptureTraceTest < Minitest::Test
     assert_equal true, m["complete"], JSON.pretty_generate(m)
     assert_equal %w[trace_start dump gc_start wait scheduler threads gc_stop trace_stop wait dump],
                  m["steps"].map { |s| s["step"] }
-    assert_equal "heap-2.json", m["steps"][7]["file"]
+    assert_equal "heap-2.json.zst", m["steps"][7]["file"]
     traced = Capture.heap_lines(File.join(dir, "heap-2.json")).select do |o|
       o["file"].to_s.end_with?("leaker.rb")
     end

@@ -329,6 +329,75 @@ static void test_refuses_names_with_a_path(void **state)
   assert_int_equal(mdp_store_open(f->store, &st, f->dir_fd, "", 0, &events, &f->o), -EINVAL);
 }
 
+/* DumpTransfer file: the worker's own file compressed, then removed. */
+static void test_compress_worker_file(void **state)
+{
+  fixture *f = *state;
+  size_t n = 1u << 20, len;
+  char *p = payload(n), *stored, names[256];
+  int fd = openat(f->dir_fd, "heap-1.json", O_WRONLY | O_CREAT | O_EXCL, 0600);
+  mdp_store_stream *st;
+
+  assert_int_equal(write(fd, p, n), (ssize_t)n);
+  close(fd);
+  assert_int_equal(mdp_store_compress_file(f->store, &st, f->dir_fd, "heap-1.json",
+                                           "heap-1.json.zst", 1, getuid(), &events, &f->o),
+                   0);
+  wait_done(&f->o);
+  assert_int_equal(f->o.r.outcome, MDP_STORE_OK);
+  assert_int_equal(f->o.r.raw_bytes, n);
+  listing(f, names, sizeof names);
+  assert_string_equal(names, "heap-1.json.zst");
+  read_file(f, "heap-1.json.zst", &stored, &len);
+  {
+    char *back = malloc(n);
+    assert_int_equal(ZSTD_decompress(back, n, stored, len), n);
+    assert_memory_equal(back, p, n);
+    free(back);
+  }
+  free(stored);
+  free(p);
+}
+
+/* A worker that swaps its dump for a link to a file it may not read gets
+ * nothing compressed: root never reads through a link, and the link stays. */
+static void test_compress_refuses_a_link(void **state)
+{
+  fixture *f = *state;
+  char names[256];
+  mdp_store_stream *st;
+
+  assert_int_equal(symlinkat("/etc/shadow", f->dir_fd, "heap-1.json"), 0);
+  assert_int_equal(mdp_store_compress_file(f->store, &st, f->dir_fd, "heap-1.json",
+                                           "heap-1.json.zst", 1, 65534, &events, &f->o),
+                   0);
+  wait_done(&f->o);
+  assert_int_equal(f->o.r.outcome, MDP_STORE_FAILED);
+  listing(f, names, sizeof names);
+  assert_string_equal(names, "heap-1.json");
+}
+
+/* A file someone else owns is not the worker's dump. */
+static void test_compress_refuses_another_owner(void **state)
+{
+  fixture *f = *state;
+  char names[256];
+  mdp_store_stream *st;
+  int fd = openat(f->dir_fd, "heap-1.json", O_WRONLY | O_CREAT | O_EXCL, 0600);
+
+  assert_int_equal(write(fd, "{}\n", 3), 3);
+  assert_int_equal(fchown(fd, 4242, 4242), 0);
+  close(fd);
+  assert_int_equal(mdp_store_compress_file(f->store, &st, f->dir_fd, "heap-1.json",
+                                           "heap-1.json.zst", 1, 65534, &events, &f->o),
+                   0);
+  wait_done(&f->o);
+  assert_int_equal(f->o.r.outcome, MDP_STORE_FAILED);
+  assert_non_null(strstr(f->o.error, "not a regular file of its own"));
+  listing(f, names, sizeof names);
+  assert_string_equal(names, "heap-1.json");
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -341,6 +410,9 @@ int main(void)
       cmocka_unit_test_setup_teardown(test_write_failure_leaves_nothing, setup, teardown),
       cmocka_unit_test_setup_teardown(test_existing_file_is_not_replaced, setup, teardown),
       cmocka_unit_test_setup_teardown(test_refuses_names_with_a_path, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_compress_worker_file, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_compress_refuses_a_link, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_compress_refuses_another_owner, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
