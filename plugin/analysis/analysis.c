@@ -4,13 +4,14 @@
  * generation, old flag). Pass 2 keeps the objects of dump 2 that dump 1 did
  * not hold ("candidates") and frees dump 1's set. Pass 3 looks each object
  * of dump 3 up among the candidates: a match is retained and is counted in
- * its group (class, type, allocation site), its class and, for strings, its
- * value. With two dumps pass 2 counts the new objects directly.
+ * its group (class, type, allocation site as dump 2 recorded it), its class
+ * and, for strings, its value. With two dumps pass 2 counts the new objects directly.
  */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -74,16 +75,29 @@ static int note_class(mdp_ctx *c, unsigned d, const mdp_analysis_obj *o)
   return 0;
 }
 
-/* A retained (or, with two dumps, new) object. */
-static int add_retained(mdp_ctx *c, const mdp_analysis_obj *o)
+/* The site number of o's allocation site (0: none). */
+static int site_of(mdp_ctx *c, const mdp_analysis_obj *o, uint32_t *site)
 {
-  uint32_t file = 0;
-  if(o->file) {
-    file = mdp_analysis_strtab_id(&c->files, o->file, o->file_len);
-    if(!file)
-      return -ENOMEM;
-  }
-  uint64_t k2 = (uint64_t)file << 32 | (o->file ? o->line : 0);
+  *site = 0;
+  if(!o->file)
+    return 0;
+  uint32_t file = mdp_analysis_strtab_id(&c->files, o->file, o->file_len);
+  mdp_analysis_rec *r = file ? mdp_analysis_map_get(&c->sites, file, o->line, 1) : NULL;
+  if(!r)
+    return -ENOMEM;
+  *site = (uint32_t)(r - c->sites.recs) + 1;
+  return 0;
+}
+
+/* A retained (or, with two dumps, new) object. Its site is the one dump 2
+ * recorded (site), else its own: a plan's last dump follows
+ * allocation_trace_stop, which clears the sites. */
+static int add_retained(mdp_ctx *c, const mdp_analysis_obj *o, uint32_t site)
+{
+  int rc;
+  if(!site && (rc = site_of(c, o, &site)) != 0)
+    return rc;
+  uint64_t k2 = site ? c->sites.recs[site - 1].k1 << 32 | c->sites.recs[site - 1].k2 : 0;
   mdp_analysis_rec *g =
       mdp_analysis_map_get(&c->groups, class_key(o) ^ (uint64_t)o->type << 56, k2, 1);
   if(!g)
@@ -93,7 +107,7 @@ static int add_retained(mdp_ctx *c, const mdp_analysis_obj *o)
   g->c = class_key(o);
   c->res->count++;
   c->res->bytes += o->memsize;
-  if(o->file)
+  if(site)
     c->retained_sited++;
   if(o->type != MDP_T_STRING || !o->value)
     return 0;
@@ -103,8 +117,8 @@ static int add_retained(mdp_ctx *c, const mdp_analysis_obj *o)
   mdp_analysis_rec *s = mdp_analysis_map_get(&c->strings, h, o->bytesize, 0);
   if(!s) {
     uint64_t e = (h | (1ull << 63)) & ~((1ull << 19) - 1);
-    if(mdp_analysis_objset_get(&c->seen, e) == 0)
-      return mdp_analysis_objset_put(&c->seen, e);
+    if(mdp_analysis_objset_get(&c->seen, e, NULL) == 0)
+      return mdp_analysis_objset_put(&c->seen, e, 0);
     s = mdp_analysis_map_get(&c->strings, h, o->bytesize, 1);
     if(!s)
       return -ENOMEM;
@@ -131,6 +145,7 @@ static int object(mdp_ctx *c, unsigned d, const mdp_analysis_obj *o)
 {
   uint64_t e = mdp_obj_pack(o->address, o->type, o->has_gen, o->generation, o->old);
   uint64_t found;
+  uint32_t site;
   int rc;
 
   if((rc = add_live(c, d, o)) != 0)
@@ -140,10 +155,10 @@ static int object(mdp_ctx *c, unsigned d, const mdp_analysis_obj *o)
     return rc;
   if(d == 0) {
     c->old1 += o->old;
-    return mdp_analysis_objset_put(&c->s1, e);
+    return mdp_analysis_objset_put(&c->s1, e, 0);
   }
   if(d == 1) {
-    found = mdp_analysis_objset_get(&c->s1, e);
+    found = mdp_analysis_objset_get(&c->s1, e, NULL);
     if(found && mdp_obj_same(found, e)) {
       c->old_common += MDP_OBJ_OLD(found);
       return 0;
@@ -157,12 +172,14 @@ static int object(mdp_ctx *c, unsigned d, const mdp_analysis_obj *o)
       return 0;
     }
     if(c->res->n_dumps == 2)
-      return add_retained(c, o);
-    return mdp_analysis_objset_put(&c->cand, e);
+      return add_retained(c, o, 0);
+    if((rc = site_of(c, o, &site)) != 0)
+      return rc;
+    return mdp_analysis_objset_put(&c->cand, e, site);
   }
-  found = mdp_analysis_objset_get(&c->cand, e);
+  found = mdp_analysis_objset_get(&c->cand, e, &site);
   if(found && mdp_obj_same(found, e))
-    return add_retained(c, o);
+    return add_retained(c, o, site);
   if(found)
     c->res->reused++;
   /* Allocated between dumps 1 and 2, so dump 2 held it: not where it was. */
@@ -192,17 +209,29 @@ static int pass(mdp_ctx *c, unsigned d, const char *path, char *err, size_t errl
     return rc;
   }
   dump->compressed = r.compressed;
+  if(c->opts.check_owner) {
+    struct stat st;
+    if(fstat(r.fd, &st) != 0 || st.st_uid != c->opts.owner) {
+      rc = failf(err, errlen, -EPERM, "%s: not owned by uid %u; not read", path,
+                 (unsigned)c->opts.owner);
+      goto out;
+    }
+  }
   if(d == 0 && !r.compressed) {
     /* Ruby writes some 150-300 bytes an object: size the set once. */
     off_t size = lseek(r.fd, 0, SEEK_END);
     lseek(r.fd, 0, SEEK_SET);
     mdp_analysis_objset_free(&c->s1);
-    if(size > 0 && mdp_analysis_objset_init(&c->s1, &c->mem, (size_t)size / 160)) {
+    if(size > 0 && mdp_analysis_objset_init(&c->s1, &c->mem, (size_t)size / 160, 0)) {
       rc = -ENOMEM;
       goto out;
     }
   }
   while((rc = mdp_analysis_reader_next(&r, &l)) == 1) {
+    if((dump->lines & 0xffff) == 0 && c->opts.cancel && atomic_load(c->opts.cancel)) {
+      rc = failf(err, errlen, -ECANCELED, "%s: analysis cancelled", path);
+      goto out;
+    }
     if(!dump->lines++) {
       charged = mdp_analysis_reader_footprint(&r);
       if(mdp_analysis_charge(&c->mem, (int64_t)charged)) {
@@ -247,7 +276,7 @@ out:
   dump->json_bytes = r.json_bytes;
   mdp_analysis_charge(&c->mem, -(int64_t)charged);
   mdp_analysis_reader_close(&r);
-  if(rc == -ENOMEM || (rc && c->mem.over))
+  if(rc == -ENOMEM || (rc && rc != -ECANCELED && c->mem.over))
     rc =
         failf(err, errlen, -ENOMEM, "%s: the analysis needs more than its memory limit of %llu MiB",
               path, (unsigned long long)(c->mem.limit >> 20));
@@ -284,20 +313,24 @@ int mdp_analysis_run(const char *const *paths, unsigned n, const mdp_analysis_op
   clock_gettime(CLOCK_MONOTONIC, &t0);
   memset(&c, 0, sizeof(c));
   c.res = res;
-  c.mem.limit = opts ? opts->memory_limit : 0;
+  if(opts)
+    c.opts = *opts;
+  c.mem.limit = c.opts.memory_limit;
   res->n_dumps = n;
   mdp_analysis_strtab_init(&c.files, &c.mem);
   mdp_analysis_strtab_init(&c.names, &c.mem);
   mdp_analysis_strtab_init(&c.svals, &c.mem);
   mdp_analysis_map_init(&c.groups, &c.mem);
+  mdp_analysis_map_init(&c.sites, &c.mem);
   mdp_analysis_map_init(&c.strings, &c.mem);
   for(unsigned d = 0; d < MDP_ANALYSIS_DUMPS_MAX; d++) {
     mdp_analysis_map_init(&c.live[d], &c.mem);
     mdp_analysis_map_init(&c.cname[d], &c.mem);
     mdp_analysis_map_init(&c.named[d], &c.mem);
   }
-  if(mdp_analysis_objset_init(&c.s1, &c.mem, 0) || mdp_analysis_objset_init(&c.cand, &c.mem, 0) ||
-     mdp_analysis_objset_init(&c.seen, &c.mem, 0)) {
+  if(mdp_analysis_objset_init(&c.s1, &c.mem, 0, 0) ||
+     mdp_analysis_objset_init(&c.cand, &c.mem, 0, 1) ||
+     mdp_analysis_objset_init(&c.seen, &c.mem, 0, 0)) {
     rc = failf(err, errlen, -ENOMEM, "out of memory");
     goto out;
   }
@@ -324,6 +357,7 @@ out:
   mdp_analysis_strtab_free(&c.names);
   mdp_analysis_strtab_free(&c.svals);
   mdp_analysis_map_free(&c.groups);
+  mdp_analysis_map_free(&c.sites);
   mdp_analysis_map_free(&c.strings);
   for(unsigned d = 0; d < MDP_ANALYSIS_DUMPS_MAX; d++) {
     mdp_analysis_map_free(&c.live[d]);

@@ -24,15 +24,20 @@
 #ifndef MDP_ANALYSIS_H
 #define MDP_ANALYSIS_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #define MDP_ANALYSIS_DUMPS_MAX   3
 #define MDP_ANALYSIS_CAVEATS_MAX 8
 
 typedef struct {
-  uint64_t memory_limit; /* bytes the analysis may allocate; 0: no limit */
+  uint64_t memory_limit;    /* bytes the analysis may allocate; 0: no limit */
+  const atomic_int *cancel; /* when set and non-zero, stop with -ECANCELED */
+  int check_owner;          /* refuse dumps not owned by owner (a hard link planted */
+  uid_t owner;              /* in a worker's folder must not make root read it) */
 } mdp_analysis_opts;
 
 /* One group of retained objects: same type, class and allocation site. */
@@ -107,7 +112,8 @@ typedef struct {
 /* Analyse 2 or 3 dumps given in the order they were taken. Returns 0, or a
  * negative errno with err naming the file (and line) at fault: -ENOENT,
  * -EINVAL for a malformed or truncated dump, -ENOMEM when the analysis
- * would pass opts->memory_limit, -EIO. */
+ * would pass opts->memory_limit, -EPERM for a dump of another owner,
+ * -ECANCELED, -EIO. */
 int mdp_analysis_run(const char *const *paths, unsigned n, const mdp_analysis_opts *opts,
                      mdp_analysis_result *res, char *err, size_t errlen);
 
@@ -123,6 +129,16 @@ int mdp_analysis_find_dumps(const char *dir, char *paths[MDP_ANALYSIS_DUMPS_MAX]
 /* The result as JSON (the schema is in docs/analysis.md), `top` entries of
  * each list at most (0: all). Returns 0 or -EIO. */
 int mdp_analysis_write_json(FILE *out, const mdp_analysis_result *res, size_t top);
+
+/* A short form for a capture's manifest: {"status": "done", "file":
+ * "analysis.json", "summary", "doubtful", "count", "bytes", "seconds",
+ * "peak_memory", "top": [the first `top` groups], "caveats": [codes]}.
+ * Returns 0 or -EIO. */
+int mdp_analysis_write_brief(FILE *out, const mdp_analysis_result *res, const char *summary,
+                             size_t top);
+
+/* s as a JSON string (NULL: null), bytes that are not UTF-8 as U+FFFD. */
+void mdp_analysis_json_string(FILE *out, const char *s);
 
 /* One line naming the top group for a notification, at most len - 1 bytes
  * ("leak suspect: 48,213 × Cart::Line (+47 MiB) from app/models/cart.rb:28",

@@ -15,14 +15,16 @@
 
 typedef struct {
   mdp_analysis_result *res;
+  mdp_analysis_opts opts;
   mdp_analysis_mem mem;
   mdp_analysis_objset s1;   /* every object of dump 1 */
-  mdp_analysis_objset cand; /* objects new in dump 2 */
+  mdp_analysis_objset cand; /* objects new in dump 2, with their site */
   mdp_analysis_objset seen; /* retained string values seen once (hashes) */
   mdp_analysis_strtab files, names, svals;
   mdp_analysis_map
       groups; /* (class key ^ type << 56, file << 32 | line): count, bytes, class key */
   mdp_analysis_map strings;                       /* (hash, bytesize): count, bytes, text id */
+  mdp_analysis_map sites;                         /* (file id, line); site number = record + 1 */
   mdp_analysis_map live[MDP_ANALYSIS_DUMPS_MAX];  /* class key: count, bytes, type */
   mdp_analysis_map cname[MDP_ANALYSIS_DUMPS_MAX]; /* class address: name id */
   mdp_analysis_map named[MDP_ANALYSIS_DUMPS_MAX]; /* name id: class address */

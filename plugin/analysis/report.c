@@ -73,6 +73,44 @@ static void jcstr(FILE *f, const char *s) { jstr(f, s, s ? strlen(s) : 0); }
 
 static size_t limit(size_t n, size_t top) { return top && n > top ? top : n; }
 
+void mdp_analysis_json_string(FILE *out, const char *s) { jcstr(out, s); }
+
+static void group_json(FILE *f, const mdp_analysis_group *g)
+{
+  fputs("{\"type\": ", f);
+  jcstr(f, g->type);
+  fputs(", \"class\": ", f);
+  jcstr(f, g->class_name);
+  fputs(", \"file\": ", f);
+  jcstr(f, g->file);
+  if(g->file)
+    fprintf(f, ", \"line\": %u", g->line);
+  else
+    fputs(", \"line\": null", f);
+  fprintf(f, ", \"count\": %" PRIu64 ", \"bytes\": %" PRIu64 "}", g->count, g->bytes);
+}
+
+int mdp_analysis_write_brief(FILE *f, const mdp_analysis_result *res, const char *summary,
+                             size_t top)
+{
+  fputs("{\"status\": \"done\", \"file\": \"analysis.json\", \"summary\": ", f);
+  jcstr(f, summary && *summary ? summary : NULL);
+  fprintf(f,
+          ", \"mode\": \"%s\", \"doubtful\": %s, \"count\": %" PRIu64 ", \"bytes\": %" PRIu64
+          ", \"seconds\": %.3f, \"peak_memory\": %" PRIu64 ", \"top\": [",
+          res->n_dumps == 2 ? "new" : "retained", res->doubtful ? "true" : "false", res->count,
+          res->bytes, res->seconds, res->peak_memory);
+  for(size_t i = 0; i < limit(res->n_groups, top); i++) {
+    fputs(i ? ", " : "", f);
+    group_json(f, &res->groups[i]);
+  }
+  fputs("], \"caveats\": [", f);
+  for(unsigned i = 0; i < res->n_caveats; i++)
+    fprintf(f, "%s\"%s\"", i ? ", " : "", res->caveats[i].code);
+  fputs("]}", f);
+  return ferror(f) ? -EIO : 0;
+}
+
 static void live(FILE *f, const mdp_analysis_result *res, const mdp_analysis_class *k)
 {
   fputs(", \"live\": [", f);
@@ -116,18 +154,8 @@ int mdp_analysis_write_json(FILE *f, const mdp_analysis_result *res, size_t top)
   fputs("],\n  \"retained\": [", f);
   n = limit(res->n_groups, top);
   for(size_t i = 0; i < n; i++) {
-    const mdp_analysis_group *g = &res->groups[i];
-    fputs(i ? ",\n    {\"type\": " : "\n    {\"type\": ", f);
-    jcstr(f, g->type);
-    fputs(", \"class\": ", f);
-    jcstr(f, g->class_name);
-    fputs(", \"file\": ", f);
-    jcstr(f, g->file);
-    if(g->file)
-      fprintf(f, ", \"line\": %u", g->line);
-    else
-      fputs(", \"line\": null", f);
-    fprintf(f, ", \"count\": %" PRIu64 ", \"bytes\": %" PRIu64 "}", g->count, g->bytes);
+    fputs(i ? ",\n    " : "\n    ", f);
+    group_json(f, &res->groups[i]);
   }
   fputs("],\n  \"by_class\": [", f);
   n = limit(res->n_classes, top);

@@ -65,15 +65,40 @@ static inline size_t slot_of(uint64_t key, size_t mask)
   return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 20) & mask;
 }
 
-int mdp_analysis_objset_init(mdp_analysis_objset *s, mdp_analysis_mem *m, size_t expect)
+static int alloc_slots(mdp_analysis_objset *s, size_t cap, uint64_t **slots, uint32_t **aux)
+{
+  *aux = NULL;
+  *slots = mdp_analysis_alloc(s->mem, cap * sizeof(uint64_t));
+  if(!*slots)
+    return -ENOMEM;
+  if(s->with_aux && !(*aux = mdp_analysis_alloc(s->mem, cap * sizeof(uint32_t)))) {
+    mdp_analysis_release(s->mem, *slots, cap * sizeof(uint64_t));
+    return -ENOMEM;
+  }
+  return 0;
+}
+
+static void free_slots(mdp_analysis_objset *s)
+{
+  size_t cap = s->mask + 1;
+  if(s->slots)
+    mdp_analysis_release(s->mem, s->slots, cap * sizeof(uint64_t));
+  if(s->aux)
+    mdp_analysis_release(s->mem, s->aux, cap * sizeof(uint32_t));
+  s->slots = NULL;
+  s->aux = NULL;
+}
+
+int mdp_analysis_objset_init(mdp_analysis_objset *s, mdp_analysis_mem *m, size_t expect,
+                             int with_aux)
 {
   size_t cap = 1024;
   while(cap < expect + expect / 3)
     cap <<= 1;
   s->mem = m;
   s->n = 0;
-  s->slots = mdp_analysis_alloc(m, cap * sizeof(uint64_t));
-  if(!s->slots)
+  s->with_aux = with_aux;
+  if(alloc_slots(s, cap, &s->slots, &s->aux))
     return -ENOMEM;
   s->mask = cap - 1;
   return 0;
@@ -82,8 +107,9 @@ int mdp_analysis_objset_init(mdp_analysis_objset *s, mdp_analysis_mem *m, size_t
 static int grow_set(mdp_analysis_objset *s)
 {
   size_t cap = (s->mask + 1) * 2;
-  uint64_t *slots = mdp_analysis_alloc(s->mem, cap * sizeof(uint64_t));
-  if(!slots)
+  uint64_t *slots;
+  uint32_t *aux;
+  if(alloc_slots(s, cap, &slots, &aux))
     return -ENOMEM;
   for(size_t i = 0; i <= s->mask; i++) {
     uint64_t e = s->slots[i];
@@ -93,49 +119,51 @@ static int grow_set(mdp_analysis_objset *s)
     while(slots[j])
       j = (j + 1) & (cap - 1);
     slots[j] = e;
+    if(aux)
+      aux[j] = s->aux[i];
   }
-  mdp_analysis_release(s->mem, s->slots, (s->mask + 1) * sizeof(uint64_t));
+  free_slots(s);
   s->slots = slots;
+  s->aux = aux;
   s->mask = cap - 1;
   return 0;
 }
 
-int mdp_analysis_objset_put(mdp_analysis_objset *s, uint64_t e)
+int mdp_analysis_objset_put(mdp_analysis_objset *s, uint64_t e, uint32_t aux)
 {
   if((s->n + 1) * 4 > (s->mask + 1) * 3 && grow_set(s))
     return -ENOMEM;
   size_t i = slot_of(MDP_OBJ_ADDR(e), s->mask);
   for(;;) {
     uint64_t cur = s->slots[i];
-    if(!cur) {
+    if(!cur || MDP_OBJ_ADDR(cur) == MDP_OBJ_ADDR(e)) {
+      s->n += !cur;
       s->slots[i] = e;
-      s->n++;
-      return 0;
-    }
-    if(MDP_OBJ_ADDR(cur) == MDP_OBJ_ADDR(e)) {
-      s->slots[i] = e;
+      if(s->aux)
+        s->aux[i] = aux;
       return 0;
     }
     i = (i + 1) & s->mask;
   }
 }
 
-uint64_t mdp_analysis_objset_get(const mdp_analysis_objset *s, uint64_t e)
+uint64_t mdp_analysis_objset_get(const mdp_analysis_objset *s, uint64_t e, uint32_t *aux)
 {
   size_t i = slot_of(MDP_OBJ_ADDR(e), s->mask);
   for(;;) {
     uint64_t cur = s->slots[i];
-    if(!cur || MDP_OBJ_ADDR(cur) == MDP_OBJ_ADDR(e))
+    if(!cur || MDP_OBJ_ADDR(cur) == MDP_OBJ_ADDR(e)) {
+      if(aux)
+        *aux = cur && s->aux ? s->aux[i] : 0;
       return cur;
+    }
     i = (i + 1) & s->mask;
   }
 }
 
 void mdp_analysis_objset_free(mdp_analysis_objset *s)
 {
-  if(s->slots)
-    mdp_analysis_release(s->mem, s->slots, (s->mask + 1) * sizeof(uint64_t));
-  s->slots = NULL;
+  free_slots(s);
   s->n = 0;
 }
 

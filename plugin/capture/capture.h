@@ -54,6 +54,8 @@ typedef struct mdp_capture_config {
   int dump_transfer;                    /* DumpTransfer: MDP_TRANSFER_* */
   bool dump_compression;                /* DumpCompression: zstd (true) or none */
   int dump_compression_level;           /* DumpCompressionLevel: zstd level, 1..19 */
+  bool analyze;                         /* Analyze: the retained set after each capture */
+  uint64_t analyze_max_memory;          /* AnalyzeMaxMemory: bytes; 0 = no cap */
 } mdp_capture_config_t;
 
 /* How a dump reaches the capture folder (DumpTransfer). */
@@ -170,6 +172,20 @@ typedef struct mdp_capture_counters {
 
 /* Plans running or queued; returns how many exist (may exceed max). */
 size_t mdp_capture_list(mdp_capture_info_t *out, size_t max);
+
+/* The last finished captures with their analysis, newest first. */
+typedef struct mdp_capture_recent {
+  uint64_t connection_id;
+  char worker[128];
+  char directory[MDP_CAPTURE_PATH_MAX];
+  char analysis[256];   /* "analysing", the leak suspect, or why there is none */
+  uint64_t finished_at; /* unix seconds */
+} mdp_capture_recent_t;
+
+#define MDP_CAPTURE_RECENT_MAX 8
+
+/* Copies up to max of them; returns how many were copied. */
+size_t mdp_capture_recent(mdp_capture_recent_t *out, size_t max);
 
 void mdp_capture_get_counters(mdp_capture_counters_t *out);
 

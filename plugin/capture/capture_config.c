@@ -35,6 +35,8 @@ void mdp_capture_config_init(mdp_capture_config_t *cfg)
   cfg->dump_transfer = MDP_TRANSFER_AUTO;
   cfg->dump_compression = true;
   cfg->dump_compression_level = 1;
+  cfg->analyze = true;
+  cfg->analyze_max_memory = 2048ull * 1024 * 1024;
 }
 
 static int parse_bool(const char *v, bool *out)
@@ -81,6 +83,8 @@ static int set_units(mdp_capture_config_t *cfg, const char *key, const char *val
                            errlen);
   if(strcasecmp(key, "KeepFree") == 0)
     return mdp_units_size(key, value, 0, UINT64_MAX, &cfg->keep_free, err, errlen);
+  if(strcasecmp(key, "AnalyzeMaxMemory") == 0) /* 0: no cap */
+    return mdp_units_size(key, value, 0, UINT64_MAX, &cfg->analyze_max_memory, err, errlen);
   if(strcasecmp(key, "MaxUse") == 0) /* 0: no bound */
     return mdp_units_size(key, value, 0, UINT64_MAX, &cfg->max_use, err, errlen);
   if(strcasecmp(key, "CaptureInterval") == 0) /* above 0: at least a millisecond */
@@ -141,6 +145,9 @@ int mdp_capture_config_set(mdp_capture_config_t *cfg, const char *key, const cha
   } else if(strcasecmp(key, "TraceAllocations") == 0) {
     want = "true or false";
     rc = parse_bool(value, &cfg->trace_allocations);
+  } else if(strcasecmp(key, "Analyze") == 0) {
+    want = "true or false";
+    rc = parse_bool(value, &cfg->analyze);
   } else if(strcasecmp(key, "DumpShapes") == 0) {
     want = "true or false";
     rc = parse_bool(value, &cfg->dump_shapes);

@@ -610,3 +610,52 @@ out:
   pthread_mutex_unlock(&fs_lock);
   return rc;
 }
+
+int mdp_capfs_write_file(const char *dir, const char *name, int (*fill)(FILE *f, void *arg),
+                         void *arg)
+{
+  char folder[NAME_MAX + 1] = "", tmp[NAME_MAX + 1];
+  int rc, dfd = -1, fd = -1;
+  bool owned = false;
+  FILE *f = NULL;
+
+  if(snprintf(tmp, sizeof(tmp), ".%s.tmp", name) >= (int)sizeof(tmp) || strchr(name, '/'))
+    return -EINVAL;
+  pthread_mutex_lock(&fs_lock);
+  rc = name_in_root(dir, folder, sizeof(folder));
+  if(rc)
+    goto out;
+  dfd = folder_fd(folder, &owned);
+  if(dfd < 0) {
+    rc = dfd;
+    goto out;
+  }
+  /* As for the manifest: a fresh file, never one the worker left there. */
+  if(unlinkat(dfd, tmp, 0) != 0 && errno != ENOENT) {
+    rc = -errno;
+    goto out;
+  }
+  fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if(fd < 0 || !(f = fdopen(fd, "w"))) {
+    rc = -errno;
+    goto out;
+  }
+  fd = -1;
+  rc = fill(f, arg);
+  if(!rc && (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0))
+    rc = errno ? -errno : -EIO;
+  if(fclose(f) != 0 && !rc)
+    rc = -errno;
+  f = NULL;
+  if(!rc && renameat(dfd, tmp, dfd, name) != 0)
+    rc = -errno;
+out:
+  if(fd >= 0)
+    close(fd);
+  if(rc && dfd >= 0)
+    unlinkat(dfd, tmp, 0);
+  if(dfd >= 0 && owned)
+    close(dfd);
+  pthread_mutex_unlock(&fs_lock);
+  return rc;
+}

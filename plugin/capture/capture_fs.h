@@ -107,7 +107,14 @@ typedef struct mdp_manifest_info {
   int restart_signal;       /* 0: RestartAfterCapture off */
   int64_t signalled_ms;     /* when the signal was sent, 0 if never */
   const char *signal_error; /* why it could not be sent, or NULL */
+  const char *analysis;     /* JSON object: the capture's analysis, or NULL */
 } mdp_manifest_info_t;
+
+/* Write dir/name atomically (temporary file, fsync, rename; 0600), dir
+ * being a capture folder under the open CaptureDirectory, with what fill
+ * writes (it returns 0 or a negative errno). Returns 0 or a negative errno. */
+int mdp_capfs_write_file(const char *dir, const char *name, int (*fill)(FILE *f, void *arg),
+                         void *arg);
 
 /* Write dir/capture.json atomically (temporary file, fsync, rename), dir
  * being a capture folder of the open CaptureDirectory (reached through its

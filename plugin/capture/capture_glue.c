@@ -13,6 +13,7 @@
 #include "capture_fs.h"
 #include "md/text.h"
 #include "notify.h"
+#include "analyze.h"
 #include "run.h"
 #include "workers/registry.h"
 
@@ -65,6 +66,7 @@ void mdp_capture_shutdown(void)
   st->ready = false;
 out:
   pthread_mutex_unlock(&st->lock);
+  mdp_capana_stop();
 }
 
 const char *mdp_capture_outcome_name(mdp_capture_outcome o)

@@ -149,5 +149,8 @@ void mdp_capfs_format_manifest(FILE *f, const mdp_manifest_info_t *in, const mdp
     write_step(f, &plan->steps[i]);
     fputs(i + 1 < plan->n_steps ? ",\n" : "\n", f);
   }
-  fputs("  ]\n}\n", f);
+  fputs("  ]", f);
+  if(in->analysis)
+    fprintf(f, ",\n  \"analysis\": %s", in->analysis);
+  fputs("\n}\n", f);
 }

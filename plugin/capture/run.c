@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "analyze.h"
 #include "capture_fs.h"
 #include "capture_request.h"
 #include "md/text.h"
@@ -379,6 +380,10 @@ void mdp_caprun_actions(mdp_caprun *r, const mdp_actions_t *acts)
       break;
     case MDP_ACT_MANIFEST: write_manifest(r); break;
     case MDP_ACT_NOTIFY:
+      /* A completed capture is analysed first; the analysis sends the OKAY
+       * notification, naming the suspect. */
+      if(a->severity == MDP_NOTIFY_OKAY && mdp_capana_submit(r))
+        break;
       mdp_caprun_notify(a->severity, r, "capture of worker %s (pid %d): %s; folder %s", r->name,
                         (int)r->pid, a->message, r->dir);
       break;

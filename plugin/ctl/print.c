@@ -257,6 +257,7 @@ static void json_capture(mdctl_json *j, const Memdiag__V1__CaptureInfo *c)
   mdctl_json_kv_str(j, "step", c->step);
   if(c->has_started_at)
     mdctl_json_kv_u64(j, "started_at", c->started_at);
+  mdctl_json_kv_str(j, "analysis", c->analysis);
   mdctl_json_end_object(j);
 }
 
@@ -312,6 +313,11 @@ void mdctl_print_status(const mdctl_cmd *cmd, const Memdiag__V1__StatusReport *r
     for(size_t i = 0; i < r->n_captures; i++)
       json_capture(&j, r->captures[i]);
     mdctl_json_end_array(&j);
+    mdctl_json_key(&j, "recent_captures");
+    mdctl_json_begin_array(&j);
+    for(size_t i = 0; i < r->n_recent_captures; i++)
+      json_capture(&j, r->recent_captures[i]);
+    mdctl_json_end_array(&j);
     mdctl_json_end_object(&j);
     putchar('\n');
     return;
@@ -325,13 +331,21 @@ void mdctl_print_status(const mdctl_cmd *cmd, const Memdiag__V1__StatusReport *r
     printf("no workers registered\n");
   else
     table_workers(r->workers, r->n_workers, 1);
-  if(r->n_captures == 0) {
+  if(r->n_captures == 0)
     printf("no capture in progress\n");
-    return;
-  }
-  printf("captures in progress:\n");
+  else
+    printf("captures in progress:\n");
   for(size_t i = 0; i < r->n_captures; i++)
     human_capture(r->captures[i], "  ", 1);
+  if(r->n_recent_captures)
+    printf("recent captures, analysed:\n");
+  for(size_t i = 0; i < r->n_recent_captures; i++) {
+    const Memdiag__V1__CaptureInfo *c = r->recent_captures[i];
+    human_capture(c, "  ", 0);
+    printf("    analysis: ");
+    put_clean(stdout, c->analysis ? c->analysis : "-", MD_TEXT_PLAIN, 0);
+    putchar('\n');
+  }
 }
 
 void mdctl_print_capture(const mdctl_cmd *cmd, const Memdiag__V1__CaptureInfo *info)

@@ -177,7 +177,10 @@ static void status(uint64_t serial, uint64_t request_id)
   Memdiag__V1__CaptureInfo ci[32];
   Memdiag__V1__CaptureInfo *cp[32];
   mdp_capture_counters_t counters;
-  size_t nc;
+  mdp_capture_recent_t recent[MDP_CAPTURE_RECENT_MAX];
+  Memdiag__V1__CaptureInfo ri[MDP_CAPTURE_RECENT_MAX];
+  Memdiag__V1__CaptureInfo *rp[MDP_CAPTURE_RECENT_MAX];
+  size_t nc, nr;
 
   if(list_fill(&l)) {
     mdp_control_refuse(serial, request_id, MEMDIAG__V1__STATUS__STATUS_ERROR,
@@ -206,6 +209,18 @@ static void status(uint64_t serial, uint64_t request_id)
   }
   sr.n_captures = nc;
   sr.captures = cp;
+  nr = mdp_capture_recent(recent, MDP_CAPTURE_RECENT_MAX);
+  for(size_t i = 0; i < nr; i++) {
+    memdiag__v1__capture_info__init(&ri[i]);
+    ri[i].has_connection_id = 1;
+    ri[i].connection_id = recent[i].connection_id;
+    ri[i].worker = recent[i].worker;
+    ri[i].directory = recent[i].directory;
+    ri[i].analysis = recent[i].analysis;
+    rp[i] = &ri[i];
+  }
+  sr.n_recent_captures = nr;
+  sr.recent_captures = rp;
   mdp_capture_get_counters(&counters);
   sr.has_captures_started = sr.has_captures_completed = sr.has_captures_failed = 1;
   sr.has_captures_skipped = 1;

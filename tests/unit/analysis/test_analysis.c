@@ -139,6 +139,23 @@ static void test_missing_allocation_info(void **s)
   mdp_analysis_result_free(&res);
 }
 
+/* A plan's last dump follows allocation_trace_stop, which clears the
+ * sites: the retained objects keep the sites dump 2 recorded. */
+static void test_sites_from_dump_2(void **s)
+{
+  mdp_analysis_result res;
+  const char *paths[3] = {data("basic-1.json"), data("basic-2.json"), data("untraced-3.json")};
+  (void)s;
+  assert_int_equal(mdp_analysis_run(paths, 3, NULL, &res, err, sizeof(err)), 0);
+  assert_false(has_caveat(&res, "no_sites"));
+  assert_string_equal(res.groups[0].class_name, "Cart::Line");
+  assert_string_equal(res.groups[0].file, "app/models/cart.rb");
+  assert_int_equal(res.groups[0].line, 28);
+  assert_int_equal(res.groups[0].count, 5);
+  assert_int_equal(res.dumps[2].traced, 0);
+  mdp_analysis_result_free(&res);
+}
+
 /* Dump 2 has Session 0x2000 (generation 3, older than dump 1's newest, 4)
  * at 0x5000, and Cart::Line's class at another address: compaction. */
 static void test_compaction_caveat(void **s)
@@ -347,6 +364,23 @@ static void test_memory_limit(void **s)
   mdp_analysis_result_free(&res);
 }
 
+/* The plugin reads only dumps the worker owns, and stops when told to. */
+static void test_owner_and_cancel(void **s)
+{
+  mdp_analysis_result res;
+  const char *paths[3] = {data("basic-1.json"), data("basic-2.json"), data("basic-3.json")};
+  atomic_int stop = 1;
+  mdp_analysis_opts opts = {.check_owner = 1, .owner = getuid() + 1};
+  (void)s;
+  assert_int_equal(mdp_analysis_run(paths, 3, &opts, &res, err, sizeof(err)), -EPERM);
+  assert_non_null(strstr(err, "basic-1.json: not owned by uid"));
+  opts.owner = getuid();
+  assert_int_equal(mdp_analysis_run(paths, 3, &opts, &res, err, sizeof(err)), 0);
+  mdp_analysis_result_free(&res);
+  opts.cancel = &stop;
+  assert_int_equal(mdp_analysis_run(paths, 3, &opts, &res, err, sizeof(err)), -ECANCELED);
+}
+
 static void test_json(void **s)
 {
   mdp_analysis_result res;
@@ -437,6 +471,7 @@ int main(void)
       cmocka_unit_test(test_retained_by_site),
       cmocka_unit_test(test_address_reuse),
       cmocka_unit_test(test_missing_allocation_info),
+      cmocka_unit_test(test_sites_from_dump_2),
       cmocka_unit_test(test_compaction_caveat),
       cmocka_unit_test(test_two_dumps),
       cmocka_unit_test(test_zst_input),
@@ -446,6 +481,7 @@ int main(void)
       cmocka_unit_test(test_missing_and_symlink),
       cmocka_unit_test(test_long_lines),
       cmocka_unit_test(test_memory_limit),
+      cmocka_unit_test(test_owner_and_cancel),
       cmocka_unit_test(test_json),
       cmocka_unit_test(test_summary),
       cmocka_unit_test(test_find_dumps),

@@ -32,6 +32,8 @@ static void defaults(void **state)
   assert_int_equal(c.cooldown_ms, 3600000);
   assert_false(c.restart_after_capture);
   assert_int_equal(c.restart_signal, SIGTERM);
+  assert_true(c.analyze);
+  assert_int_equal(c.analyze_max_memory, 2048ull << 20);
   assert_int_equal(mdp_capture_config_check(&c, err, sizeof(err)), 0);
 }
 
@@ -56,6 +58,8 @@ static void values(void **state)
   SET("RestartAfterCapture", "yes");
   SET("RestartSignal", "SIGUSR1");
   SET("StepTimeout", "5m");
+  SET("Analyze", "false");
+  SET("AnalyzeMaxMemory", "512M");
 #undef SET
   assert_string_equal(c.directory, "/srv/captures");
   assert_string_equal(c.plan, "dump wait dump");
@@ -71,6 +75,8 @@ static void values(void **state)
   assert_true(c.restart_after_capture);
   assert_int_equal(c.restart_signal, SIGUSR1);
   assert_int_equal(c.step_timeout_ms, 300000);
+  assert_false(c.analyze);
+  assert_int_equal(c.analyze_max_memory, 512ull << 20);
   assert_int_equal(mdp_capture_config_set(&c, "RestartSignal", "9", err, sizeof(err)), 0);
   assert_int_equal(c.restart_signal, 9);
 }
@@ -91,6 +97,8 @@ static void errors_name_the_key(void **state)
       {"CaptureInterval", "0"},
       {"CaptureConcurrency", "0"},
       {"RestartSignal", "SIGNOPE"},
+      {"Analyze", "sometimes"},
+      {"AnalyzeMaxMemory", "plenty"},
       {"Plan", "dump fly"},
       {"Plan", "gc_start dump"},
   };

@@ -1,0 +1,313 @@
+/* memdiag plugin: each completed capture analysed off the server thread;
+ * see analyze.h. */
+#include "collectd/core/daemon/collectd.h"
+#include "collectd/core/daemon/plugin.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "analysis/analysis.h"
+#include "analyze.h"
+#include "capture_fs.h"
+#include "notify.h"
+#include "workers/registry.h"
+
+#define ANALYSIS_FILE "analysis.json"
+#define JSON_TOP      100 /* entries of each list in analysis.json */
+
+/* What a finished capture's analysis needs, copied from its run: the run
+ * itself is dropped as soon as the plan ends. */
+typedef struct job {
+  struct job *next;
+  uint64_t conn;
+  char worker[128];
+  char instance[128]; /* the worker's plugin_instance for the notification */
+  pid_t pid;
+  uid_t uid;
+  gid_t gid;
+  bool manual;
+  char plan_text[512];
+  int restart_signal;
+  int64_t signalled_ms;
+  char signal_error[128];
+  char dir[MDP_CAPTURE_PATH_MAX];
+  uint64_t max_memory;
+  unsigned slot; /* its entry in recent[] */
+  mdp_plan_t plan;
+} job_t;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* guards all below */
+static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
+static job_t *head, *tail;
+static pthread_t thread;
+static bool running; /* the thread exists */
+static atomic_int stopping;
+static mdp_capture_recent_t recent[MDP_CAPTURE_RECENT_MAX];
+static unsigned n_recent, next_slot;
+static uint64_t recent_gen[MDP_CAPTURE_RECENT_MAX]; /* tells a reused slot */
+static uint64_t gen;
+
+static void set_recent(const job_t *j, uint64_t want_gen, const char *text)
+{
+  pthread_mutex_lock(&lock);
+  if(recent_gen[j->slot] == want_gen) {
+    snprintf(recent[j->slot].analysis, sizeof(recent[j->slot].analysis), "%s", text);
+    recent[j->slot].finished_at = (uint64_t)time(NULL);
+  }
+  pthread_mutex_unlock(&lock);
+}
+
+size_t mdp_capture_recent(mdp_capture_recent_t *out, size_t max)
+{
+  size_t n = 0;
+  pthread_mutex_lock(&lock);
+  /* newest first: the slot before next_slot, going back */
+  for(unsigned i = 0; i < n_recent && n < max; i++)
+    out[n++] = recent[(next_slot + MDP_CAPTURE_RECENT_MAX - 1 - i) % MDP_CAPTURE_RECENT_MAX];
+  pthread_mutex_unlock(&lock);
+  return n;
+}
+
+static int fill_analysis(FILE *f, void *arg) { return mdp_analysis_write_json(f, arg, JSON_TOP); }
+
+static void rewrite_manifest(const job_t *j, const char *analysis)
+{
+  mdp_manifest_info_t info = {
+      .worker = j->worker,
+      .pid = j->pid,
+      .connection_id = j->conn,
+      .uid = j->uid,
+      .gid = j->gid,
+      .directory = j->dir,
+      .plan_text = j->plan_text,
+      .manual = j->manual,
+      .restart_signal = j->restart_signal,
+      .signalled_ms = j->signalled_ms,
+      .signal_error = j->signal_error[0] ? j->signal_error : NULL,
+      .analysis = analysis,
+  };
+  int rc = mdp_capfs_write_manifest(j->dir, &info, &j->plan);
+  if(rc)
+    ERROR("memdiag plugin: cannot add the analysis to %s/%s: %s", j->dir, MDP_CAPFS_MANIFEST,
+          strerror(-rc));
+}
+
+/* The OKAY notification the plan held back, as the plan words it, with
+ * the suspect (or why there is none) at the end, fitted by the caller to
+ * the room the head leaves in collectd's 256-byte message. `want` is the
+ * suspect's full length: a long folder name that leaves it less than 90
+ * bytes goes (it is in capture.json and memdiagctl status). */
+static size_t notify_head(const job_t *j, size_t want, char *buf, size_t len)
+{
+  int n = snprintf(buf, len, "capture of worker %s (pid %d): capture complete; folder %s; ",
+                   j->worker, (int)j->pid, j->dir);
+  if(n < 0 || ((size_t)n + want >= len && (size_t)n + 90 >= len))
+    n = snprintf(buf, len, "capture of worker %.60s (pid %d): capture complete; ", j->worker,
+                 (int)j->pid);
+  return n < 0 ? 0 : (size_t)n;
+}
+
+static void notify_done(const job_t *j, const char *msg)
+{
+  if(mdp_notify(NOTIF_OKAY, j->instance, "%s", msg) != 0)
+    WARNING("memdiag plugin: %s", msg);
+}
+
+static void analyse(job_t *j, uint64_t my_gen)
+{
+  mdp_analysis_opts opts = {.memory_limit = j->max_memory, .cancel = &stopping};
+  char *paths[MDP_ANALYSIS_DUMPS_MAX] = {NULL};
+  mdp_analysis_result res;
+  char err[512], line[200], what[256], msg[NOTIF_MAX_MSG_LEN];
+  char *brief = NULL;
+  size_t brief_len = 0;
+  unsigned n = 0;
+  int rc;
+
+  size_t head;
+  set_recent(j, my_gen, "analysing");
+  /* A worker that is not root could plant a hard link to a file it cannot
+   * read in its folder: read only what it owns. */
+  opts.check_owner = j->uid != 0;
+  opts.owner = j->uid;
+  rc = mdp_analysis_find_dumps(j->dir, paths, &n, err, sizeof(err));
+  if(!rc) {
+    rc = mdp_analysis_run((const char *const *)paths, n, &opts, &res, err, sizeof(err));
+    for(unsigned i = 0; i < n; i++)
+      free(paths[i]);
+  }
+  if(rc == -ECANCELED)
+    return; /* plugin shutdown: capture.json already says complete */
+  if(rc) {
+    ERROR("memdiag plugin: analysis of %s failed: %s", j->dir, err);
+    snprintf(what, sizeof(what), "analysis failed: %.200s", err);
+    head = notify_head(j, strlen(what), msg, sizeof(msg));
+    snprintf(msg + head, sizeof(msg) - head, "%s", what);
+    FILE *f = open_memstream(&brief, &brief_len);
+    if(f) {
+      fputs("{\"status\": \"failed\", \"error\": ", f);
+      mdp_analysis_json_string(f, err);
+      fputs("}", f);
+      if(fclose(f) != 0) {
+        free(brief);
+        brief = NULL;
+      }
+    }
+  } else {
+    if(!mdp_analysis_summary(&res, line, sizeof(line)))
+      snprintf(line, sizeof(line), "no retained objects");
+    snprintf(what, sizeof(what), "%.199s", line);
+    head = notify_head(j, strlen(line), msg, sizeof(msg));
+    if(!mdp_analysis_summary(&res, msg + head, sizeof(msg) - head))
+      snprintf(msg + head, sizeof(msg) - head, "no retained objects");
+    rc = mdp_capfs_write_file(j->dir, ANALYSIS_FILE, fill_analysis, &res);
+    if(rc)
+      ERROR("memdiag plugin: cannot write %s/%s: %s", j->dir, ANALYSIS_FILE, strerror(-rc));
+    FILE *f = open_memstream(&brief, &brief_len);
+    if(f) {
+      bool bad = mdp_analysis_write_brief(f, &res, line, 3) != 0;
+      if(fclose(f) != 0 || bad) {
+        free(brief);
+        brief = NULL;
+      }
+    }
+    INFO("memdiag plugin: analysed %s in %.1f s (%.0f MiB at most): %s", j->dir, res.seconds,
+         (double)res.peak_memory / (1 << 20), line);
+    mdp_analysis_result_free(&res);
+  }
+  rewrite_manifest(j, brief);
+  free(brief);
+  notify_done(j, msg);
+  set_recent(j, my_gen, what);
+}
+
+static void *thread_main(void *arg)
+{
+  (void)arg;
+  /* Low priority: the analysis reads gigabytes while collectd and the
+   * workers it watches keep running. */
+  if(setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19) != 0)
+    WARNING("memdiag plugin: cannot lower the analysis thread's priority: %s", strerror(errno));
+  pthread_mutex_lock(&lock);
+  for(;;) {
+    while(!head && !atomic_load(&stopping))
+      pthread_cond_wait(&wake, &lock);
+    if(atomic_load(&stopping))
+      break;
+    job_t *j = head;
+    head = j->next;
+    if(!head)
+      tail = NULL;
+    uint64_t my_gen = recent_gen[j->slot];
+    pthread_mutex_unlock(&lock);
+    analyse(j, my_gen);
+    free(j);
+    pthread_mutex_lock(&lock);
+  }
+  pthread_mutex_unlock(&lock);
+  return NULL;
+}
+
+static unsigned dumps_taken(const mdp_plan_t *p)
+{
+  unsigned n = 0;
+  for(size_t i = 0; i < p->n_steps; i++)
+    n += mdp_step_is_dump(p->steps[i].kind) && p->steps[i].status == MDP_SS_OK;
+  return n;
+}
+
+bool mdp_capana_submit(const mdp_caprun *r)
+{
+  const mdp_capture_config_t *cfg = &mdp_capst.cfg;
+  mdp_worker_info info;
+  bool ok = false;
+
+  if(!cfg->analyze || !r->plan.finished || !r->plan.complete || dumps_taken(&r->plan) < 2 ||
+     atomic_load(&stopping))
+    return false;
+  job_t *j = calloc(1, sizeof(*j));
+  if(!j)
+    return false;
+  j->conn = r->conn;
+  snprintf(j->worker, sizeof(j->worker), "%s", r->name);
+  if(mdp_registry_info(r->conn, &info) == 0)
+    snprintf(j->instance, sizeof(j->instance), "%s", info.instance);
+  j->pid = r->pid;
+  j->uid = r->uid;
+  j->gid = r->gid;
+  j->manual = r->manual;
+  snprintf(j->plan_text, sizeof(j->plan_text), "%s", cfg->plan);
+  j->restart_signal = cfg->restart_after_capture ? cfg->restart_signal : 0;
+  j->signalled_ms = r->signalled_ms;
+  snprintf(j->signal_error, sizeof(j->signal_error), "%s", r->signal_error);
+  snprintf(j->dir, sizeof(j->dir), "%s", r->dir);
+  j->max_memory = cfg->analyze_max_memory;
+  j->plan = r->plan;
+
+  pthread_mutex_lock(&lock);
+  if(!running) {
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    running = pthread_create(&thread, &attr, thread_main, NULL) == 0;
+    pthread_attr_destroy(&attr);
+    if(running)
+      pthread_setname_np(thread, "memdiag analyze");
+    else
+      ERROR("memdiag plugin: cannot start the analysis thread; captures are not analysed");
+  }
+  if(running) {
+    j->slot = next_slot;
+    next_slot = (next_slot + 1) % MDP_CAPTURE_RECENT_MAX;
+    if(n_recent < MDP_CAPTURE_RECENT_MAX)
+      n_recent++;
+    mdp_capture_recent_t *e = &recent[j->slot];
+    memset(e, 0, sizeof(*e));
+    e->connection_id = j->conn;
+    snprintf(e->worker, sizeof(e->worker), "%s", j->worker);
+    snprintf(e->directory, sizeof(e->directory), "%s", j->dir);
+    snprintf(e->analysis, sizeof(e->analysis), "queued");
+    e->finished_at = (uint64_t)time(NULL);
+    recent_gen[j->slot] = ++gen;
+    if(tail)
+      tail->next = j;
+    else
+      head = j;
+    tail = j;
+    pthread_cond_signal(&wake);
+    ok = true;
+  }
+  pthread_mutex_unlock(&lock);
+  if(!ok)
+    free(j);
+  return ok;
+}
+
+void mdp_capana_stop(void)
+{
+  pthread_mutex_lock(&lock);
+  bool join = running;
+  atomic_store(&stopping, 1);
+  pthread_cond_broadcast(&wake);
+  pthread_mutex_unlock(&lock);
+  if(join)
+    pthread_join(thread, NULL);
+  pthread_mutex_lock(&lock);
+  while(head) {
+    job_t *j = head;
+    head = j->next;
+    free(j);
+  }
+  tail = NULL;
+  running = false;
+  /* A plugin started again (collectd reloading it) analyses again. */
+  atomic_store(&stopping, 0);
+  pthread_mutex_unlock(&lock);
+}
