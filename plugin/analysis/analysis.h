@@ -36,8 +36,8 @@
 typedef struct {
   uint64_t memory_limit;    /* bytes the analysis may allocate; 0: no limit */
   const atomic_int *cancel; /* when set and non-zero, stop with -ECANCELED */
-  int check_owner;          /* refuse dumps not owned by owner (a hard link planted */
-  uid_t owner;              /* in a worker's folder must not make root read it) */
+  int check_owner;          /* read only dumps owned by owner, or by this process with one */
+  uid_t owner;              /* link (a hard link planted in a worker's folder is refused) */
 } mdp_analysis_opts;
 
 /* One group of retained objects: same type, class and allocation site. */

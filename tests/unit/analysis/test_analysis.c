@@ -364,16 +364,26 @@ static void test_memory_limit(void **s)
   mdp_analysis_result_free(&res);
 }
 
-/* The plugin reads only dumps the worker owns, and stops when told to. */
+/* The plugin reads only dumps the worker owns, or files it wrote itself
+ * with one link (a hard link planted to one of its files has two), and
+ * stops when told to. */
 static void test_owner_and_cancel(void **s)
 {
   mdp_analysis_result res;
-  const char *paths[3] = {data("basic-1.json"), data("basic-2.json"), data("basic-3.json")};
+  char copy[512], planted[512], cmd[1200];
   atomic_int stop = 1;
   mdp_analysis_opts opts = {.check_owner = 1, .owner = getuid() + 1};
   (void)s;
+  snprintf(copy, sizeof(copy), "%s/own-1.json", tmp);
+  snprintf(planted, sizeof(planted), "%s/planted.json", tmp);
+  snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", data("basic-1.json"), copy);
+  assert_int_equal(system(cmd), 0);
+  const char *paths[3] = {copy, data("basic-2.json"), data("basic-3.json")};
+  assert_int_equal(mdp_analysis_run(paths, 3, &opts, &res, err, sizeof(err)), 0);
+  mdp_analysis_result_free(&res);
+  assert_int_equal(link(copy, planted), 0);
   assert_int_equal(mdp_analysis_run(paths, 3, &opts, &res, err, sizeof(err)), -EPERM);
-  assert_non_null(strstr(err, "basic-1.json: not owned by uid"));
+  assert_non_null(strstr(err, "own-1.json: not owned by uid"));
   opts.owner = getuid();
   assert_int_equal(mdp_analysis_run(paths, 3, &opts, &res, err, sizeof(err)), 0);
   mdp_analysis_result_free(&res);
