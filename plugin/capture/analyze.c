@@ -224,9 +224,8 @@ static unsigned dumps_taken(const mdp_plan_t *p)
   return n;
 }
 
-bool mdp_capana_submit(const mdp_caprun *r)
+bool mdp_capana_submit(const mdp_caprun *r, const mdp_capture_config_t *cfg)
 {
-  const mdp_capture_config_t *cfg = &mdp_capst.cfg;
   mdp_worker_info info;
   bool ok = false;
 

@@ -22,10 +22,12 @@
 
 #include "run.h"
 
-/* Queue the analysis of r's finished plan when it applies (Analyze true, the
- * plan complete, two dumps or more). Returns true when queued: the OKAY
- * notification then comes from the analysis. mdp_capst.lock held. */
-bool mdp_capana_submit(const mdp_caprun *r);
+/* Queue the analysis of r's finished plan when it applies (cfg's Analyze
+ * true, the plan complete, two dumps or more). Returns true when queued: the
+ * OKAY notification then comes from the analysis. mdp_capst.lock held (cfg
+ * is mdp_capst.cfg, passed in so that this module does not reach into
+ * run.c's state). */
+bool mdp_capana_submit(const mdp_caprun *r, const mdp_capture_config_t *cfg);
 
 /* Cancel the analysis in progress, drop the queue and join the thread.
  * Call without mdp_capst.lock. */

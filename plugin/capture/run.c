@@ -382,7 +382,7 @@ void mdp_caprun_actions(mdp_caprun *r, const mdp_actions_t *acts)
     case MDP_ACT_NOTIFY:
       /* A completed capture is analysed first; the analysis sends the OKAY
        * notification, naming the suspect. */
-      if(a->severity == MDP_NOTIFY_OKAY && mdp_capana_submit(r))
+      if(a->severity == MDP_NOTIFY_OKAY && mdp_capana_submit(r, &mdp_capst.cfg))
         break;
       mdp_caprun_notify(a->severity, r, "capture of worker %s (pid %d): %s; folder %s", r->name,
                         (int)r->pid, a->message, r->dir);
