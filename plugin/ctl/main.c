@@ -22,8 +22,13 @@ int main(int argc, char **argv)
     if(argv[i][0] != '-') {
       if(strcmp(argv[i], "replay") == 0)
         return mdctl_replay(argc - i, argv + i);
-      if(strcmp(argv[i], "analyze") == 0)
-        return mdctl_analyze(argc - i, argv + i);
+      if(strcmp(argv[i], "analyze") == 0) {
+        /* Options before the verb (--json) are its own: move it first. */
+        char *verb = argv[i];
+        memmove(argv + 2, argv + 1, (size_t)(i - 1) * sizeof(*argv));
+        argv[1] = verb;
+        return mdctl_analyze(argc - 1, argv + 1);
+      }
       break;
     }
     if(takes_value(argv[i]))
