@@ -81,6 +81,16 @@ static uint64_t now_us(void)
   return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+/* Caller holds s->mu. */
+static void append(mdp_store *s, job *j)
+{
+  if(s->tail)
+    s->tail->next = j;
+  else
+    s->head = j;
+  s->tail = j;
+}
+
 static int push(mdp_store *s, job *j)
 {
   pthread_mutex_lock(&s->mu);
@@ -97,11 +107,7 @@ static int push(mdp_store *s, job *j)
     }
     s->queued += j->len;
   }
-  if(s->tail)
-    s->tail->next = j;
-  else
-    s->head = j;
-  s->tail = j;
+  append(s, j);
   pthread_cond_signal(&s->cond);
   pthread_mutex_unlock(&s->mu);
   return 0;
@@ -454,11 +460,7 @@ static int push_end(mdp_store_stream *st, job *j)
   j->st = st;
   /* an end is always accepted: the stream must end to free itself */
   pthread_mutex_lock(&st->store->mu);
-  if(st->store->tail)
-    st->store->tail->next = j;
-  else
-    st->store->head = j;
-  st->store->tail = j;
+  append(st->store, j);
   pthread_cond_signal(&st->store->cond);
   pthread_mutex_unlock(&st->store->mu);
   return 0;
@@ -517,11 +519,7 @@ void mdp_store_stop(mdp_store *s)
       j->st = st;
       j->kind = JOB_ABORT;
       md_seterr(j->why, sizeof j->why, "the plugin is stopping");
-      if(s->tail)
-        s->tail->next = j;
-      else
-        s->head = j;
-      s->tail = j;
+      append(s, j);
     }
   pthread_cond_signal(&s->cond);
   pthread_mutex_unlock(&s->mu);

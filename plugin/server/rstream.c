@@ -189,6 +189,17 @@ static int open_store(mdp_rstream *rs, char *err, size_t errlen)
   return 0;
 }
 
+/* The same fields of MemoryDump and AllocationTraceStop: no path (the
+ * worker writes nothing), a stream with the window as first credit. */
+static void ask_stream(char **path, protobuf_c_boolean *has_stream, protobuf_c_boolean *stream,
+                       protobuf_c_boolean *has_window, uint32_t *win)
+{
+  *path = NULL;
+  *has_stream = *stream = 1;
+  *has_window = 1;
+  *win = window;
+}
+
 mdp_rstream *mdp_rstream_new(uint64_t connection_id, uint64_t request_id,
                              const mdp_relay_sink *sink, Memdiag__V1__Request *req,
                              Memdiag__V1__MemoryDump *md_copy,
@@ -221,20 +232,14 @@ mdp_rstream *mdp_rstream_new(uint64_t connection_id, uint64_t request_id,
     rs->compress_owner = sink->compress_owner;
   } else if(req->op_case == MEMDIAG__V1__REQUEST__OP_MEMORY_DUMP) {
     *md_copy = *req->memory_dump;
-    md_copy->path = NULL;
-    md_copy->has_stream = 1;
-    md_copy->stream = 1;
-    md_copy->has_stream_window = 1;
-    md_copy->stream_window = window;
+    ask_stream(&md_copy->path, &md_copy->has_stream, &md_copy->stream, &md_copy->has_stream_window,
+               &md_copy->stream_window);
     req->memory_dump = md_copy;
     rs->streaming = 1;
   } else if(req->op_case == MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_STOP) {
     *tp_copy = *req->allocation_trace_stop;
-    tp_copy->path = NULL;
-    tp_copy->has_stream = 1;
-    tp_copy->stream = 1;
-    tp_copy->has_stream_window = 1;
-    tp_copy->stream_window = window;
+    ask_stream(&tp_copy->path, &tp_copy->has_stream, &tp_copy->stream, &tp_copy->has_stream_window,
+               &tp_copy->stream_window);
     req->allocation_trace_stop = tp_copy;
     rs->streaming = 1;
   }
