@@ -9,9 +9,11 @@ DEB_PACKAGES = build-essential cmake pkg-config openssl libssl-dev \
   ruby ruby-dev ruby-minitest ruby-async puma unicorn ruby-heapy \
   ruby-sidekiq redis-server \
   procps psmisc clang-format zstd util-linux \
-  dpkg-dev systemd ruby-bundler libmicrohttpd12 prometheus
+  dpkg-dev systemd ruby-bundler libmicrohttpd12 prometheus \
+  clang libclang-rt-14-dev
 
-.PHONY: all deps build test demo bench clean format check-format package gem
+.PHONY: all deps build test demo bench clean format check-format package gem fuzz check-asan \
+  check-tsan
 
 all: build
 
@@ -50,6 +52,26 @@ demo: deps
 
 bench: build
 	@for b in tests/bench/*; do [ -x "$$b" ] && { echo "== $$b"; BUILD=$(BUILD) "$$b" || exit 1; }; done
+
+# The unit and integration tests on a sanitizer build of the whole tree, in
+# build-asan (ASan + UBSan) or build-tsan; see tests/sanitize/check.
+check-asan: deps
+	JOBS=$(JOBS) tests/sanitize/check asan
+
+check-tsan: deps
+	JOBS=$(JOBS) tests/sanitize/check tsan
+
+# libFuzzer campaigns over every target in tests/fuzz (clang, ASan+UBSan),
+# FUZZ_SECONDS each, in their own build directory; findings and logs under
+# $(FUZZ_BUILD)/fuzz/<target>/. The committed corpus is replayed by ctest.
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SECONDS ?= 60
+
+fuzz:
+	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DMEMDIAG_FUZZ=ON \
+	  -DMEMDIAG_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_all
+	tests/fuzz/run $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 # Every C file in one style (.clang-format); check-format fails on a file
 # that does not conform, naming it.

@@ -530,6 +530,12 @@ static double rough_time_to_limit(const mdp_detector *d, uint64_t value)
   return room > 0 ? room / d->sslope : 0;
 }
 
+static uint64_t bucket_index(double since, double len)
+{
+  double idx = since / len;
+  return idx < 0x1p63 ? (uint64_t)idx : UINT64_MAX;
+}
+
 int mdp_detector_feed(mdp_detector *d, double t, uint64_t value, mdp_decision *out)
 {
   mdp_decision ev;
@@ -542,9 +548,13 @@ int mdp_detector_feed(mdp_detector *d, double t, uint64_t value, mdp_decision *o
   if(!d->have_last || (d->state == MDP_DETECTOR_FIRED && value < d->rearm_below))
     start_episode(d, t);
 
-  int closed = advance(d, (uint64_t)((t - d->origin) / d->bucket_len));
+  /* A time absurdly far past the episode's start (a csv line with
+   * 1e40 as its epoch) must not be converted out of uint64_t's range:
+   * undefined behaviour (found by fuzz_series_csv). Such a sample closes
+   * every bucket, as any long gap does. */
+  int closed = advance(d, bucket_index(t - d->origin, d->bucket_len));
   int sclosed =
-      d->sbucket_len > 0 && advance_short(d, (uint64_t)((t - d->origin) / d->sbucket_len));
+      d->sbucket_len > 0 && advance_short(d, bucket_index(t - d->origin, d->sbucket_len));
   add_sample(d, t, value);
 
   if(d->state != MDP_DETECTOR_FIRED) {
