@@ -553,8 +553,7 @@ int mdp_detector_feed(mdp_detector *d, double t, uint64_t value, mdp_decision *o
    * undefined behaviour (found by fuzz_series_csv). Such a sample closes
    * every bucket, as any long gap does. */
   int closed = advance(d, bucket_index(t - d->origin, d->bucket_len));
-  int sclosed =
-      d->sbucket_len > 0 && advance_short(d, bucket_index(t - d->origin, d->sbucket_len));
+  int sclosed = d->sbucket_len > 0 && advance_short(d, bucket_index(t - d->origin, d->sbucket_len));
   add_sample(d, t, value);
 
   if(d->state != MDP_DETECTOR_FIRED) {

@@ -136,6 +136,14 @@ int mdp_registry_add(const mdp_worker_hello *h, uint64_t *id, int *proc_err)
     rc = -ESRCH;
     goto fail;
   }
+  /* The first sample now, not at the next read interval: until then the
+   * worker would be listed, and a capture started, with 0 bytes. The
+   * detector is left to the read callback, which owns it. */
+  if(w->proc_fd >= 0 && mdp_sampler_read(w->proc_fd, memory_kinds, &w->last) == 0) {
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    w->sampled_at = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+  }
   mdp_registry_sanitise(w->name, base, sizeof(base));
   w->refs = 1;
 

@@ -1,0 +1,33 @@
+# A worker's first sample is taken when it registers, not at the next read
+# interval: with sampling once an hour, `memdiagctl workers` shows its
+# memory at once, and a capture started right away says how large it is
+# (it said "RSS 0 bytes" before).
+require_relative "helper"
+
+class CaptureFirstSampleTest < Minitest::Test
+  def setup
+    # collectd reads once at start, then not again for an hour: every
+    # figure below comes from the sample taken at registration.
+    @bench = Capture::Bench.new("capture-first-sample", <<~KEYS)
+      Interval 3600
+      CaptureInterval 1
+    KEYS
+  end
+
+  def teardown
+    @bench&.cleanup
+  end
+
+  def test_memory_is_known_from_registration
+    w = @bench.start_leaker("fresh-first-sample", rate: 1024 * 1024, max: 10 * Capture::MiB)
+    entry = @bench.site.workers_json.find { |x| x["pid"] == w.pid }
+    refute_nil entry
+    assert_operator entry["rss"].to_i, :>, 1024 * 1024, entry.inspect
+
+    r = @bench.site.ctl("capture", "connection_id=#{entry['connection_id']}")
+    assert r.ok?, r.to_s
+    note = @bench.wait_note("WARNING", /fresh-first-sample .*capture started: operator request; RSS \d+ bytes/)
+    rss = Integer(note.message[/RSS (\d+) bytes/, 1])
+    assert_operator rss, :>, 1024 * 1024, note.message
+  end
+end
