@@ -13,6 +13,8 @@
 set(_mdpkg ${PROJECT_SOURCE_DIR}/conf/packaging)
 
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/conf/memdiag-certs DESTINATION bin COMPONENT memdiag)
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/conf/memdiag-ship-rclone
+        DESTINATION share/doc/memdiag/examples COMPONENT memdiag)
 install(FILES ${PROJECT_SOURCE_DIR}/conf/memdiag.conf
               ${PROJECT_SOURCE_DIR}/conf/prometheus/memdiag-rules.yml
               ${PROJECT_SOURCE_DIR}/conf/grafana/memdiag.json
@@ -51,7 +53,7 @@ set(CPACK_DEBIAN_FILE_NAME "memdiag_${PROJECT_VERSION}_${_md_arch}.deb")
 set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE ${_md_arch})
 set(CPACK_DEBIAN_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "collectd-core, openssl")
-set(CPACK_DEBIAN_PACKAGE_SUGGESTS "collectd")
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "collectd, rclone")
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${_mdpkg}/postinst)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)

@@ -121,6 +121,24 @@ static void notify_done(const job_t *j, const char *msg)
     WARNING("memdiag plugin: %s", msg);
 }
 
+/* CaptureCommand (command.h) gets the folder now that analysis.json is in
+ * it; run.c left that to this module. */
+static void ship(const job_t *j)
+{
+  mdp_command_job_t cj = {.folder = j->dir,
+                          .worker = j->worker,
+                          .instance = j->instance,
+                          .pid = j->pid,
+                          .reason = j->plan.reason,
+                          .complete = true};
+  int rc = mdp_command_submit(&cj);
+  if(rc == -ENOSPC || rc == -ENOMEM)
+    mdp_notify(NOTIF_FAILURE, j->instance,
+               "CaptureCommand not run for the capture of worker %s (pid %d): %s; folder %s",
+               j->worker, (int)j->pid,
+               rc == -ENOSPC ? "too many commands already wait" : "out of memory", j->dir);
+}
+
 static void analyse(job_t *j, uint64_t my_gen)
 {
   mdp_analysis_opts opts = {.memory_limit = j->max_memory, .cancel = &stopping};
@@ -187,6 +205,7 @@ static void analyse(job_t *j, uint64_t my_gen)
   free(brief);
   notify_done(j, msg);
   set_recent(j, my_gen, what);
+  ship(j);
 }
 
 static void *thread_main(void *arg)

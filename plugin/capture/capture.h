@@ -25,6 +25,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "capture/command.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -56,6 +58,7 @@ typedef struct mdp_capture_config {
   int dump_compression_level;           /* DumpCompressionLevel: zstd level, 1..19 */
   bool analyze;                         /* Analyze: the retained set after each capture */
   uint64_t analyze_max_memory;          /* AnalyzeMaxMemory: bytes; 0 = no cap */
+  mdp_command_config_t command;         /* CaptureCommand* (capture/command.h) */
 } mdp_capture_config_t;
 
 /* How a dump reaches the capture folder (DumpTransfer). */

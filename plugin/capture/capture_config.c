@@ -37,6 +37,7 @@ void mdp_capture_config_init(mdp_capture_config_t *cfg)
   cfg->dump_compression_level = 1;
   cfg->analyze = true;
   cfg->analyze_max_memory = 2048ull * 1024 * 1024;
+  mdp_command_config_init(&cfg->command);
 }
 
 static int parse_bool(const char *v, bool *out)
@@ -118,6 +119,9 @@ int mdp_capture_config_set(mdp_capture_config_t *cfg, const char *key, const cha
   int rc = set_units(cfg, key, value, err, errlen);
   const char *want = "";
 
+  if(rc != -ENOENT)
+    return rc;
+  rc = mdp_command_config_set(&cfg->command, key, value, err, errlen);
   if(rc != -ENOENT)
     return rc;
   rc = 0;
@@ -206,5 +210,5 @@ int mdp_capture_config_check(const mdp_capture_config_t *cfg, char *err, size_t 
     md_seterr(err, errlen, "CaptureDirectory: must be an absolute path");
     return -EINVAL;
   }
-  return 0;
+  return mdp_command_config_check(&cfg->command, err, errlen);
 }

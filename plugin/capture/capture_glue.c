@@ -19,6 +19,31 @@
 
 static mdp_capture_state *const st = &mdp_capst;
 
+/* CaptureCommand's reports, on its runner thread (command.h). */
+static void command_log(int level, const char *line, void *ctx)
+{
+  (void)ctx;
+  plugin_log(level, "memdiag plugin: %s", line);
+}
+
+static void command_finished(const mdp_command_result_t *r, void *ctx)
+{
+  (void)ctx;
+  if(r->ok)
+    INFO("memdiag plugin: CaptureCommand for worker %s (pid %d): %s after %.1f s; folder %s",
+         r->worker, (int)r->pid, r->summary, r->seconds, r->folder);
+  else if(r->shutdown) /* no notification while collectd stops */
+    WARNING("memdiag plugin: CaptureCommand for worker %s (pid %d): %s; folder %s", r->worker,
+            (int)r->pid, r->summary, r->folder);
+  else if(mdp_notify(NOTIF_FAILURE, r->instance,
+                     "CaptureCommand for the capture of worker %s (pid %d): %s; folder %s",
+                     r->worker, (int)r->pid, r->summary, r->folder) != 0)
+    WARNING("memdiag plugin: CaptureCommand for worker %s (pid %d): %s; folder %s", r->worker,
+            (int)r->pid, r->summary, r->folder);
+}
+
+static const mdp_command_hooks_t command_hooks = {.log = command_log, .finished = command_finished};
+
 int mdp_capture_init(const mdp_capture_config_t *c, mdp_loop *loop)
 {
   char err[256];
@@ -38,6 +63,12 @@ int mdp_capture_init(const mdp_capture_config_t *c, mdp_loop *loop)
   mdp_sched_init(&st->sched, st->cfg.concurrency, st->cfg.cooldown_ms,
                  st->cfg.restart_after_capture);
   memset(&st->counters, 0, sizeof(st->counters));
+  rc = mdp_command_start(&st->cfg.command, &command_hooks, err, sizeof(err));
+  if(rc) {
+    ERROR("memdiag plugin: %s", err);
+    mdp_sched_free(&st->sched);
+    goto out;
+  }
   st->ready = true;
 out:
   pthread_mutex_unlock(&st->lock);
@@ -67,6 +98,10 @@ void mdp_capture_shutdown(void)
 out:
   pthread_mutex_unlock(&st->lock);
   mdp_capana_stop();
+  /* After the runs and their analyses ended (their commands are queued,
+   * then reported as not run), and without the lock: it may wait for a
+   * command to die. */
+  mdp_command_stop();
 }
 
 const char *mdp_capture_outcome_name(mdp_capture_outcome o)

@@ -137,6 +137,25 @@ void mdp_caprun_notify(int severity, const mdp_caprun *r, const char *fmt, ...)
     WARNING("memdiag plugin: %s", msg);
 }
 
+/* The capture is over: CaptureCommand (command.h) gets its folder and runs
+ * on its own thread. Only a job it cannot take is reported here. */
+static void submit_command(const mdp_caprun *r, bool complete)
+{
+  mdp_worker_info info;
+  mdp_command_job_t j = {.folder = r->dir,
+                         .worker = r->name,
+                         .instance = mdp_registry_info(r->conn, &info) == 0 ? info.instance : "",
+                         .pid = r->pid,
+                         .reason = r->plan.reason,
+                         .complete = complete};
+  int rc = mdp_command_submit(&j);
+  if(rc == -ENOSPC || rc == -ENOMEM)
+    mdp_caprun_notify(NOTIF_FAILURE, r,
+                      "CaptureCommand not run for the capture of worker %s (pid %d): %s; folder %s",
+                      r->name, (int)r->pid,
+                      rc == -ENOSPC ? "too many commands already wait" : "out of memory", r->dir);
+}
+
 static void write_manifest(mdp_caprun *r)
 {
   const mdp_capture_config_t *cfg = &mdp_capst.cfg;
@@ -382,8 +401,10 @@ void mdp_caprun_actions(mdp_caprun *r, const mdp_actions_t *acts)
     case MDP_ACT_NOTIFY:
       /* A completed capture is analysed first; the analysis sends the OKAY
        * notification, naming the suspect. */
-      if(a->severity == MDP_NOTIFY_OKAY && mdp_capana_submit(r, &mdp_capst.cfg))
+      if(a->severity == MDP_NOTIFY_OKAY && mdp_capana_submit(r, &mdp_capst.cfg)) {
+        r->analysing = true;
         break;
+      }
       mdp_caprun_notify(a->severity, r, "capture of worker %s (pid %d): %s; folder %s", r->name,
                         (int)r->pid, a->message, r->dir);
       break;
@@ -396,6 +417,8 @@ void mdp_caprun_actions(mdp_caprun *r, const mdp_actions_t *acts)
         mdp_capst.counters.completed++;
       else
         mdp_capst.counters.failed++;
+      if(!r->analysing) /* else the analysis starts it, once analysis.json is there */
+        submit_command(r, a->complete);
       break;
     }
   }

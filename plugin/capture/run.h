@@ -38,7 +38,8 @@ typedef struct mdp_caprun {
   int64_t signalled_ms;
   char signal_error[128];
   bool manifest_failed;
-  bool streams; /* results go through the plugin (DumpTransfer), decided at start */
+  bool analysing; /* handed to analyze.c, which then starts CaptureCommand */
+  bool streams;   /* results go through the plugin (DumpTransfer), decided at start */
   mdp_plan_t plan;
 } mdp_caprun;
 

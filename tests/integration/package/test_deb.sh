@@ -57,6 +57,7 @@ has_file -rwxr-xr-x usr/bin/memdiag-certs
 has_file -rw-r--r-- usr/share/doc/memdiag/examples/memdiag.conf
 has_file -rw-r--r-- usr/share/doc/memdiag/examples/memdiag-rules.yml
 has_file -rw-r--r-- usr/share/doc/memdiag/examples/memdiag.json
+has_file -rwxr-xr-x usr/share/doc/memdiag/examples/memdiag-ship-rclone
 has_file -rw-r--r-- usr/lib/tmpfiles.d/memdiag.conf
 has_file -rw-r--r-- usr/lib/sysusers.d/memdiag.conf
 if grep -Ev '^d' "$T/contents" | grep -Ev ' \./usr/(lib/collectd|bin|share/doc/memdiag|lib/tmpfiles\.d|lib/sysusers\.d)/'; then

@@ -15,6 +15,7 @@ sh "$here/../../../conf/memdiag-certs" "$dir/etc" >/dev/null
 sed -e 's/^\(\s*\)#\([A-Z][A-Za-z]* \)/\1\2/' \
     -e "s|/etc/memdiag|$dir/etc|g; s|/run/memdiag|$dir|g; s|/var/tmp/memdiag|$dir/captures|g" \
     -e "s|SocketGroup \"[^\"]*\"|SocketGroup \"$(id -gn)\"|" \
+    -e "s|/usr/local/bin/memdiag-ship-rclone|$here/../../../conf/memdiag-ship-rclone|" \
     "$example" > "$dir/memdiag.conf"
 cat > "$dir/collectd.conf" <<CONF
 BaseDir "$dir"
