@@ -2,7 +2,7 @@
 # Site: certificates, plugin copy, logfile with PrintSeverity, csv) whose
 # memdiag block adds capture keys, and leaking Ruby workers hooked through
 # `-r memdiag/hook/auto` that write into the capture directory.
-require_relative "../e2e/harness"
+require_relative "../harness/harness"
 
 module Capture
   HERE = File.expand_path(__dir__)

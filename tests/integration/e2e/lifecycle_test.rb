@@ -1,6 +1,6 @@
 # Issue 4 acceptance: a worker that exits disappears from `workers`; after
 # collectd restarts, a worker reconnects by itself and gets a new connection ID.
-require_relative "harness"
+require_relative "../harness/harness"
 
 class E2ELifecycleTest < Minitest::Test
   def site = E2E::SharedSite.get("lifecycle", workers: %w[e2e-leaver e2e-stayer])

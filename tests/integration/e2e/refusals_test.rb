@@ -3,7 +3,7 @@
 # a client of a foreign CA, garbage bytes on the socket, a worker claiming
 # another PID, an operator certificate trying to register as a worker, and a
 # worker certificate running memory_dump through memdiagctl.
-require_relative "harness"
+require_relative "../harness/harness"
 
 class E2ERefusalsTest < Minitest::Test
   RAWCLIENT = E2E.setting("MEMDIAG_E2E_RAWCLIENT")

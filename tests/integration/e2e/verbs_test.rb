@@ -1,7 +1,7 @@
 # Issue 4 acceptance: every memdiagctl verb works end to end on one worker and
 # writes or returns what the hook issue describes, while another worker keeps
 # serving (its ping answers and its ticker keeps counting).
-require_relative "harness"
+require_relative "../harness/harness"
 
 class E2EVerbsTest < Minitest::Test
   TRACED_LINE = File.readlines(File.join(E2E::HERE, "worker.rb"))

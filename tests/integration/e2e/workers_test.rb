@@ -1,7 +1,7 @@
 # Issue 4 acceptance: two hooked workers register; `memdiagctl workers` lists
 # both with their PIDs and an RSS close to /proc; collectd's csv plugin
 # writes their memory-rss values.
-require_relative "harness"
+require_relative "../harness/harness"
 
 class E2EWorkersTest < Minitest::Test
   def site = E2E::SharedSite.get("workers", workers: %w[e2e-alpha e2e-beta])

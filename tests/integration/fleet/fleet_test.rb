@@ -7,7 +7,7 @@
 # apart. The central collectd holds both hosts' memory values, receives their
 # capture notifications, and a real Prometheus server scraping it answers a
 # query for both workers.
-require_relative "../e2e/harness"
+require_relative "../harness/harness"
 require "net/http"
 require "uri"
 

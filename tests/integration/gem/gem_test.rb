@@ -6,7 +6,7 @@
 # worker hooked from the installed gem registers with a real collectd and
 # memdiag and answers a heap dump; Puma started with `bundle exec` from a
 # Gemfile that lists the gem registers its master and workers.
-require_relative "../e2e/harness"
+require_relative "../harness/harness"
 require "zlib"
 
 module GemFixture

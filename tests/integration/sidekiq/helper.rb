@@ -6,7 +6,7 @@
 # ctest passes the e2e settings (see tests/integration/sidekiq/CMakeLists.txt) plus
 # MEMDIAG_SIDEKIQ, MEMDIAG_REDIS_SERVER, MEMDIAG_REDIS_CLI and MEMDIAG_HEAPY,
 # empty when the program is not installed.
-require_relative "../e2e/harness"
+require_relative "../harness/harness"
 
 module SidekiqSite
   HERE = File.expand_path(__dir__)

@@ -1,9 +1,11 @@
-# End-to-end harness: a private collectd running the built memdiag plugin,
-# real hooked Ruby workers, memdiagctl, and real certificates, all in one
-# temp directory that is removed when the test process ends.
+# The one collectd harness of the integration tests: a private collectd
+# running the built memdiag plugin, real hooked Ruby workers, the C test
+# worker (md-test-worker), memdiagctl, and real certificates, all in one
+# temp directory that is removed when the test ends.
 #
 # ctest passes the locations of the built pieces in MEMDIAG_E2E_* variables
-# (see tests/integration/CMakeLists.txt). Set MEMDIAG_E2E_KEEP=1 to keep the temp
+# (see tests/integration/CMakeLists.txt; MEMDIAG_E2E_TEST_WORKER only for the
+# tests of tests/integration/plugin/). Set MEMDIAG_E2E_KEEP=1 to keep the temp
 # directory (collectd.log, csv files, worker output) for a post-mortem.
 require "minitest/autorun"
 require "fileutils"
@@ -31,6 +33,12 @@ module E2E
   TYPES_DB = setting("MEMDIAG_E2E_TYPES_DB")
   RUBY = ENV["MEMDIAG_E2E_RUBY"] || RbConfig.ruby
 
+  # md-test-worker (tests/integration/plugin/test_worker.c): read on first
+  # use, as only the plugin's tests are given it.
+  def self.test_worker_path = setting("MEMDIAG_E2E_TEST_WORKER")
+
+  HOSTNAME = "e2e"
+
   # Generous: machines running ctest -j2 are noisy. Nothing asserts a time;
   # these only bound how long a broken build hangs.
   WAIT = Integer(ENV.fetch("MEMDIAG_E2E_WAIT", "60"))
@@ -43,14 +51,16 @@ module E2E
 
   # A hooked Ruby worker process.
   class Worker
-    attr_reader :name, :pid, :tick_file, :dump_dir, :out_path
+    attr_reader :name, :pid, :tick_file, :dump_dir, :out_path, :err_path
 
-    def initialize(name:, pid:, tick_file:, dump_dir:, out_path:)
+    # err_path: where stderr goes when it is kept apart from stdout.
+    def initialize(name:, pid:, tick_file:, dump_dir:, out_path:, err_path: nil)
       @name = name
       @pid = pid
       @tick_file = tick_file
       @dump_dir = dump_dir
       @out_path = out_path
+      @err_path = err_path || out_path
     end
 
     def ticks = File.exist?(@tick_file) ? File.read(@tick_file).to_i : 0
@@ -67,6 +77,7 @@ module E2E
     end
 
     def output = File.exist?(@out_path) ? File.read(@out_path) : ""
+    def errors = File.exist?(@err_path) ? File.read(@err_path) : ""
 
     def stop
       return unless alive?
@@ -77,6 +88,35 @@ module E2E
       Process.kill("KILL", @pid) if alive?
       Process.waitpid(@pid)
     rescue Errno::ESRCH, Errno::ECHILD
+      nil
+    end
+  end
+
+  # An md-test-worker process (`worker` mode): its stdout is in out_path,
+  # one line per event ("welcome connection_id=N pid=P", "heartbeat back
+  # sequence=S sent=N", "goodbye status=...", "closed by the plugin").
+  class TestWorker < Worker
+    def initialize(name:, pid:, out_path:)
+      super(name: name, pid: pid, tick_file: "", dump_dir: "", out_path: out_path)
+    end
+
+    def lines = output.lines.map(&:chomp)
+    def welcomed? = lines.any? { |l| l.start_with?("welcome connection_id=") }
+
+    # The connection ID of the first welcome, or nil.
+    def conn_id
+      l = lines.find { |x| x.start_with?("welcome connection_id=") }
+      l && Integer(l[/connection_id=(\d+)/, 1])
+    end
+
+    def heartbeats = lines.grep(/^heartbeat back /)
+
+    # Waits for the exit (the process may have been started with
+    # --exit-after) and returns its status.
+    def wait
+      _, st = Process.waitpid2(@pid)
+      st
+    rescue Errno::ECHILD
       nil
     end
   end
@@ -93,6 +133,7 @@ module E2E
       @log_path = File.join(@dir, "collectd.log")
       @csv_dir = File.join(@dir, "csv")
       @workers = []
+      @others = [] # other processes a test started through the site
       @collectd = nil
       run!(CERTS_TOOL, @certs)
       install_plugins
@@ -114,9 +155,13 @@ module E2E
 
     # ---------------------------------------------------------------- collectd
 
-    def config(extra)
+    # The collectd.conf the site runs: extra goes inside <Plugin memdiag>.
+    # log_to: "stderr" sends collectd's log to collectd.out (see log_path).
+    # socket: false leaves the Socket key out (the plugin's default name).
+    def config(extra, log_to: nil, socket: true)
+      log_file = log_to || @log_path
       <<~CONF
-        Hostname "e2e"
+        Hostname "#{HOSTNAME}"
         FQDNLookup false
         Interval 1
         BaseDir "#{@dir}"
@@ -125,7 +170,7 @@ module E2E
         LoadPlugin logfile
         <Plugin logfile>
           LogLevel info
-          File "#{@log_path}"
+          File "#{log_file}"
           Timestamp true
           PrintSeverity true
         </Plugin>
@@ -136,7 +181,7 @@ module E2E
         </Plugin>
         LoadPlugin memdiag
         <Plugin memdiag>
-          Socket "#{@socket}"
+        #{socket ? %(  Socket "#{@socket}") : ''}
           TLSCertificate "#{cert('plugin')}"
           TLSKey "#{key('plugin')}"
           TLSCA "#{ca}"
@@ -145,20 +190,33 @@ module E2E
       CONF
     end
 
-    def start_collectd(extra_config = "")
+    # Starts `collectd -f` on config(extra_config, log_to:, socket:), passed
+    # through the block when one is given (to drop or change a line).
+    # wait: :answers (memdiagctl gets an answer), :socket (the socket
+    # exists) or nil (do not wait: a configuration the plugin refuses).
+    def start_collectd(extra_config = "", wait: :answers, log_to: nil, socket: true)
       raise "collectd already running" if collectd_alive?
 
       conf = File.join(@dir, "collectd.conf")
-      File.write(conf, config(extra_config))
+      text = config(extra_config, log_to: log_to, socket: socket)
+      text = yield(text) if block_given?
+      File.write(conf, text)
+      @log_path = File.join(@dir, "collectd.out") if log_to == "stderr"
       @collectd = Process.spawn(COLLECTD, "-f", "-C", conf,
                                 out: [File.join(@dir, "collectd.out"), "a"],
                                 err: [:child, :out])
+      return unless wait
+
       wait_until("collectd's memdiag plugin answers on #{@socket}") do
         raise "collectd exited at start:\n#{log}" unless collectd_alive?
 
-        File.socket?(@socket) && ctl("workers").ok?
+        File.socket?(@socket) && (wait == :socket || ctl("workers").ok?)
       end
     end
+
+    # Where the plugin listens: set it before start_collectd(socket: false)
+    # to the default name the plugin will use.
+    attr_writer :socket
 
     def collectd_pid = @collectd
 
@@ -192,9 +250,38 @@ module E2E
     # The plugin's own log lines ("memdiag plugin: ...").
     def plugin_log = log.lines.grep(/memdiag plugin:/).join
 
+    def log_has?(pattern) = pattern.is_a?(Regexp) ? log.match?(pattern) : log.include?(pattern)
+
+    # Waits until collectd's log has pattern (a String or a Regexp).
+    def wait_log(pattern, timeout: WAIT)
+      wait_until("collectd's log has #{pattern.inspect}", timeout: timeout) { log_has?(pattern) }
+    end
+
+    # ---------------------------------------------------------------- csv
+
+    # The csv plugin's file for plugin instance pi and type ti (e.g.
+    # "memdiag-web", "memory-rss"), or nil before the first value.
+    def csv_file(pi, ti) = Dir.glob(File.join(@csv_dir, HOSTNAME, pi, "#{ti}-*")).min
+
+    # The rows written so far (after the header), each [time, value].
+    def csv_rows(pi, ti)
+      f = csv_file(pi, ti)
+      return [] unless f
+
+      File.readlines(f).drop(1).map { |l| l.chomp.split(",").then { |t, v| [Float(t), Float(v)] } }
+    end
+
+    def csv_last(pi, ti) = csv_rows(pi, ti).last&.last
+
+    def wait_csv(pi, ti, timeout: WAIT)
+      wait_until("csv values for #{pi}/#{ti}", timeout: timeout) { !csv_rows(pi, ti).empty? }
+    end
+
     # ------------------------------------------------------------------ workers
 
-    def start_worker(name, env: {})
+    # code: run this Ruby code (-e) instead of worker.rb (no tick file).
+    # stderr: keep stderr apart (Worker#errors) rather than in the output.
+    def start_worker(name, env: {}, code: nil, stderr: false)
       dump_dir = File.join(@dir, "dumps", name)
       FileUtils.mkdir_p(dump_dir, mode: 0o700)
       tick = File.join(@dir, "#{name}.tick")
@@ -207,9 +294,12 @@ module E2E
         "MEMDIAG_NAME" => name,
         "MEMDIAG_DUMP_DIRECTORY" => dump_dir,
       }.merge(env)
-      pid = Process.spawn(hook_env, RUBY, "-I", HOOK_LIB, "-r", "memdiag/hook/auto",
-                          File.join(HERE, "worker.rb"), tick, out: [out, "w"], err: [:child, :out])
-      w = Worker.new(name: name, pid: pid, tick_file: tick, dump_dir: dump_dir, out_path: out)
+      err = stderr ? File.join(@dir, "#{name}.err") : nil
+      script = code ? ["-e", code] : [File.join(HERE, "worker.rb"), tick]
+      pid = Process.spawn(hook_env, RUBY, "-I", HOOK_LIB, "-r", "memdiag/hook/auto", *script,
+                          out: [out, "w"], err: err ? [err, "w"] : [:child, :out])
+      w = Worker.new(name: name, pid: pid, tick_file: tick, dump_dir: dump_dir, out_path: out,
+                     err_path: err)
       @workers << w
       w
     end
@@ -224,6 +314,44 @@ module E2E
       end
       entry
     end
+
+    # ----------------------------------------------------------- md-test-worker
+
+    # An md-test-worker in worker mode, with a worker certificate unless
+    # cert:/key: name others; flags are its switches (--allocate-mb 64 ...).
+    # label: the output file's name when two workers share a name.
+    def test_worker(name, *flags, cert: cert("worker"), key: key("worker"), ca: self.ca, label: name)
+      out = File.join(@dir, "#{label}.out")
+      pid = Process.spawn(E2E.test_worker_path, "worker", "--socket", @socket, "--cert", cert,
+                          "--key", key, "--ca", ca, "--name", name, *flags.map(&:to_s),
+                          out: [out, "w"], err: [:child, :out])
+      w = TestWorker.new(name: name, pid: pid, out_path: out)
+      @workers << w
+      w
+    end
+
+    def wait_welcomed(worker)
+      wait_until("#{worker.name} is welcomed:\n#{worker.output}") { worker.welcomed? }
+      worker.conn_id
+    end
+
+    # md-test-worker control VERB ARGS with the operator certificate:
+    # "status=NAME", then a line per worker or the reply's fields.
+    def control(*args)
+      out, err, st = Open3.capture3(E2E.test_worker_path, "control", "--socket", @socket,
+                                    "--cert", cert("operator"), "--key", key("operator"),
+                                    "--ca", ca, *args.map(&:to_s))
+      Result.new(out, err, st)
+    end
+
+    # md-test-worker garbage: bytes that are not TLS; ok once the plugin closed.
+    def garbage
+      out, err, st = Open3.capture3(E2E.test_worker_path, "garbage", "--socket", @socket)
+      Result.new(out, err, st)
+    end
+
+    # A process the site stops (TERM) at cleanup.
+    def adopt(pid) = @others << pid
 
     # ------------------------------------------------------------- memdiagctl
 
@@ -266,6 +394,12 @@ module E2E
 
     def cleanup
       @workers.each(&:stop)
+      @others.each do |pid|
+        Process.kill("TERM", pid)
+        Process.waitpid(pid)
+      rescue Errno::ESRCH, Errno::ECHILD
+        nil
+      end
       stop_collectd
       if ENV["MEMDIAG_E2E_KEEP"]
         warn "memdiag e2e: kept #{@dir}"
