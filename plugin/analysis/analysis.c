@@ -140,6 +140,15 @@ static int check_addr(const mdp_analysis_obj *o)
   return o->address >= MDP_OBJ_ADDR_LIMIT || (o->address & 7) ? -1 : 0;
 }
 
+/* Allocated after the earlier dump was taken, by its generation: newer
+ * than anything traced there (or tracing started after it). An untraced
+ * object at the same address in the earlier dump was another one: Ruby
+ * reuses freed slots all the time. */
+static int newer(const mdp_analysis_dump *earlier, const mdp_analysis_obj *o)
+{
+  return o->has_gen && o->generation > earlier->max_generation;
+}
+
 /* One object of dump d. */
 static int object(mdp_ctx *c, unsigned d, const mdp_analysis_obj *o)
 {
@@ -159,7 +168,8 @@ static int object(mdp_ctx *c, unsigned d, const mdp_analysis_obj *o)
   }
   if(d == 1) {
     found = mdp_analysis_objset_get(&c->s1, e, NULL);
-    if(found && mdp_obj_same(found, e)) {
+    if(found && mdp_obj_same(found, e) &&
+       !(MDP_OBJ_GEN(found) == 0 && newer(&c->res->dumps[0], o))) {
       c->old_common += MDP_OBJ_OLD(found);
       return 0;
     }
@@ -178,7 +188,7 @@ static int object(mdp_ctx *c, unsigned d, const mdp_analysis_obj *o)
     return mdp_analysis_objset_put(&c->cand, e, site);
   }
   found = mdp_analysis_objset_get(&c->cand, e, &site);
-  if(found && mdp_obj_same(found, e))
+  if(found && mdp_obj_same(found, e) && !(MDP_OBJ_GEN(found) == 0 && newer(&c->res->dumps[1], o)))
     return add_retained(c, o, site);
   if(found)
     c->res->reused++;

@@ -118,6 +118,21 @@ static void test_address_reuse(void **s)
   mdp_analysis_result_free(&res);
 }
 
+/* 0x2000 held an untraced String in dump 1 (allocated before tracing
+ * started) and a String of generation 7 in dump 2, newer than anything dump
+ * 1 traced (3): another object in the reused slot, so retained. */
+static void test_reuse_of_untraced_slot(void **s)
+{
+  mdp_analysis_result res;
+  (void)s;
+  assert_int_equal(run3("reuse", &res), 0);
+  assert_int_equal(res.count, 1);
+  assert_int_equal(res.reused, 1);
+  assert_string_equal(res.groups[0].file, "app/x.rb");
+  assert_int_equal(res.groups[0].line, 5);
+  mdp_analysis_result_free(&res);
+}
+
 /* Without allocation tracing only type tells reuse apart: 0x2018 stays a
  * Cart::Line and counts as the old one; 0x3200 stays a String and counts as
  * retained. Groups have no site, and a caveat says so. */
@@ -480,6 +495,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_retained_by_site),
       cmocka_unit_test(test_address_reuse),
+      cmocka_unit_test(test_reuse_of_untraced_slot),
       cmocka_unit_test(test_missing_allocation_info),
       cmocka_unit_test(test_sites_from_dump_2),
       cmocka_unit_test(test_compaction_caveat),
