@@ -38,8 +38,8 @@ module Fleet
 
     def captures = File.join(dir, "captures")
 
-    def config(extra)
-      super(extra).sub(/^Hostname "e2e"$/, %(Hostname "#{@hostname}")) + <<~CONF
+    def config(extra, **opts)
+      super.sub(/^Hostname "#{E2E::HOSTNAME}"$/, %(Hostname "#{@hostname}")) + <<~CONF
         LoadPlugin network
         <Plugin network>
           Server "127.0.0.1" "#{@port}"
