@@ -29,6 +29,7 @@ end
 # Ballast: many small live objects make every heap dump take a while (about
 # a second per million here), long enough for memory to move during it.
 $ballast = Array.new(Integer(ENV.fetch("LEAK_BALLAST_OBJECTS", "0"))) { |i| CaptureLeak.new(i) }
+puts "ballast: #{$ballast.size} objects"
 
 $leak = []
 per_tick = rate / 10 / 8 # Integers of 8 bytes per 0.1 s

@@ -5,7 +5,7 @@
 #
 # ctest passes the locations of the built pieces in MEMDIAG_E2E_* variables
 # (see tests/integration/CMakeLists.txt; MEMDIAG_E2E_TEST_WORKER only for the
-# tests of tests/integration/plugin/). Set MEMDIAG_E2E_KEEP=1 to keep the temp
+# tests of tests/integration/plugin/ and capture_stream_busy). Set MEMDIAG_E2E_KEEP=1 to keep the temp
 # directory (collectd.log, csv files, worker output) for a post-mortem.
 require "minitest/autorun"
 require "fileutils"
@@ -94,7 +94,7 @@ module E2E
 
   # An md-test-worker process (`worker` mode): its stdout is in out_path,
   # one line per event ("welcome connection_id=N pid=P", "heartbeat back
-  # sequence=S sent=N", "goodbye status=...", "closed by the plugin").
+  # sequence=S sent=N rtt_us=U", "goodbye status=...", "closed by the plugin").
   class TestWorker < Worker
     def initialize(name:, pid:, out_path:)
       super(name: name, pid: pid, tick_file: "", dump_dir: "", out_path: out_path)

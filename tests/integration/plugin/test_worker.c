@@ -22,8 +22,9 @@
  * answers the request ok once file F exists).
  *
  * Output: "welcome connection_id=N pid=P" once registered, with
- * --show-heartbeats "heartbeat back sequence=S sent=N" for each heartbeat
- * the plugin answers (N: heartbeats sent so far); for control,
+ * --show-heartbeats "heartbeat back sequence=S sent=N rtt_us=U" for each
+ * heartbeat the plugin answers (N: heartbeats sent so far, U: microseconds
+ * from sending heartbeat S to reading its answer); for control,
  * one line "status=NAME" then a line per worker "worker id=N pid=P name=S
  * rss=B" or the reply's fields. Exit 0 on success, 3 when refused (Goodbye
  * or a non-ok status), 1 on other errors, 2 on usage errors. */
@@ -35,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "md/tls.h"
@@ -50,6 +52,17 @@ static long dump_frame;        /* --dump-frame */
 static const char *error_text; /* --error-text */
 static const char *handoff;    /* --handoff-on-dump */
 static uint64_t handed_off;    /* the memory_dump request the child still owes */
+
+/* Send times of the last heartbeats, by sequence, for --show-heartbeats. */
+#define BEAT_RING 64
+static uint64_t beat_sent_us[BEAT_RING];
+
+static uint64_t now_us(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
 
 static int usage(void)
 {
@@ -290,6 +303,7 @@ static int run_worker(const opts *o)
       hb.sequence = ++seq;
       hf.body_case = MEMDIAG__V1__FRAME__BODY_HEARTBEAT;
       hf.heartbeat = &hb;
+      beat_sent_us[seq % BEAT_RING] = now_us();
       if(!o->skip_hello && md_conn_send_wait(c, &hf, 5000)) {
         rc = 1;
         goto out;
@@ -338,8 +352,11 @@ static int run_worker(const opts *o)
     case MEMDIAG__V1__FRAME__BODY_HEARTBEAT:
       if(!o->show_heartbeats)
         break;
-      printf("heartbeat back sequence=%" PRIu64 " sent=%" PRIu64 "\n", in->heartbeat->sequence,
-             seq);
+      printf("heartbeat back sequence=%" PRIu64 " sent=%" PRIu64 " rtt_us=%" PRIu64 "\n",
+             in->heartbeat->sequence, seq,
+             seq - in->heartbeat->sequence < BEAT_RING
+                 ? now_us() - beat_sent_us[in->heartbeat->sequence % BEAT_RING]
+                 : 0);
       fflush(stdout);
       break;
     default: break;
