@@ -121,6 +121,17 @@ static void notify_done(const job_t *j, const char *msg)
     WARNING("memdiag plugin: %s", msg);
 }
 
+/* The plan's OKAY notification for a capture the analysis never got to
+ * (plugin shutdown): it was held back for the analysis. */
+static void notify_unanalysed(const job_t *j)
+{
+  char msg[NOTIF_MAX_MSG_LEN];
+  const char *why = "analysis not run: plugin shutdown";
+  size_t head = notify_head(j, strlen(why), msg, sizeof(msg));
+  snprintf(msg + head, sizeof(msg) - head, "%s", why);
+  notify_done(j, msg);
+}
+
 /* CaptureCommand (command.h) gets the folder now that analysis.json is in
  * it; run.c left that to this module. */
 static void ship(const job_t *j)
@@ -162,8 +173,10 @@ static void analyse(job_t *j, uint64_t my_gen)
     for(unsigned i = 0; i < n; i++)
       free(paths[i]);
   }
-  if(rc == -ECANCELED)
-    return; /* plugin shutdown: capture.json already says complete */
+  if(rc == -ECANCELED) { /* plugin shutdown: capture.json already says complete */
+    notify_unanalysed(j);
+    return;
+  }
   if(rc) {
     ERROR("memdiag plugin: analysis of %s failed: %s", j->dir, err);
     snprintf(what, sizeof(what), "analysis failed: %.200s", err);
@@ -321,6 +334,7 @@ void mdp_capana_stop(void)
   while(head) {
     job_t *j = head;
     head = j->next;
+    notify_unanalysed(j);
     free(j);
   }
   tail = NULL;
