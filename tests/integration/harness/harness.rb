@@ -198,7 +198,11 @@ module E2E
       raise "collectd already running" if collectd_alive?
 
       conf = File.join(@dir, "collectd.conf")
-      text = config(extra_config, log_to: log_to, socket: socket)
+      # Only options given are passed on: subclasses may override config(extra).
+      opts = {}
+      opts[:log_to] = log_to if log_to
+      opts[:socket] = false unless socket
+      text = config(extra_config, **opts)
       text = yield(text) if block_given?
       File.write(conf, text)
       @log_path = File.join(@dir, "collectd.out") if log_to == "stderr"
