@@ -257,7 +257,10 @@ static int pass(mdp_ctx *c, unsigned d, const char *path, char *err, size_t errl
       rc = failf(err, errlen, -EINVAL, "%s:%llu: %s", path, (unsigned long long)r.line, why);
       goto out;
     }
-    if(!o.address || o.type == MDP_T_MOVED || o.type == MDP_T_NONE || o.type == MDP_T_ZOMBIE) {
+    /* Roots and Ruby 3.3's SHAPE records are no heap objects; slots in
+     * the middle of a move or freed are none either. */
+    if(!o.address || o.type == MDP_T_SHAPE || o.type == MDP_T_ROOT || o.type == MDP_T_MOVED ||
+       o.type == MDP_T_NONE || o.type == MDP_T_ZOMBIE) {
       c->moved_slots[d] += o.type == MDP_T_MOVED;
       continue;
     }
