@@ -10,6 +10,8 @@
 #
 # Depends is collectd-core and openssl (memdiag-certs) plus what
 # dpkg-shlibdeps finds for the binaries, so it follows the libraries they link.
+# A second package, ruby-memdiag-hook, puts the worker hook into Debian
+# Ruby's vendor_ruby (install rules in worker-hook/CMakeLists.txt).
 set(_mdpkg ${PROJECT_SOURCE_DIR}/conf/packaging)
 
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/conf/memdiag-certs DESTINATION bin COMPONENT memdiag)
@@ -42,19 +44,36 @@ set(CPACK_PACKAGE_DIRECTORY ${PROJECT_BINARY_DIR})
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_STRIP_FILES ON)
 set(CPACK_PACKAGE_CONTACT "memdiag maintainers <root@localhost>")
-set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
-    "capture the evidence of a memory leak in a Ruby worker before it is restarted")
-set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
-"a collectd plugin that tracks the memory of Ruby workers, detects
+set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE ${_md_arch})
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+
+# One .deb per component: memdiag (the host side) and, when Debian's Ruby
+# has a vendor_ruby (worker-hook/CMakeLists.txt), ruby-memdiag-hook.
+set(CPACK_DEB_COMPONENT_INSTALL ON)
+set(CPACK_COMPONENTS_ALL memdiag)
+set(CPACK_DEBIAN_MEMDIAG_PACKAGE_NAME memdiag)
+set(CPACK_DEBIAN_MEMDIAG_FILE_NAME "memdiag_${PROJECT_VERSION}_${_md_arch}.deb")
+set(CPACK_DEBIAN_MEMDIAG_PACKAGE_SECTION admin)
+set(CPACK_DEBIAN_MEMDIAG_PACKAGE_DEPENDS "collectd-core, openssl")
+set(CPACK_DEBIAN_MEMDIAG_PACKAGE_SUGGESTS "collectd, rclone, ruby-memdiag-hook")
+set(CPACK_DEBIAN_MEMDIAG_PACKAGE_CONTROL_EXTRA ${_mdpkg}/postinst)
+set(CPACK_DEBIAN_MEMDIAG_DESCRIPTION
+"capture the evidence of a memory leak in a Ruby worker before it is restarted
+A collectd plugin that tracks the memory of Ruby workers, detects
 sustained growth and captures heap dumps, GC profiles and thread dumps
 before the worker is restarted, plus memdiagctl, its operator CLI, and
-memdiag-certs. The worker hook is the memdiag-hook gem.")
-set(CPACK_DEBIAN_FILE_NAME "memdiag_${PROJECT_VERSION}_${_md_arch}.deb")
-set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE ${_md_arch})
-set(CPACK_DEBIAN_PACKAGE_SECTION admin)
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "collectd-core, openssl")
-set(CPACK_DEBIAN_PACKAGE_SUGGESTS "collectd, rclone")
-set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${_mdpkg}/postinst)
-set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+memdiag-certs. The worker hook is ruby-memdiag-hook or the memdiag-hook gem.")
+if(MDH_DEB_RUBY)
+  list(APPEND CPACK_COMPONENTS_ALL rubyhook)
+  set(CPACK_DEBIAN_RUBYHOOK_PACKAGE_NAME ruby-memdiag-hook)
+  set(CPACK_DEBIAN_RUBYHOOK_FILE_NAME "ruby-memdiag-hook_${PROJECT_VERSION}_${_md_arch}.deb")
+  set(CPACK_DEBIAN_RUBYHOOK_PACKAGE_SECTION ruby)
+  set(CPACK_DEBIAN_RUBYHOOK_PACKAGE_DEPENDS "${MDH_DEB_RUBY}")
+  set(CPACK_DEBIAN_RUBYHOOK_DESCRIPTION
+"memdiag worker hook for Debian's Ruby
+Runs inside a Ruby worker (Puma, Unicorn, Sidekiq, a script) and answers
+the memdiag collectd plugin: heap dumps, GC profiles, allocation traces,
+thread and fiber dumps. Load it with RUBYOPT=-rmemdiag/hook/auto.")
+endif()
 include(CPack)

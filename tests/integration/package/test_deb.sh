@@ -3,18 +3,22 @@
 # and tmpfiles.d entries applied to a scratch root, and the extracted files
 # at work: memdiagctl runs, memdiag-certs makes certificates, and collectd
 # loads memdiag.so from a normal PluginDir (the extracted /usr/lib/collectd)
-# with the shipped example configuration, and a worker registers.
+# with the shipped example configuration, and a worker registers; the
+# ruby-memdiag-hook package: its vendor_ruby files, Depends, and a Ruby
+# worker hooked from it registering.
 # Environment (tests/integration/package/CMakeLists.txt): MDPKG_CPACK
 # MDPKG_BUILD MDPKG_VERSION MDPKG_COLLECTD MDPKG_COLLECTD_PLUGINS
-# MDPKG_TYPES_DB MDPKG_TEST_WORKER.
+# MDPKG_TYPES_DB MDPKG_TEST_WORKER MDPKG_RUBY.
 set -eu
 
 T=$(mktemp -d /tmp/mdpkg-test.XXXXXX)
 COLLECTD_PID=""
 WPID=""
+RPID=""
 cleanup() {
   status=$?
   [ -n "$WPID" ] && kill "$WPID" 2>/dev/null || true
+  [ -n "$RPID" ] && kill "$RPID" 2>/dev/null || true
   if [ -n "$COLLECTD_PID" ]; then
     kill "$COLLECTD_PID" 2>/dev/null || true
     wait "$COLLECTD_PID" 2>/dev/null || true
@@ -76,22 +80,51 @@ for p in collectd-core libprotobuf-c1 libssl3 openssl libc6; do depends_on "$p";
 mkdir "$T/x"
 dpkg-deb -x "$DEB" "$T/x"
 X="$T/x"
-# Every library the shipped binaries link belongs to a package Depends names,
+# Every library the shipped binaries name as NEEDED belongs to a package Depends names,
 # so a library another part starts to link (libzstd, ...) cannot be forgotten.
-for bin in "$X/usr/lib/collectd/memdiag.so" "$X/usr/bin/memdiagctl"; do
-  ldd "$bin" >"$T/ldd" || fail "ldd $bin failed"
-  if grep -q 'not found' "$T/ldd"; then fail "$bin links a library this host lacks: $(cat "$T/ldd")"; fi
-  for lib in $(awk '$2 == "=>" && $3 ~ /^\// { print $3 }' "$T/ldd"); do
-    real=$(readlink -f "$lib")
-    pkg=""
-    for cand in "$lib" "$real" "/usr$lib" "/usr$real"; do
-      pkg=$(dpkg -S "$cand" 2>/dev/null | head -n 1 | sed 's/[:,].*//') && [ -n "$pkg" ] && break
+links_covered() { # BIN...: against $DEPENDS
+  for bin in "$@"; do
+    ldd "$bin" >"$T/ldd" || fail "ldd $bin failed"
+    if grep -q 'not found' "$T/ldd"; then fail "$bin links a library this host lacks: $(cat "$T/ldd")"; fi
+    # Its own NEEDED entries; what those link in turn their packages depend on.
+    for name in $(readelf -d "$bin" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p'); do
+      case "$name" in ld-linux*) continue ;; esac
+      lib=$(awk -v n="$name" '$1 == n && $2 == "=>" { print $3 }' "$T/ldd")
+      [ -n "$lib" ] || fail "$bin needs $name, which ldd did not resolve: $(cat "$T/ldd")"
+      real=$(readlink -f "$lib")
+      pkg=""
+      for cand in "$lib" "$real" "/usr$lib" "/usr$real"; do
+        pkg=$(dpkg -S "$cand" 2>/dev/null | head -n 1 | sed 's/[:,].*//') && [ -n "$pkg" ] && break
+      done
+      [ -n "$pkg" ] || fail "no Debian package owns $lib (linked by $bin)"
+      echo "$(basename "$bin") links $lib from $pkg"
+      depends_on "$pkg"
     done
-    [ -n "$pkg" ] || fail "no Debian package owns $lib (linked by $bin)"
-    echo "$(basename "$bin") links $lib from $pkg"
-    depends_on "$pkg"
   done
-done
+}
+links_covered "$X/usr/lib/collectd/memdiag.so" "$X/usr/bin/memdiagctl"
+
+note "ruby-memdiag-hook: the hook in Debian Ruby's vendor_ruby"
+HDEB="$T/out/ruby-memdiag-hook_${MDPKG_VERSION}_$(dpkg --print-architecture).deb"
+[ -f "$HDEB" ] || fail "no $HDEB; cpack made: $(ls "$T/out")"
+VLIB=$("$MDPKG_RUBY" -e 'print RbConfig::CONFIG["vendordir"]')
+VARCH=$("$MDPKG_RUBY" -e 'print RbConfig::CONFIG["vendorarchdir"]')
+RUBYPKG=$("$MDPKG_RUBY" -e 'print "ruby#{RbConfig::CONFIG["MAJOR"]}.#{RbConfig::CONFIG["MINOR"]}"')
+dpkg-deb -c "$HDEB" >"$T/hcontents"
+grep -Eq "^-rw-r--r-- root/root +[0-9]+ [0-9-]+ [0-9:]+ \.$VLIB/memdiag/hook\.rb\$" "$T/hcontents" ||
+  fail "ruby-memdiag-hook lacks $VLIB/memdiag/hook.rb: $(cat "$T/hcontents")"
+grep -Eq "^-rw-r--r-- root/root +[0-9]+ [0-9-]+ [0-9:]+ \.$VARCH/memdiag/hook_native\.so\$" "$T/hcontents" ||
+  fail "ruby-memdiag-hook lacks $VARCH/memdiag/hook_native.so: $(cat "$T/hcontents")"
+if grep -Ev '^d' "$T/hcontents" | grep -Fv " .$VLIB/memdiag/" | grep -Fv " .$VARCH/memdiag/"; then
+  fail "ruby-memdiag-hook has files outside vendor_ruby's memdiag/ (above)"
+fi
+DEPENDS=$(dpkg-deb -f "$HDEB" Depends)
+echo "Depends: $DEPENDS"
+depends_on "$RUBYPKG"
+H="$T/h"
+mkdir "$H"
+dpkg-deb -x "$HDEB" "$H"
+links_covered "$H$VARCH/memdiag/hook_native.so"
 
 note "maintainer script and the group and runtime directory it makes"
 dpkg-deb -e "$DEB" "$T/control"
@@ -157,6 +190,16 @@ export MEMDIAG_CERT="$T/certs/operator.pem" MEMDIAG_KEY="$T/certs/operator.key"
 listed() { "$X/usr/bin/memdiagctl" workers >"$T/workers" 2>&1 && grep -q "pkgworker" "$T/workers"; }
 wait_for 30 listed || fail "the extracted memdiagctl does not list the worker: $(cat "$T/workers" "$T/worker.out")"
 cat "$T/workers"
+
+note "a Ruby worker hooked from the extracted ruby-memdiag-hook registers"
+env MEMDIAG_CERT="$T/certs/worker.pem" MEMDIAG_KEY="$T/certs/worker.key" MEMDIAG_NAME=pkgruby \
+  RUBYOPT= RUBYLIB= "$MDPKG_RUBY" -I "$H$VLIB" -I "$H$VARCH" -rmemdiag/hook/auto \
+  -e 'puts $LOADED_FEATURES.grep(%r{memdiag/hook_native}); $stdout.flush; sleep' >"$T/ruby.out" 2>&1 &
+RPID=$!
+ruby_listed() { "$X/usr/bin/memdiagctl" workers >"$T/workers" 2>&1 && grep -q "pkgruby" "$T/workers"; }
+wait_for 60 ruby_listed || fail "the Ruby worker did not register: $(cat "$T/workers" "$T/ruby.out")"
+grep -qx "$H$VARCH/memdiag/hook_native.so" "$T/ruby.out" ||
+  fail "the worker did not load the package's extension: $(cat "$T/ruby.out")"
 wait_for 30 sh -c "ls '$T/csv/pkgtest/memdiag-pkgworker/'memory-rss-* " ||
   fail "no memory values for the worker: $(ls -R "$T/csv" 2>&1 | head -n 20)"
 echo "PASS"
