@@ -9,7 +9,7 @@ DEB_PACKAGES = build-essential cmake pkg-config openssl libssl-dev \
   ruby ruby-dev ruby-minitest ruby-async puma unicorn ruby-heapy \
   ruby-sidekiq redis-server \
   procps psmisc clang-format zstd util-linux \
-  dpkg-dev systemd ruby-bundler libmicrohttpd12 prometheus \
+  dpkg-dev systemd ruby-bundler libmicrohttpd12 prometheus rclone \
   clang libclang-rt-14-dev
 
 .PHONY: all deps build test demo bench clean format check-format package gem fuzz check-asan \
