@@ -37,6 +37,7 @@ typedef struct mdp_conn {
   mdp_conn_state state;
   int dead;    /* freed at the end of this loop turn */
   int closing; /* flushing a Goodbye, then dead */
+  int more;    /* stopped at its turn's budget with frames maybe left */
   uint64_t deadline_ms;
   uint64_t last_heard_ms;
   uint64_t worker_id;
@@ -50,6 +51,12 @@ typedef struct mdp_conn {
   int pidfd_err;
   char who[192];
 } mdp_conn;
+
+/* What one connection may take of one loop turn: this many frames or
+ * bytes (whichever comes first; at least one frame), so that a peer that
+ * never pauses leaves room for accepts, timers and every other peer. */
+#define MDP_CONN_TURN_FRAMES 32u
+#define MDP_CONN_TURN_BYTES  (1024u * 1024u)
 
 /* Send a frame; returns as mdp_server_send_worker. A peer with more than
  * MaxFrameSize waiting to be written is not reading: it is dropped. */

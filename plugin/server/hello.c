@@ -229,6 +229,8 @@ static void after_handshake(mdp_conn *c)
 void mdp_hello_service(mdp_conn *c, short revents)
 {
   Memdiag__V1__Frame *f;
+  unsigned frames = 0;
+  size_t bytes = 0;
   int rc = MD_EAGAIN;
 
   if(c->dead)
@@ -258,7 +260,20 @@ void mdp_hello_service(mdp_conn *c, short revents)
       return;
     }
   }
-  while(!c->dead && !c->closing && (rc = md_conn_recv(c->mc, &f)) == MD_OK) {
+  c->more = 0;
+  while(!c->dead && !c->closing) {
+    /* A peer sending without pause must not keep the loop here: past its
+     * share of this turn it waits for the next one (the server resumes it
+     * without waiting for poll, which cannot see bytes already read). */
+    if(frames >= MDP_CONN_TURN_FRAMES || bytes >= MDP_CONN_TURN_BYTES) {
+      c->more = 1;
+      return;
+    }
+    rc = md_conn_recv(c->mc, &f);
+    if(rc != MD_OK)
+      break;
+    frames++;
+    bytes += memdiag__v1__frame__get_packed_size(f);
     on_frame(c, f);
     md_frame_free(f);
   }

@@ -224,11 +224,36 @@ static void sweep(void)
   }
 }
 
+/* Connections stopped at their budget have frames read but not served:
+ * poll cannot see those, so they are served again next turn by a task
+ * (posting it also keeps the next poll from sleeping). */
+static int resume_posted;
+
+static void resume(void *unused)
+{
+  (void)unused;
+  resume_posted = 0;
+  /* New connections go to the head of the list and none is freed before
+   * sweep(): walking it while serving is safe. */
+  for(mdp_conn *c = conns; c; c = c->next)
+    if(c->more && !c->dead)
+      mdp_hello_service(c, 0);
+}
+
 static void before_sleep(void *unused)
 {
   (void)unused;
   check_deadlines(md_now_ms());
   sweep();
+  if(resume_posted)
+    return;
+  for(mdp_conn *c = conns; c; c = c->next) {
+    if(c->more && !c->dead) {
+      if(mdp_loop_post(loop, resume, NULL) == 0)
+        resume_posted = 1;
+      return;
+    }
+  }
 }
 
 /* Wakes the loop each second so that deadlines are checked while idle. */

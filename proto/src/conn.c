@@ -17,6 +17,9 @@
 #include "internal.h"
 
 #define READ_CHUNK 16384u
+/* Buffers grown past this for one large frame are given back once empty:
+ * a connection that once carried a big dump keeps only a small buffer. */
+#define KEEP_CAP   (4u * READ_CHUNK)
 
 struct md_conn {
   md_tls_ctx *ctx;
@@ -26,8 +29,12 @@ struct md_conn {
   int failed; /* a final error happened; nothing more works */
   short want; /* poll events the last TLS call asked for */
   size_t max_frame;
+  /* Received bytes not yet decoded are rbuf[roff, rlen): frames are taken
+   * from the front by moving roff, and the rest is moved down only when
+   * the tail runs out of room, so a burst of small frames costs one move
+   * per read, not one per frame. */
   uint8_t *rbuf;
-  size_t rlen, rcap;
+  size_t roff, rlen, rcap;
   uint8_t *wbuf;
   size_t woff, wlen, wcap;
   md_role peer_role;
@@ -247,6 +254,11 @@ int md_conn_flush(md_conn *c)
     c->woff += (size_t)ret;
   }
   c->woff = c->wlen = 0;
+  if(c->wcap > KEEP_CAP) {
+    free(c->wbuf);
+    c->wbuf = NULL;
+    c->wcap = 0;
+  }
   c->want = POLLIN;
   return MD_OK;
 }
@@ -283,20 +295,71 @@ int md_conn_send(md_conn *c, const Memdiag__V1__Frame *frame)
   return md_conn_flush(c);
 }
 
+/* Give back a receive buffer grown for one large frame once it is empty. */
+static void shrink_rbuf(md_conn *c)
+{
+  uint8_t *nb;
+
+  if(c->roff < c->rlen)
+    return;
+  c->roff = c->rlen = 0;
+  if(c->rcap <= KEEP_CAP)
+    return;
+  nb = realloc(c->rbuf, READ_CHUNK * 2);
+  if(nb) {
+    c->rbuf = nb;
+    c->rcap = READ_CHUNK * 2;
+  }
+}
+
 static int decode_buffered(md_conn *c, Memdiag__V1__Frame **out)
 {
   size_t used = 0;
-  int rc = md_frame_decode(c->rbuf, c->rlen, c->max_frame, out, &used);
+  int rc;
+
+  /* (no arithmetic on a buffer not yet allocated) */
+  rc = md_frame_decode(c->rbuf ? c->rbuf + c->roff : c->rbuf, c->rlen - c->roff, c->max_frame, out,
+                       &used);
 
   if(rc == MD_OK) {
-    memmove(c->rbuf, c->rbuf + used, c->rlen - used);
-    c->rlen -= used;
+    c->roff += used;
+    shrink_rbuf(c);
   } else if(rc == MD_ETOOBIG) {
     return fail(c, rc, "%s", "peer sent a frame larger than the size limit");
   } else if(rc == MD_EPROTO) {
     return fail(c, rc, "%s", "peer sent bytes that are not a memdiag frame");
   }
   return rc;
+}
+
+/* Room for one more read at the end of rbuf: move the undecoded bytes to
+ * the front first (once per read at most), grow only when that is not
+ * enough. */
+static int make_room(md_conn *c)
+{
+  size_t cap;
+  uint8_t *nb;
+
+  if(c->rcap - c->rlen >= READ_CHUNK)
+    return MD_OK;
+  if(c->roff > 0) {
+    memmove(c->rbuf, c->rbuf + c->roff, c->rlen - c->roff);
+    c->rlen -= c->roff;
+    c->roff = 0;
+    if(c->rcap - c->rlen >= READ_CHUNK)
+      return MD_OK;
+  }
+  cap = c->rcap ? c->rcap * 2 : READ_CHUNK * 2;
+  if(cap > c->max_frame + MD_FRAME_HEADER + READ_CHUNK)
+    cap = c->max_frame + MD_FRAME_HEADER + READ_CHUNK;
+  if(cap <= c->rcap)
+    return fail(c, MD_ETOOBIG, "%s", "receive buffer limit reached");
+  nb = realloc(c->rbuf, cap);
+  if(!nb)
+    return MD_ENOMEM;
+  c->rbuf = nb;
+  c->rcap = cap;
+  return MD_OK;
 }
 
 int md_conn_recv(md_conn *c, Memdiag__V1__Frame **out)
@@ -319,25 +382,15 @@ int md_conn_recv(md_conn *c, Memdiag__V1__Frame **out)
     rc = decode_buffered(c, out);
     if(rc != MD_EAGAIN)
       return rc;
-    if(c->rcap - c->rlen < READ_CHUNK) {
-      size_t cap = c->rcap ? c->rcap * 2 : READ_CHUNK * 2;
-      uint8_t *nb;
-      if(cap > c->max_frame + MD_FRAME_HEADER + READ_CHUNK)
-        cap = c->max_frame + MD_FRAME_HEADER + READ_CHUNK;
-      if(cap <= c->rcap)
-        return fail(c, MD_ETOOBIG, "%s", "receive buffer limit reached");
-      nb = realloc(c->rbuf, cap);
-      if(!nb)
-        return MD_ENOMEM;
-      c->rbuf = nb;
-      c->rcap = cap;
-    }
+    rc = make_room(c);
+    if(rc)
+      return rc;
     ERR_clear_error();
     errno = 0;
     ret = SSL_read(c->ssl, c->rbuf + c->rlen, (int)(c->rcap - c->rlen));
     if(ret <= 0) {
       rc = ssl_result(c, ret, "TLS read");
-      if(rc == MD_ECLOSED && c->rlen > 0)
+      if(rc == MD_ECLOSED && c->rlen > c->roff)
         snprintf(c->err, sizeof(c->err), "peer closed the connection mid-frame");
       return rc;
     }
