@@ -30,4 +30,10 @@ typedef enum {
 
 int md_fuzz_server_run(md_fuzz_kind kind, const uint8_t *data, size_t size);
 
+/* For tests/unit/server: n heartbeats (at most 256) arrive at once on a
+ * registered worker's connection. *first_call: how many the first
+ * mdp_hello_service call took; *more: whether it said input is left;
+ * *calls: calls needed to take them all. */
+int md_fuzz_server_burst(unsigned n, unsigned *first_call, int *more, unsigned *calls);
+
 #endif
