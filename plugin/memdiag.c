@@ -202,8 +202,8 @@ static void stop_parts(void)
   mdp_server_stop();
   mdp_store_stop(store); /* the relay has ended every stream by now */
   store = NULL;
-  /* The relay forgets the loop before it is freed: a late request ends at
-   * once with "plugin shutting down" instead of touching freed memory. */
+  /* The relay forgets the loop before it is freed: a late request is
+   * refused (-ESHUTDOWN) instead of touching freed memory. */
   mdp_relay_init(NULL, NULL, cfg.dump_timeout_ms);
   mdp_loop_free(loop);
   loop = NULL;

@@ -10,11 +10,7 @@
 
 #include "loop.h"
 
-typedef struct task {
-  struct task *next;
-  mdp_loop_fn fn;
-  void *arg;
-} task;
+typedef mdp_loop_task task;
 
 typedef struct timer {
   struct timer *next;
@@ -118,16 +114,10 @@ int mdp_loop_on_thread(mdp_loop *l)
 
 /* ------------------------------------------------------------ tasks */
 
-int mdp_loop_post(mdp_loop *l, mdp_loop_fn fn, void *arg)
+static int enqueue(mdp_loop *l, task *t)
 {
-  task *t = malloc(sizeof(*t));
   int rc = 0;
 
-  if(!t)
-    return -ENOMEM;
-  t->fn = fn;
-  t->arg = arg;
-  t->next = NULL;
   pthread_mutex_lock(&l->lock);
   if(l->closed) {
     rc = -ESHUTDOWN;
@@ -139,12 +129,35 @@ int mdp_loop_post(mdp_loop *l, mdp_loop_fn fn, void *arg)
     l->qtail = t;
   }
   pthread_mutex_unlock(&l->lock);
-  if(rc) {
+  if(rc == 0)
+    wake(l);
+  return rc;
+}
+
+int mdp_loop_post(mdp_loop *l, mdp_loop_fn fn, void *arg)
+{
+  task *t = malloc(sizeof(*t));
+  int rc;
+
+  if(!t)
+    return -ENOMEM;
+  t->fn = fn;
+  t->arg = arg;
+  t->next = NULL;
+  t->loop_owned = 1;
+  rc = enqueue(l, t);
+  if(rc)
     free(t);
-    return rc;
-  }
-  wake(l);
-  return 0;
+  return rc;
+}
+
+int mdp_loop_post_task(mdp_loop *l, mdp_loop_task *t, mdp_loop_fn fn, void *arg)
+{
+  t->fn = fn;
+  t->arg = arg;
+  t->next = NULL;
+  t->loop_owned = 0;
+  return enqueue(l, t);
 }
 
 /* Runs what was queued when called; tasks posted meanwhile wait for the
@@ -160,8 +173,10 @@ unsigned mdp_loop_run_tasks(mdp_loop *l)
   pthread_mutex_unlock(&l->lock);
   while(t) {
     task *next = t->next;
+    int owned = t->loop_owned; /* a caller's node may be freed by its fn */
     t->fn(t->arg);
-    free(t);
+    if(owned)
+      free(t);
     t = next;
     n++;
   }

@@ -5,7 +5,7 @@
  * users: no protocol, no workers, no logging of its own (errors go to the
  * error hook).
  *
- * Threading: mdp_loop_post, mdp_loop_timer_add, mdp_loop_timer_cancel,
+ * Threading: mdp_loop_post, mdp_loop_post_task, mdp_loop_timer_add, mdp_loop_timer_cancel,
  * mdp_loop_stop and mdp_loop_on_thread may be called from any thread. The
  * watch functions, mdp_loop_turn, mdp_loop_run, mdp_loop_run_tasks and
  * mdp_loop_close belong to the loop's thread (the thread that created the
@@ -61,6 +61,20 @@ void mdp_loop_set_hooks(mdp_loop *loop, const mdp_loop_hooks *hooks);
 /* Run fn(arg) on the loop thread soon (FIFO). Returns 0, or -ENOMEM or
  * -ESHUTDOWN (the loop is closed): then fn is not called. */
 int mdp_loop_post(mdp_loop *loop, mdp_loop_fn fn, void *arg);
+
+/* A task node kept by the caller, for work that must reach the loop even
+ * when memory has run out (a reply callback that is owed). Its fields are
+ * the loop's from mdp_loop_post_task until fn starts; fn may free it. */
+typedef struct mdp_loop_task {
+  struct mdp_loop_task *next;
+  mdp_loop_fn fn;
+  void *arg;
+  int loop_owned; /* 1: allocated by mdp_loop_post, freed after fn */
+} mdp_loop_task;
+
+/* As mdp_loop_post with the caller's node: it allocates nothing, so it
+ * fails only with -ESHUTDOWN (the loop is closed; fn is not called). */
+int mdp_loop_post_task(mdp_loop *loop, mdp_loop_task *t, mdp_loop_fn fn, void *arg);
 
 /* One-shot timer: fn(arg) runs on the loop thread after delay_ms. Returns a
  * timer id (never 0), or 0 when the loop is closed or memory ran out: then

@@ -28,6 +28,11 @@ typedef struct pending {
   Memdiag__V1__Status status; /* for replies the relay makes up */
   char error[200];
   mdp_rstream *rs; /* the result is stored by the plugin (rstream.h), or NULL */
+  /* Its own node for ending it later: a reply made up by the relay reaches
+   * the loop without allocating, so running out of memory never makes the
+   * relay call back inside the call that registered the callback (where
+   * the caller may hold a lock its callback takes). */
+  mdp_loop_task later;
 } pending;
 
 static mdp_loop *loop;
@@ -80,13 +85,22 @@ static void finish(pending *p, const Memdiag__V1__Reply *from_worker)
 
 static void finish_task(void *arg) { finish(arg, NULL); }
 
-/* Callbacks never run inside the call that registered them. */
+/* Callbacks never run inside the call that registered them. The post
+ * cannot fail there: submit runs inside mdp_relay_request_to only on the
+ * loop thread of an open loop (which only that thread can close); inside a
+ * task of a closing loop, ending it at once is not inside the caller's
+ * call. */
+static void post_finish(pending *p)
+{
+  if(mdp_loop_post_task(loop, &p->later, finish_task, p) != 0)
+    finish(p, NULL);
+}
+
 static void finish_later(pending *p, Memdiag__V1__Status status, const char *fmt, uint64_t id)
 {
   p->status = status;
   snprintf(p->error, sizeof(p->error), fmt, id);
-  if(!loop || mdp_loop_post(loop, finish_task, p) != 0)
-    finish(p, NULL);
+  post_finish(p);
 }
 
 /* Unlink everything matching into a private list first: callbacks may
@@ -143,24 +157,16 @@ static void expire(void *arg)
               "worker with connection ID %" PRIu64 " did not answer in time");
 }
 
-static void submit(uint64_t connection_id, const Memdiag__V1__Request *req, uint32_t timeout_ms,
-                   const mdp_relay_sink *sink, mdp_reply_fn done, void *arg)
+/* p: allocated by the caller (the relay's from here on). */
+static void submit(pending *p, uint64_t connection_id, const Memdiag__V1__Request *req,
+                   uint32_t timeout_ms, const mdp_relay_sink *sink, mdp_reply_fn done, void *arg)
 {
   Memdiag__V1__Frame frame = MEMDIAG__V1__FRAME__INIT;
   Memdiag__V1__Request copy = *req;
   Memdiag__V1__MemoryDump md;
   Memdiag__V1__AllocationTraceStop tp;
-  pending *p = calloc(1, sizeof(*p));
   int rc;
 
-  if(!p) {
-    Memdiag__V1__Reply oom = MEMDIAG__V1__REPLY__INIT;
-    oom.has_status = 1;
-    oom.status = MEMDIAG__V1__STATUS__STATUS_ERROR;
-    oom.error = "memdiag plugin: out of memory";
-    done(&oom, arg);
-    return;
-  }
   p->request_id = next_request_id++;
   p->connection_id = connection_id;
   p->done = done;
@@ -192,8 +198,7 @@ static void submit(uint64_t connection_id, const Memdiag__V1__Request *req, uint
     if(!p->rs) {
       p->status = MEMDIAG__V1__STATUS__STATUS_ERROR;
       md_seterr(p->error, sizeof(p->error), "%s", why);
-      if(mdp_loop_post(loop, finish_task, p) != 0)
-        finish(p, NULL);
+      post_finish(p);
       return;
     }
   }
@@ -267,9 +272,20 @@ typedef struct {
 static void request_task_run(void *arg)
 {
   request_task *rt = arg;
+  pending *p = calloc(1, sizeof(*p));
 
-  submit(rt->connection_id, rt->req, rt->timeout_ms, rt->has_sink ? &rt->sink : NULL, rt->done,
-         rt->arg);
+  /* In a task of its own, not inside the caller's call: the callback may
+   * run now. */
+  if(!p) {
+    Memdiag__V1__Reply oom = MEMDIAG__V1__REPLY__INIT;
+    oom.has_status = 1;
+    oom.status = MEMDIAG__V1__STATUS__STATUS_ERROR;
+    oom.error = "memdiag plugin: out of memory";
+    rt->done(&oom, rt->arg);
+  } else {
+    submit(p, rt->connection_id, rt->req, rt->timeout_ms, rt->has_sink ? &rt->sink : NULL, rt->done,
+           rt->arg);
+  }
   memdiag__v1__request__free_unpacked(rt->req, NULL);
   if(rt->has_sink)
     close(rt->sink.dir_fd);
@@ -294,9 +310,14 @@ int mdp_relay_request_to(uint64_t connection_id, const Memdiag__V1__Request *req
   if(!req || !done)
     return -EINVAL;
   if(loop && mdp_loop_on_thread(loop)) {
-    submit(connection_id, req, timeout_ms, sink, done, arg);
+    pending *p = calloc(1, sizeof(*p));
+    if(!p)
+      return -ENOMEM;
+    submit(p, connection_id, req, timeout_ms, sink, done, arg);
     return 0;
   }
+  if(!loop)
+    return -ESHUTDOWN;
   /* From another thread the caller's request may be gone before the loop
    * runs: carry a deep copy (packed and unpacked) across. */
   len = memdiag__v1__request__get_packed_size(req);
@@ -327,17 +348,12 @@ int mdp_relay_request_to(uint64_t connection_id, const Memdiag__V1__Request *req
     rt->sink.dir_path = rt->dir_path;
     rt->sink.name = rt->name;
   }
-  rc = loop ? mdp_loop_post(loop, request_task_run, rt) : -ESHUTDOWN;
+  rc = mdp_loop_post(loop, request_task_run, rt);
   if(rc) {
-    Memdiag__V1__Reply r = MEMDIAG__V1__REPLY__INIT;
     memdiag__v1__request__free_unpacked(rt->req, NULL);
     if(rt->has_sink && rt->sink.dir_fd >= 0)
       close(rt->sink.dir_fd);
     free(rt);
-    r.has_status = 1;
-    r.status = MEMDIAG__V1__STATUS__STATUS_ERROR;
-    r.error = "plugin shutting down";
-    done(&r, arg);
   }
-  return 0;
+  return rc;
 }

@@ -40,15 +40,17 @@ typedef int (*mdp_relay_send_fn)(uint64_t connection_id, const Memdiag__V1__Fram
 
 /* Before the loop turns: which loop runs the requests, how frames go out,
  * and DumpTimeout. Ends any shutdown of a former run. A NULL loop (before
- * the caller frees its loop) makes every later request end at once with
- * "plugin shutting down". */
+ * the caller frees its loop) makes every later request fail at once with
+ * -ESHUTDOWN. */
 void mdp_relay_init(mdp_loop *loop, mdp_relay_send_fn send, uint32_t dump_timeout_ms);
 
 /* Send `req` (its op and arguments; request_id is ignored: the relay assigns
  * its own) to the worker with this connection ID. timeout_ms 0 takes
  * req->timeout_ms, and when that is 0 too, mdp_relay_default_timeout_ms.
- * `done` runs exactly once, on the loop thread. Returns 0, or -EINVAL (NULL
- * req/done) or -ENOMEM: then done is not called. */
+ * On 0, `done` runs exactly once, on the loop thread, after this call has
+ * returned (even when memory runs out: the caller may hold a lock that
+ * done takes). Otherwise done is never called: -EINVAL (NULL req/done),
+ * -ENOMEM, -ESHUTDOWN (the loop is closed or gone). */
 int mdp_relay_request(uint64_t connection_id, const Memdiag__V1__Request *req, uint32_t timeout_ms,
                       mdp_reply_fn done, void *arg);
 

@@ -81,6 +81,41 @@ static void tasks_run_in_order_on_the_next_turn(void **state)
   assert_string_equal(trail, "ab"); /* each ran once */
 }
 
+/* A node the caller keeps (mdp_loop_post_task): queued in order with the
+ * others, run once, and its fn may free it; a closed loop refuses it. */
+typedef struct {
+  mdp_loop_task node;
+  char tag;
+} own_task;
+
+static void own_task_run(void *arg)
+{
+  own_task *t = arg;
+  mark(t->tag);
+  free(t);
+}
+
+static void a_task_in_the_callers_node_runs_once_in_order(void **state)
+{
+  mdp_loop *l = *state;
+  static const char a = 'a';
+  own_task *t = calloc(1, sizeof(*t));
+  own_task late = {.tag = 'x'};
+
+  assert_non_null(t);
+  t->tag = 'n';
+  assert_int_equal(mdp_loop_post(l, task_mark, (void *)&a), 0);
+  assert_int_equal(mdp_loop_post_task(l, &t->node, own_task_run, t), 0);
+  assert_string_equal(trail, "");
+  mdp_loop_turn(l, 0);
+  assert_string_equal(trail, "an");
+  mdp_loop_turn(l, 0);
+  assert_string_equal(trail, "an");
+  mdp_loop_close(l);
+  assert_int_equal(mdp_loop_post_task(l, &late.node, task_mark, &late.tag), -ESHUTDOWN);
+  assert_string_equal(trail, "an");
+}
+
 static mdp_loop *repost_loop;
 static int reposts;
 
@@ -334,6 +369,8 @@ int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(tasks_run_in_order_on_the_next_turn, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_task_in_the_callers_node_runs_once_in_order, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(a_task_posting_itself_waits_for_the_next_turn, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(timers_fire_in_due_order_and_fn_owns_the_data, setup,

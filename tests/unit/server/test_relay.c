@@ -27,10 +27,17 @@ static unsigned sends;           /* frames it was given */
 static uint64_t sent_to;         /* connection of the last one */
 static Memdiag__V1__Frame *sent; /* a copy of the last one */
 
+/* volatile: the compiler may assume malloc reads no global of ours */
+static volatile int in_fake; /* the fake's own allocations never fail */
+
 static int fake_send(uint64_t connection_id, const Memdiag__V1__Frame *f)
 {
   size_t len = memdiag__v1__frame__get_packed_size(f);
-  uint8_t *buf = malloc(len ? len : 1);
+  uint8_t *buf;
+
+  in_fake = 1;
+  buf = malloc(len ? len : 1);
+  in_fake = 0;
 
   assert_non_null(buf);
   memdiag__v1__frame__pack(f, buf);
@@ -324,11 +331,143 @@ static void without_a_loop_a_request_ends_at_once(void **state)
 
   (void)state;
   mdp_relay_init(NULL, NULL, DUMP_TIMEOUT_MS);
-  assert_int_equal(mdp_relay_request(1, &req, 0, done, &o), 0);
-  assert_int_equal(o.calls, 1);
-  assert_int_equal(o.status, MEMDIAG__V1__STATUS__STATUS_ERROR);
-  assert_non_null(strstr(o.error, "plugin shutting down"));
+  assert_int_equal(mdp_relay_request(1, &req, 0, done, &o), -ESHUTDOWN);
+  assert_int_equal(o.calls, 0); /* refused: never called back */
   assert_int_equal(sends, 0);
+}
+
+/* ------------------------------------------------ allocation failures */
+
+/* The test binary is linked with --wrap=malloc,--wrap=calloc: allocations
+ * made by the relay and the loop (not by protobuf-c or libc themselves)
+ * can be made to fail. fail_at N: the Nth allocation from now fails, and
+ * with fail_rest every one after it too. */
+static volatile int fail_at, fail_rest, fail_count;
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t size);
+
+static int should_fail(void)
+{
+  if(!fail_at || in_fake)
+    return 0;
+  fail_count++;
+  return fail_count == fail_at || (fail_rest && fail_count > fail_at);
+}
+
+void *__wrap_malloc(size_t n) { return should_fail() ? NULL : __real_malloc(n); }
+void *__wrap_calloc(size_t n, size_t size) { return should_fail() ? NULL : __real_calloc(n, size); }
+
+/* A caller that holds its own lock while asking, and a callback that takes
+ * that lock (capture/run.c: send_step and on_reply): an error-checking
+ * mutex says EDEADLK where the callback would deadlock. */
+static pthread_mutex_t caller_lock;
+static int inside_call;
+
+typedef struct {
+  outcome o;
+  int lock_rc;
+  int during_call;
+} locked_outcome;
+
+static void locked_done(const Memdiag__V1__Reply *r, void *arg)
+{
+  locked_outcome *lo = arg;
+
+  lo->during_call = inside_call;
+  lo->lock_rc = pthread_mutex_lock(&caller_lock);
+  if(lo->lock_rc == 0)
+    pthread_mutex_unlock(&caller_lock);
+  done(r, &lo->o);
+}
+
+static void out_of_memory_never_calls_back_inside_the_request(void **state)
+{
+  Memdiag__V1__Ping ping;
+  Memdiag__V1__Request req = ping_request(&ping);
+  pthread_mutexattr_t attr;
+  unsigned answered = 0, refused = 0;
+
+  (void)state;
+  pthread_mutexattr_init(&attr);
+  pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ERRORCHECK);
+  pthread_mutex_init(&caller_lock, &attr);
+  mdp_loop_turn(loop, 0);
+  for(int rest = 0; rest <= 1; rest++) {
+    for(int at = 1; at <= 6; at++) {
+      locked_outcome lo = {0};
+      int rc;
+
+      send_rc = -ENOENT; /* ends without a worker: no reply to wait for */
+      assert_int_equal(pthread_mutex_lock(&caller_lock), 0);
+      inside_call = 1;
+      fail_count = 0;
+      fail_rest = rest;
+      fail_at = at;
+      rc = mdp_relay_request(3, &req, 0, locked_done, &lo);
+      fail_at = 0;
+      inside_call = 0;
+      pthread_mutex_unlock(&caller_lock);
+      if(rc != 0) {
+        assert_int_equal(rc, -ENOMEM);
+        mdp_loop_turn(loop, 0);
+        assert_int_equal(lo.o.calls, 0);
+        refused++;
+        continue;
+      }
+      turn_until_done(&lo.o);
+      assert_int_equal(lo.o.calls, 1);
+      assert_int_equal(lo.during_call, 0);
+      assert_int_equal(lo.lock_rc, 0);
+      /* a made-up error (the timer could not be set) or the real outcome */
+      assert_true(lo.o.status == MEMDIAG__V1__STATUS__STATUS_ERROR ||
+                  lo.o.status == MEMDIAG__V1__STATUS__STATUS_UNKNOWN_CONNECTION);
+      answered++;
+    }
+  }
+  /* Both ways were taken: refused at once, and answered later. */
+  assert_true(refused > 0);
+  assert_true(answered > 0);
+  pthread_mutex_destroy(&caller_lock);
+  pthread_mutexattr_destroy(&attr);
+}
+
+/* From another thread out of memory is a refusal, never a callback on the
+ * caller's thread. */
+typedef struct {
+  outcome *o;
+  int rc;
+} oom_thread;
+
+static void *request_without_memory(void *arg)
+{
+  oom_thread *ot = arg;
+  Memdiag__V1__Ping ping;
+  Memdiag__V1__Request req = ping_request(&ping);
+
+  for(int at = 1; at <= 3 && ot->rc == 0; at++) {
+    fail_count = 0;
+    fail_rest = 1;
+    fail_at = at;
+    ot->rc = mdp_relay_request(3, &req, 0, done, ot->o);
+    fail_at = 0;
+  }
+  return NULL;
+}
+
+static void out_of_memory_from_another_thread_is_refused(void **state)
+{
+  outcome o = {0};
+  oom_thread ot = {.o = &o};
+  pthread_t t;
+
+  (void)state;
+  mdp_loop_turn(loop, 0); /* the test thread becomes the loop's */
+  assert_int_equal(pthread_create(&t, NULL, request_without_memory, &ot), 0);
+  pthread_join(t, NULL);
+  assert_int_equal(ot.rc, -ENOMEM);
+  assert_int_equal(o.calls, 0);
+  mdp_loop_turn(loop, 0);
+  assert_int_equal(o.calls, 0);
 }
 
 /* From another thread the caller's request may be gone before the loop
@@ -402,6 +541,10 @@ int main(void)
       cmocka_unit_test_setup_teardown(bad_arguments_are_refused_without_a_callback, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(without_a_loop_a_request_ends_at_once, setup, teardown),
+      cmocka_unit_test_setup_teardown(out_of_memory_never_calls_back_inside_the_request, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(out_of_memory_from_another_thread_is_refused, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(
           a_request_from_another_thread_is_copied_and_answered_on_the_loop, setup, teardown),
   };
