@@ -15,6 +15,14 @@
 #include "md/tls.h"
 #include "server.h"
 
+/* Until a peer is known (a worker registered, or an operator's certificate
+ * checked), the largest frame it may send: a hello fits in far less, and a
+ * peer without a certificate must not make the plugin buffer MaxFrameSize. */
+#define MDP_CONN_UNKNOWN_FRAME_MAX   (64u * 1024u)
+/* What a Hello may announce (operation names are a few words long). */
+#define MDP_HELLO_CAPABILITIES_MAX   64u
+#define MDP_HELLO_CAPABILITY_LEN_MAX 64u
+
 typedef enum {
   MDP_CONN_HANDSHAKE,
   MDP_CONN_HELLO,

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -29,6 +30,27 @@ static void forbid_control(mdp_conn *c, const Memdiag__V1__Control *ctl)
   f.body_case = MEMDIAG__V1__FRAME__BODY_CONTROL_REPLY;
   f.control_reply = &r;
   mdp_conn_send(c, &f);
+}
+
+/* The registry keeps a worker's capabilities for its life and every
+ * `workers` reply lists them: a hello of thousands of them would be
+ * memory the peer chose, held per connection. Refused, naming the limit. */
+static bool hello_bounded(mdp_conn *c, const Memdiag__V1__Hello *h)
+{
+  char reason[200] = "";
+  if(h->n_capabilities > MDP_HELLO_CAPABILITIES_MAX)
+    snprintf(reason, sizeof(reason), "hello lists %zu capabilities; at most %u are accepted",
+             h->n_capabilities, MDP_HELLO_CAPABILITIES_MAX);
+  for(size_t i = 0; !reason[0] && i < h->n_capabilities; i++)
+    if(h->capabilities[i] && strlen(h->capabilities[i]) > MDP_HELLO_CAPABILITY_LEN_MAX)
+      snprintf(reason, sizeof(reason),
+               "hello capability %zu is %zu bytes long; at most %u are accepted", i + 1,
+               strlen(h->capabilities[i]), MDP_HELLO_CAPABILITY_LEN_MAX);
+  if(!reason[0])
+    return true;
+  mdp_conn_warn("memdiag plugin: refused worker hello from %s: %s", c->who, reason);
+  mdp_conn_goodbye(c, MEMDIAG__V1__STATUS__STATUS_BAD_REQUEST, reason);
+  return false;
 }
 
 static void on_hello(mdp_conn *c, const Memdiag__V1__Hello *h)
@@ -64,6 +86,8 @@ static void on_hello(mdp_conn *c, const Memdiag__V1__Hello *h)
   }
   if(c->pidfd_err == -ESRCH)
     goto gone;
+  if(!hello_bounded(c, h))
+    return;
   memset(&wh, 0, sizeof(wh));
   wh.pid = c->pid;
   wh.ns_pid = id_k.ns_pid;
@@ -91,6 +115,7 @@ static void on_hello(mdp_conn *c, const Memdiag__V1__Hello *h)
   c->state = MDP_CONN_WORKER;
   c->worker_id = id;
   c->deadline_ms = 0;
+  md_conn_set_max_frame(c->mc, c->env->cfg->max_frame);
   snprintf(c->who, sizeof(c->who), "'%.100s' pid %ld", h->name && h->name[0] ? h->name : "worker",
            (long)c->pid);
   /* The name is the peer's text: no control characters into collectd's log. */
@@ -221,6 +246,7 @@ static void after_handshake(mdp_conn *c)
   if(role == MD_ROLE_OPERATOR) {
     c->state = MDP_CONN_OPERATOR;
     c->deadline_ms = 0;
+    md_conn_set_max_frame(c->mc, c->env->cfg->max_frame);
   } else {
     c->state = MDP_CONN_HELLO; /* the handshake deadline now covers the hello too */
   }

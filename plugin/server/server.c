@@ -121,7 +121,9 @@ static void accept_one(int fd, uint64_t accepted_boot_ms)
     return;
   }
   c->env = &env;
-  md_conn_set_max_frame(c->mc, env.cfg->max_frame);
+  md_conn_set_max_frame(c->mc, env.cfg->max_frame < MDP_CONN_UNKNOWN_FRAME_MAX
+                                   ? env.cfg->max_frame
+                                   : MDP_CONN_UNKNOWN_FRAME_MAX);
   md_conn_peer_cred(c->mc, &c->pid, &c->uid, &c->gid);
   c->pidfd = mdp_pidfd_of_peer(fd, c->pid, accepted_boot_ms);
   c->pidfd_err = c->pidfd < 0 ? c->pidfd : 0;

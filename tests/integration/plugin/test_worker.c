@@ -19,7 +19,8 @@
  * the welcome, then exit), --fork N (N workers, one process each; the parent waits), --exit-after
  * S, --handoff-on-dump F (offers memory_dump; a memory_dump request makes the worker fork and
  * exit, leaving its connection to the child, which prints "handed off pid=C from=P" and
- * answers the request ok once file F exists).
+ * answers the request ok once file F exists), --bloated-hello N (a hello listing N empty
+ * capabilities, sent whatever its size).
  *
  * Output: "welcome connection_id=N pid=P" once registered, with
  * --show-heartbeats "heartbeat back sequence=S sent=N rtt_us=U" for each
@@ -45,7 +46,7 @@ typedef struct {
   const char *socket, *cert, *key, *ca, *name, *error_text, *goodbye, *handoff;
   long claim_pid;
   int skip_hello, control_after_hello, show_heartbeats;
-  long allocate_mb, fork_n, exit_after, big_hello, dump_frame, control_flood;
+  long allocate_mb, fork_n, exit_after, big_hello, dump_frame, control_flood, bloated_hello;
 } opts;
 
 static long dump_frame;        /* --dump-frame */
@@ -196,7 +197,7 @@ static int run_worker(const opts *o)
   char *caps[] = {"ping", "thread_dump", "scheduler_dump", "memory_dump"};
   uint32_t heartbeat_ms = 1000;
   uint64_t seq = 0, next_beat, end_at = 0;
-  char *big = NULL;
+  char *big = NULL, **bloat = NULL;
   int rc;
 
   if(o->allocate_mb > 0) {
@@ -231,6 +232,19 @@ static int run_worker(const opts *o)
     h.runtime_version = "1";
     h.n_capabilities = handoff ? 4 : 3;
     h.capabilities = caps;
+    if(o->bloated_hello > 0) {
+      /* Two bytes on the wire each, a pointer and a string once unpacked. */
+      bloat = malloc((size_t)o->bloated_hello * sizeof(char *));
+      if(!bloat) {
+        rc = 1;
+        goto out;
+      }
+      for(long k = 0; k < o->bloated_hello; k++)
+        bloat[k] = "";
+      h.n_capabilities = (size_t)o->bloated_hello;
+      h.capabilities = bloat;
+      md_conn_set_max_frame(c, 64u << 20);
+    }
     f.body_case = MEMDIAG__V1__FRAME__BODY_HELLO;
     f.hello = &h;
     rc = md_conn_send_wait(c, &f, 5000) ? 1 : 0;
@@ -366,6 +380,7 @@ static int run_worker(const opts *o)
   }
 out:
   free(big);
+  free(bloat);
   md_frame_free(in);
   md_conn_free(c);
   md_tls_ctx_free(ctx);
@@ -591,6 +606,8 @@ int main(int argc, char **argv)
       o.exit_after = atol(v);
     else if(strcmp(a, "--handoff-on-dump") == 0)
       o.handoff = v;
+    else if(strcmp(a, "--bloated-hello") == 0)
+      o.bloated_hello = atol(v);
     else
       return usage();
   }
