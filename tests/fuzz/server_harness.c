@@ -111,6 +111,11 @@ int md_conn_flush(md_conn *c)
   return MD_OK;
 }
 void md_conn_shutdown(md_conn *c) { (void)c; }
+void md_conn_set_max_frame(md_conn *c, size_t max_len)
+{
+  (void)c;
+  (void)max_len;
+}
 
 int md_conn_recv(md_conn *c, Memdiag__V1__Frame **out)
 {
@@ -211,6 +216,7 @@ static mdp_conn *conn_new(md_role role, uint64_t serial)
   /* The peer's pid (SO_PEERCRED in the plugin): 1, which always exists,
    * so that a corpus Hello naming pid 1 registers on any machine. */
   c->pid = 1;
+  c->pidfd = -1; /* as on a kernel without pidfds: nothing is signalled */
   c->uid = getuid();
   /* No pidfd, as on a kernel without pidfd_open (server.c takes one at
    * accept): calloc's 0 would be taken for a pidfd on stdin. */
