@@ -13,6 +13,9 @@
 #include "rstream.h"
 
 #define DEFAULT_WINDOW (4u << 20)
+/* Credit that lets a worker send the rest of a stream the plugin has given
+ * up on: its chunks are dropped as they arrive (no rstream matches them). */
+#define DRAIN_CREDIT   ((uint64_t)1 << 62)
 
 struct mdp_rstream {
   struct mdp_rstream *next;
@@ -346,10 +349,15 @@ void mdp_rstream_settle(mdp_rstream *rs, const Memdiag__V1__Reply *reply, mdp_rs
   } else if(rs->streaming) {
     /* a reply before the stream's end (an error, a timeout, the worker
      * gone): nothing more will come that is worth keeping */
-    if(!rs->store_ended)
+    if(!rs->store_ended) {
       end_store(rs, rs->reply->status == MEMDIAG__V1__STATUS__STATUS_OK
                         ? "the worker answered before the end of its stream"
                         : "the request failed before the end of the stream");
+      /* After a timeout the worker is still writing the dump and would wait
+       * for credit forever, serving no other request: let it send the rest,
+       * which is dropped on arrival. */
+      grant(rs, DRAIN_CREDIT);
+    }
   } else if(rs->compress_from[0]) {
     if(rs->reply->status != MEMDIAG__V1__STATUS__STATUS_OK) {
       rs->store_done = 1; /* the worker's file is not there to compress */
