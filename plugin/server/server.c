@@ -20,6 +20,7 @@
 #include "config.h"
 #include "conn.h"
 #include "hello.h"
+#include "unauth.h"
 #include "workers/pidfd.h"
 
 #define TICK_MS 1000u /* deadlines and heartbeats are checked each second */
@@ -87,18 +88,34 @@ static int conn_events(void *arg)
 
 static void conn_ready(short revents, void *arg) { mdp_hello_service(arg, revents); }
 
+/* Connections from uid still in their handshake or waiting for a hello. */
+static unsigned unauthenticated(uid_t uid)
+{
+  unsigned n = 0;
+  for(mdp_conn *c = conns; c; c = c->next)
+    if(!c->dead && c->uid == uid && (c->state == MDP_CONN_HANDSHAKE || c->state == MDP_CONN_HELLO))
+      n++;
+  return n;
+}
+
 static void accept_one(int fd, uint64_t accepted_boot_ms)
 {
   mdp_conn *c;
+  struct ucred cr;
+  socklen_t len = sizeof(cr);
   int rc;
 
+  if(getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0) {
+    cr.pid = 0;
+    cr.uid = (uid_t)-1;
+  }
   if(nconns >= env.cfg->max_connections) {
-    struct ucred cr;
-    socklen_t len = sizeof(cr);
-    if(getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0)
-      cr.pid = 0;
     mdp_conn_warn("memdiag plugin: refusing a connection from pid %ld: MaxConnections (%u) reached",
                   (long)cr.pid, env.cfg->max_connections);
+    close(fd);
+    return;
+  }
+  if(!mdp_unauth_admit(cr.uid, unauthenticated(cr.uid))) {
     close(fd);
     return;
   }
@@ -180,6 +197,7 @@ static void check_deadlines(uint64_t now)
   uint64_t silent = 3u * (uint64_t)env.cfg->heartbeat_ms;
 
   mdp_conn_log_roll(now);
+  mdp_unauth_roll(unauthenticated);
   for(mdp_conn *c = conns; c; c = c->next) {
     if(c->dead)
       continue;
