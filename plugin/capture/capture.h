@@ -53,6 +53,7 @@ typedef struct mdp_capture_config {
   bool restart_after_capture;           /* RestartAfterCapture */
   int restart_signal;                   /* RestartSignal */
   uint32_t step_timeout_ms;             /* StepTimeout: 0 = the server's default per operation */
+  uint64_t restart_deadline_ms;         /* RestartDeadline: wait past a dump's timeout */
   int dump_transfer;                    /* DumpTransfer: MDP_TRANSFER_* */
   bool dump_compression;                /* DumpCompression: zstd (true) or none */
   int dump_compression_level;           /* DumpCompressionLevel: zstd level, 1..19 */

@@ -32,6 +32,7 @@ void mdp_capture_config_init(mdp_capture_config_t *cfg)
   cfg->restart_after_capture = false;
   cfg->restart_signal = SIGTERM;
   cfg->step_timeout_ms = 0;
+  cfg->restart_deadline_ms = 600000;
   cfg->dump_transfer = MDP_TRANSFER_AUTO;
   cfg->dump_compression = true;
   cfg->dump_compression_level = 1;
@@ -92,6 +93,8 @@ static int set_units(mdp_capture_config_t *cfg, const char *key, const char *val
     return mdp_units_ms(key, value, 0.001, 1e9, &cfg->interval_ms, err, errlen);
   if(strcasecmp(key, "CaptureCooldown") == 0) /* 0: none */
     return mdp_units_ms(key, value, 0, 1e9, &cfg->cooldown_ms, err, errlen);
+  if(strcasecmp(key, "RestartDeadline") == 0) /* 0: restart at the dump's timeout */
+    return mdp_units_ms(key, value, 0, 86400, &cfg->restart_deadline_ms, err, errlen);
   if(strcasecmp(key, "StepTimeout") == 0) { /* 0: the server's default per operation */
     rc = mdp_units_ms(key, value, 0, UINT32_MAX / 1000.0, &ms, err, errlen);
     if(rc == 0)

@@ -107,6 +107,7 @@ typedef struct mdp_manifest_info {
   int restart_signal;       /* 0: RestartAfterCapture off */
   int64_t signalled_ms;     /* when the signal was sent, 0 if never */
   const char *signal_error; /* why it could not be sent, or NULL */
+  const char *restart_wait; /* how a dump past its timeout ended before the signal, or NULL */
   const char *analysis;     /* JSON object: the capture's analysis, or NULL */
 } mdp_manifest_info_t;
 

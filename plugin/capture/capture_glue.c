@@ -288,6 +288,7 @@ void mdp_capture_worker_gone(uint64_t connection_id)
   mdp_caprun *r = mdp_caprun_find(connection_id);
   if(r && r->begun) {
     mdp_actions_t acts = {.n = 0};
+    mdp_caprun_dump_ended(r, "was not answered: the worker exited");
     mdp_plan_worker_gone(&r->plan, mdp_caprun_now_ms(), &acts);
     mdp_caprun_actions(r, &acts);
     mdp_sched_finished(&st->sched, r->conn, mdp_caprun_dump_taken(&r->plan));

@@ -140,6 +140,8 @@ void mdp_capfs_format_manifest(FILE *f, const mdp_manifest_info_t *in, const mdp
     json_time(f, in->signalled_ms);
     fputs(", \"error\": ", f);
     json_opt(f, in->signal_error);
+    fputs(", \"waited\": ", f);
+    json_opt(f, in->restart_wait);
     fputs("}", f);
   } else {
     fputs("null", f);

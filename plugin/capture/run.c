@@ -171,6 +171,7 @@ static void write_manifest(mdp_caprun *r)
       .restart_signal = cfg->restart_after_capture ? cfg->restart_signal : 0,
       .signalled_ms = r->signalled_ms,
       .signal_error = r->signal_error[0] ? r->signal_error : NULL,
+      .restart_wait = r->restart_wait[0] ? r->restart_wait : NULL,
   };
   int rc = mdp_capfs_write_manifest(r->dir, &info, &r->plan);
   if(rc && !r->manifest_failed) {
@@ -256,6 +257,9 @@ static void on_reply(const Memdiag__V1__Reply *reply, void *arg)
       if(s->file[0] && !strncmp(base, s->file, strlen(s->file)) && strlen(base) < sizeof(s->file))
         snprintf(s->file, sizeof(s->file), "%s", base);
     }
+    mdp_caprun_dump_ended(r, reply->status == MEMDIAG__V1__STATUS__STATUS_TIMEOUT
+                                 ? "ended with a timeout"
+                                 : "was answered");
     mdp_plan_reply(&r->plan, mdp_caprun_now_ms(), &rep, &acts);
     mdp_caprun_actions(r, &acts);
     mdp_caprun_settle(r);
@@ -293,7 +297,46 @@ static bool plugin_stores(const mdp_caprun *r, const mdp_step_t *s)
   return r->streams || (mdp_step_is_dump(s->kind) && mdp_capst.cfg.dump_compression);
 }
 
-static int send_stored(mdp_caprun *r, mdp_capreq_t *cr, const mdp_step_t *s, token_t *t)
+/* RestartAfterCapture: a dump past its timeout may still be being written
+ * (an inline dump cannot be stopped), and a restart signal then would tear
+ * it. The relay waits RestartDeadline longer than the worker is told, for
+ * its answer or its exit; returns that extra time (0 for other steps). */
+static uint32_t restart_wait(mdp_caprun *r, const mdp_capreq_t *cr, const mdp_step_t *s)
+{
+  const mdp_capture_config_t *cfg = &mdp_capst.cfg;
+
+  r->dump_sent_ms = 0;
+  if(!cfg->restart_after_capture || !mdp_step_is_dump(s->kind))
+    return 0;
+  r->dump_sent_ms = mdp_caprun_now_ms();
+  r->dump_told_ms =
+      cfg->step_timeout_ms ? cfg->step_timeout_ms : mdp_relay_default_timeout_ms(&cr->req);
+  return cfg->restart_deadline_ms > UINT32_MAX / 2 ? UINT32_MAX / 2
+                                                   : (uint32_t)cfg->restart_deadline_ms;
+}
+
+/* The dump sent under RestartAfterCapture ended (answer, made-up timeout
+ * or the worker's exit: `how`); past its timeout, say what the restart
+ * waited for. */
+void mdp_caprun_dump_ended(mdp_caprun *r, const char *how)
+{
+  int64_t took;
+
+  if(!r->dump_sent_ms)
+    return;
+  took = mdp_caprun_now_ms() - r->dump_sent_ms;
+  r->dump_sent_ms = 0;
+  if(took <= (int64_t)r->dump_told_ms)
+    return;
+  snprintf(r->restart_wait, sizeof(r->restart_wait),
+           "the dump %s %.1f s after it was sent, past its timeout (%.0f s); RestartDeadline "
+           "%.0f s",
+           how, (double)took / 1000, (double)r->dump_told_ms / 1000,
+           (double)mdp_capst.cfg.restart_deadline_ms / 1000);
+}
+
+static int send_stored(mdp_caprun *r, mdp_capreq_t *cr, const mdp_step_t *s, token_t *t,
+                       uint32_t extra)
 {
   const mdp_capture_config_t *cfg = &mdp_capst.cfg;
   int heap = r->streams ? mdp_capreq_for_stream(cr) : 1;
@@ -310,7 +353,7 @@ static int send_stored(mdp_caprun *r, mdp_capreq_t *cr, const mdp_step_t *s, tok
   sink.dir_fd = open(r->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if(sink.dir_fd < 0)
     return -errno;
-  rc = mdp_relay_request_to(r->conn, &cr->req, cfg->step_timeout_ms, &sink, on_reply, t);
+  rc = mdp_relay_request_past(r->conn, &cr->req, cfg->step_timeout_ms, extra, &sink, on_reply, t);
   close(sink.dir_fd);
   return rc;
 }
@@ -322,18 +365,25 @@ static void send_step(mdp_caprun *r, size_t idx)
   const char *why = NULL;
   token_t *t = NULL;
   const mdp_step_t *s = &r->plan.steps[idx];
+  uint32_t extra = 0;
 
   if(mdp_capreq_build(&cr, s, r->dir, &mdp_capst.cfg) != 0)
     why = "the step sends no request";
   else if(!(t = token(r, 0)))
     why = "out of memory";
-  else if(plugin_stores(r, s) && send_stored(r, &cr, s, t) != 0)
-    why = "the plugin could not open the capture folder to store the result";
-  else if(!plugin_stores(r, s) &&
-          mdp_relay_request(r->conn, &cr.req, mdp_capst.cfg.step_timeout_ms, on_reply, t) != 0)
-    why = "the server could not send the request";
+  else {
+    extra = restart_wait(r, &cr, s);
+    if(plugin_stores(r, s)) {
+      if(send_stored(r, &cr, s, t, extra) != 0)
+        why = "the plugin could not open the capture folder to store the result";
+    } else if(mdp_relay_request_past(r->conn, &cr.req, mdp_capst.cfg.step_timeout_ms, extra, NULL,
+                                     on_reply, t) != 0) {
+      why = "the server could not send the request";
+    }
+  }
   if(!why)
     return;
+  r->dump_sent_ms = 0;
   free(t);
   mdp_reply_t rep = {.status = MDP_REPLY_ERROR, .error = why};
   mdp_plan_reply(&r->plan, mdp_caprun_now_ms(), &rep, &acts);

@@ -37,6 +37,12 @@ typedef struct mdp_caprun {
   char dir[MDP_CAPTURE_PATH_MAX];
   int64_t signalled_ms;
   char signal_error[128];
+  /* A dump sent while RestartAfterCapture is on: when, and the timeout the
+   * worker was told; the relay waits RestartDeadline longer, and what came
+   * of it goes to the manifest's restart.waited. */
+  int64_t dump_sent_ms;
+  uint32_t dump_told_ms;
+  char restart_wait[240];
   bool manifest_failed;
   bool analysing; /* handed to analyze.c, which then starts CaptureCommand */
   bool streams;   /* results go through the plugin (DumpTransfer), decided at start */
@@ -77,6 +83,10 @@ void mdp_caprun_notify(int severity, const mdp_caprun *r, const char *fmt, ...)
 /* RestartSignal to the run's worker, if it is still connected under the
  * same ID and PID; `why` goes into the notification. */
 void mdp_caprun_signal(mdp_caprun *r, const char *why);
+/* A dump sent under RestartAfterCapture ended (`how`: "was answered",
+ * "ended with a timeout", "outlived its worker"): past its timeout, the
+ * manifest's restart.waited says so. */
+void mdp_caprun_dump_ended(mdp_caprun *r, const char *how);
 
 bool mdp_caprun_dump_taken(const mdp_plan_t *p);
 

@@ -159,7 +159,8 @@ static void expire(void *arg)
 
 /* p: allocated by the caller (the relay's from here on). */
 static void submit(pending *p, uint64_t connection_id, const Memdiag__V1__Request *req,
-                   uint32_t timeout_ms, const mdp_relay_sink *sink, mdp_reply_fn done, void *arg)
+                   uint32_t timeout_ms, uint32_t extra_ms, const mdp_relay_sink *sink,
+                   mdp_reply_fn done, void *arg)
 {
   Memdiag__V1__Frame frame = MEMDIAG__V1__FRAME__INIT;
   Memdiag__V1__Request copy = *req;
@@ -180,7 +181,7 @@ static void submit(pending *p, uint64_t connection_id, const Memdiag__V1__Reques
     timeout_ms = req->has_timeout_ms && req->timeout_ms ? req->timeout_ms
                                                         : mdp_relay_default_timeout_ms(req);
   /* The plugin waits a little longer than it tells the worker. */
-  p->timer_id = mdp_loop_timer_add(loop, (uint64_t)timeout_ms + GRACE_MS, expire, NULL,
+  p->timer_id = mdp_loop_timer_add(loop, (uint64_t)timeout_ms + GRACE_MS + extra_ms, expire, NULL,
                                    (void *)(uintptr_t)p->request_id);
   if(!p->timer_id) {
     finish_later(p, MEMDIAG__V1__STATUS__STATUS_ERROR,
@@ -260,7 +261,7 @@ void mdp_relay_on_stream(uint64_t connection_id, const Memdiag__V1__Frame *f)
 
 typedef struct {
   uint64_t connection_id;
-  uint32_t timeout_ms;
+  uint32_t timeout_ms, extra_ms;
   mdp_reply_fn done;
   void *arg;
   Memdiag__V1__Request *req;
@@ -283,8 +284,8 @@ static void request_task_run(void *arg)
     oom.error = "memdiag plugin: out of memory";
     rt->done(&oom, rt->arg);
   } else {
-    submit(p, rt->connection_id, rt->req, rt->timeout_ms, rt->has_sink ? &rt->sink : NULL, rt->done,
-           rt->arg);
+    submit(p, rt->connection_id, rt->req, rt->timeout_ms, rt->extra_ms,
+           rt->has_sink ? &rt->sink : NULL, rt->done, rt->arg);
   }
   memdiag__v1__request__free_unpacked(rt->req, NULL);
   if(rt->has_sink)
@@ -302,6 +303,13 @@ int mdp_relay_request_to(uint64_t connection_id, const Memdiag__V1__Request *req
                          uint32_t timeout_ms, const mdp_relay_sink *sink, mdp_reply_fn done,
                          void *arg)
 {
+  return mdp_relay_request_past(connection_id, req, timeout_ms, 0, sink, done, arg);
+}
+
+int mdp_relay_request_past(uint64_t connection_id, const Memdiag__V1__Request *req,
+                           uint32_t timeout_ms, uint32_t extra_ms, const mdp_relay_sink *sink,
+                           mdp_reply_fn done, void *arg)
+{
   request_task *rt;
   uint8_t *buf;
   size_t len;
@@ -313,7 +321,7 @@ int mdp_relay_request_to(uint64_t connection_id, const Memdiag__V1__Request *req
     pending *p = calloc(1, sizeof(*p));
     if(!p)
       return -ENOMEM;
-    submit(p, connection_id, req, timeout_ms, sink, done, arg);
+    submit(p, connection_id, req, timeout_ms, extra_ms, sink, done, arg);
     return 0;
   }
   if(!loop)
@@ -337,6 +345,7 @@ int mdp_relay_request_to(uint64_t connection_id, const Memdiag__V1__Request *req
   }
   rt->connection_id = connection_id;
   rt->timeout_ms = timeout_ms;
+  rt->extra_ms = extra_ms;
   rt->done = done;
   rt->arg = arg;
   if(sink) {
