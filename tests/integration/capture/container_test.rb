@@ -85,9 +85,11 @@ class CaptureContainerTest < Minitest::Test
     # The folder is the plugin's own: the worker never writes into it.
     assert_equal 0, File.stat(dir).uid
 
+    # The OKAY notification waits for the capture's analysis (analysis.json).
+    @bench.wait_note("OKAY", /capture of worker boxed .*capture complete/)
     names = Dir.children(dir).sort
-    assert_equal %w[capture.json gc.txt heap-1.json.zst heap-2.json.zst heap-3.json.zst
-                    scheduler.txt threads.txt], names
+    assert_equal %w[analysis.json capture.json gc.txt heap-1.json.zst heap-2.json.zst
+                    heap-3.json.zst scheduler.txt threads.txt], names
     leaks = %w[heap-1.json.zst heap-2.json.zst heap-3.json.zst].map do |f|
       path = File.join(dir, f)
       step = m["steps"].find { |s| s["file"] == f }
@@ -104,8 +106,6 @@ class CaptureContainerTest < Minitest::Test
     assert_operator leaks.last, :>, leaks.first, "the leak grows across the dumps: #{leaks}"
     assert File.size?(File.join(dir, "gc.txt"))
     assert_match(/memdiag-hook|Thread/, File.read(File.join(dir, "threads.txt")))
-
-    @bench.wait_note("OKAY", /capture of worker boxed .*capture complete/)
   end
 
   # memdiagctl memory_dump without a path: the dump lands in
