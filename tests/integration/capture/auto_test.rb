@@ -63,7 +63,9 @@ class CaptureAutoTest < Minitest::Test
       assert_match(/Retained ARRAY/, out)
     end
     plain.each { |p| File.unlink(p) }
-    # No temporary or partial file is left behind.
+    # No temporary or partial file is left behind once the capture, and the
+    # analysis that follows it (OKAY waits for it), are over.
+    @bench.wait_note("OKAY", /capture of worker leaky-auto .*capture complete/)
     assert_empty Dir.children(dir).grep(/partial|\.tmp/), Dir.children(dir).inspect
 
     started = @bench.wait_note("WARNING", /capture of worker leaky-auto .*capture started: capture-size/)
