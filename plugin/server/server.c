@@ -315,45 +315,43 @@ static void *loop_main(void *unused)
 
 /* ------------------------------------------------------------ lifecycle */
 
-static int set_group(const char *path, const char *group)
+/* SocketGroup as a gid (a name or a number); -1 when unset. */
+static long socket_gid(const char *group)
 {
   char *end;
   unsigned long gid;
   struct group *gr;
 
+  if(!group)
+    return -1;
   errno = 0;
   gid = strtoul(group, &end, 10);
   if(errno || *end != '\0') {
     gr = getgrnam(group);
     if(!gr) {
       ERROR("memdiag plugin: SocketGroup \"%s\": no such group", group);
-      return -EINVAL;
+      return -2;
     }
     gid = gr->gr_gid;
   }
-  if(chown(path, (uid_t)-1, (gid_t)gid) != 0) {
-    ERROR("memdiag plugin: SocketGroup \"%s\": chown %s: %s", group, path, strerror(errno));
-    return -errno;
-  }
-  return 0;
+  return (long)gid;
 }
 
 static int listen_on(const mdp_config *cfg)
 {
   char err[512] = "";
-  int rc;
+  long gid = socket_gid(cfg->socket_group);
 
-  /* Workers of a preforking server start together: a short backlog would
-   * refuse some of them. */
-  listen_fd = md_unix_listen(cfg->socket, cfg->socket_mode, SOMAXCONN, err, sizeof(err));
-  if(listen_fd < 0) {
-    ERROR("memdiag plugin: Socket \"%s\": %s", cfg->socket, err);
+  if(gid == -2)
     return -EINVAL;
-  }
-  if(cfg->socket_group) {
-    rc = set_group(cfg->socket, cfg->socket_group);
-    if(rc)
-      return rc;
+  /* Workers of a preforking server start together: a short backlog would
+   * refuse some of them. Mode and group are set on the socket bound, never
+   * through its path again (md/tls.h). */
+  listen_fd = md_unix_listen_as(cfg->socket, cfg->socket_mode, gid, SOMAXCONN, err, sizeof(err));
+  if(listen_fd < 0) {
+    ERROR("memdiag plugin: Socket \"%s\"%s%s: %s", cfg->socket, gid >= 0 ? ", SocketGroup " : "",
+          gid >= 0 ? cfg->socket_group : "", err);
+    return -EINVAL;
   }
   listen_watch = mdp_loop_watch_add(loop, listen_fd, listen_events, accept_all, NULL);
   return listen_watch ? 0 : -ENOMEM;

@@ -49,42 +49,106 @@ int md_unix_connect(const char *path, char *err, size_t errlen)
 
 int md_unix_listen(const char *path, unsigned mode, int backlog, char *err, size_t errlen)
 {
+  return md_unix_listen_as(path, mode, -1, backlog, err, errlen);
+}
+
+/* Splits path into its directory (opened, O_PATH) and last name. */
+static int open_parent(const char *path, char *name, size_t namelen, char *err, size_t errlen)
+{
+  char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+  const char *slash = strrchr(path, '/');
+  const char *base = slash ? slash + 1 : path;
+  size_t dl = slash ? (size_t)(slash - path) : 1;
+
+  if(!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0 || strlen(base) >= namelen ||
+     dl >= sizeof(dir)) {
+    md_seterr(err, errlen, "socket path '%s' does not end in a file name", path);
+    return MD_EINVAL;
+  }
+  if(!slash)
+    memcpy(dir, ".", 2);
+  else if(slash == path)
+    memcpy(dir, "/", 2);
+  else {
+    memcpy(dir, path, dl);
+    dir[dl] = '\0';
+  }
+  memcpy(name, base, strlen(base) + 1);
+  int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if(dfd < 0) {
+    md_seterr(err, errlen, "cannot open the directory of %s: %s", path, strerror(errno));
+    return MD_EIO;
+  }
+  return dfd;
+}
+
+int md_unix_listen_as(const char *path, unsigned mode, long gid, int backlog, char *err,
+                      size_t errlen)
+{
   struct sockaddr_un sa;
   struct stat st;
-  int fd, rc;
+  char name[256], via[sizeof(sa.sun_path)], node_path[64];
+  int fd = -1, dfd = -1, node = -1, rc;
 
   rc = fill_addr(&sa, path, err, errlen);
   if(rc)
     return rc;
-  if(lstat(path, &st) == 0) {
+  dfd = open_parent(path, name, sizeof(name), err, errlen);
+  if(dfd < 0)
+    return dfd;
+  rc = MD_EIO;
+  if(fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
     if(!S_ISSOCK(st.st_mode)) {
       md_seterr(err, errlen, "%s exists and is not a socket; not removing it", path);
-      return MD_EINVAL;
+      rc = MD_EINVAL;
+      goto out;
     }
-    unlink(path);
+    unlinkat(dfd, name, 0);
   }
+  /* Bound in the directory opened above, whatever its path leads to now;
+   * without /proc, by path. */
+  if((size_t)snprintf(via, sizeof(via), "/proc/self/fd/%d/%s", dfd, name) < sizeof(via) &&
+     access("/proc/self/fd", X_OK) == 0)
+    memcpy(sa.sun_path, via, strlen(via) + 1);
   fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if(fd < 0) {
     md_seterr(err, errlen, "socket: %s", strerror(errno));
-    return MD_EIO;
+    goto out;
   }
   if(bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
     md_seterr(err, errlen, "cannot bind %s: %s", path, strerror(errno));
-    goto fail;
+    goto out;
   }
-  if(mode && chmod(path, mode) < 0) {
+  /* The name may have been swapped since the bind (a link to a file root
+   * would then chmod): the node is opened without following anything and
+   * must still be a socket of ours. */
+  node = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  if(node < 0 || fstat(node, &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != geteuid()) {
+    md_seterr(err, errlen, "%s was replaced right after it was bound; not changing its mode", path);
+    goto out;
+  }
+  snprintf(node_path, sizeof(node_path), "/proc/self/fd/%d", node);
+  if(mode && chmod(node_path, mode) < 0) {
     md_seterr(err, errlen, "cannot chmod %s: %s", path, strerror(errno));
-    goto fail;
+    goto out;
+  }
+  if(gid >= 0 && fchownat(node, "", (uid_t)-1, (gid_t)gid, AT_EMPTY_PATH) < 0) {
+    md_seterr(err, errlen, "cannot set the group of %s: %s", path, strerror(errno));
+    goto out;
   }
   if(listen(fd, backlog > 0 ? backlog : 128) < 0) {
     md_seterr(err, errlen, "cannot listen on %s: %s", path, strerror(errno));
-    goto fail;
+    goto out;
   }
-  return fd;
-
-fail:
-  close(fd);
-  return MD_EIO;
+  rc = fd;
+  fd = -1;
+out:
+  if(fd >= 0)
+    close(fd);
+  if(node >= 0)
+    close(node);
+  close(dfd);
+  return rc;
 }
 
 int md_client_connect(md_conn **out, md_tls_ctx *ctx, const char *path, int timeout_ms, char *err,

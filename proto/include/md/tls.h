@@ -112,6 +112,16 @@ int md_unix_connect(const char *path, char *err, size_t errlen);
  * mode: permission bits for the socket file (0 keeps umask's). */
 int md_unix_listen(const char *path, unsigned mode, int backlog, char *err, size_t errlen);
 
+/* The same, and the socket file's group set to gid unless gid < 0. Root
+ * runs this, so nothing is done by path after the bind: the directory is
+ * opened once, the socket bound through that descriptor
+ * (/proc/self/fd/N/name), and its mode and group set on the file found
+ * there without following a link, after checking it is a socket of ours.
+ * A socket swapped for anything else is refused (MD_EIO, err says so) and
+ * nothing else is changed. */
+int md_unix_listen_as(const char *path, unsigned mode, long gid, int backlog, char *err,
+                      size_t errlen);
+
 /* Convenience for blocking clients: connect + TLS handshake. */
 int md_client_connect(md_conn **out, md_tls_ctx *ctx, const char *path, int timeout_ms, char *err,
                       size_t errlen);
