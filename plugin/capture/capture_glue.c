@@ -164,8 +164,10 @@ mdp_capture_outcome mdp_capture_start(const mdp_capture_worker_t *w, const char 
       snprintf(why, sizeof(why), "CaptureDirectory is outside the worker's dump directory");
     rc = MDP_CAPTURE_OUTSIDE;
   } else {
-    rc = admitted(mdp_sched_admit(&st->sched, w->connection_id, info.name, mdp_caprun_now_ms(),
-                                  manual, why, sizeof(why)));
+    char id[MDP_SCHED_ID_MAX];
+    mdp_sched_identity(id, sizeof(id), (unsigned long)info.uid, info.certificate, info.name);
+    rc = admitted(mdp_sched_admit(&st->sched, w->connection_id, id, mdp_caprun_now_ms(), manual,
+                                  why, sizeof(why)));
   }
   if(rc < 0) {
     md_seterr(err, errlen, "%s", why);
@@ -239,6 +241,17 @@ static void limit_dump(mdp_caprun *r, const mdp_capture_worker_t *w)
   }
 }
 
+/* The identity cooldowns are kept under (plan_sched.h): the registry's
+ * while the worker is connected, else what the caller knows. */
+static void worker_identity(const mdp_capture_worker_t *w, char *id, size_t len)
+{
+  mdp_worker_info info;
+  if(mdp_registry_info(w->connection_id, &info) == 0)
+    mdp_sched_identity(id, len, (unsigned long)info.uid, info.certificate, info.name);
+  else
+    mdp_sched_identity(id, len, (unsigned long)w->uid, "", w->name);
+}
+
 void mdp_capture_observe(const mdp_capture_worker_t *w, bool limit_reached)
 {
   char why[256] = "";
@@ -251,8 +264,9 @@ void mdp_capture_observe(const mdp_capture_worker_t *w, bool limit_reached)
     mdp_plan_set_rss(&r->plan, w->rss);
   if(!limit_reached || !st->cfg.restart_after_capture)
     goto out;
-  switch(mdp_sched_limit(&st->sched, w->connection_id, w->name ? w->name : "", mdp_caprun_now_ms(),
-                         why, sizeof(why))) {
+  char id[MDP_SCHED_ID_MAX];
+  worker_identity(w, id, sizeof(id));
+  switch(mdp_sched_limit(&st->sched, w->connection_id, id, mdp_caprun_now_ms(), why, sizeof(why))) {
   case MDP_LIMIT_IGNORE: break;
   case MDP_LIMIT_PLAN: {
     mdp_actions_t acts = {.n = 0};
@@ -344,13 +358,16 @@ void mdp_capture_get_counters(mdp_capture_counters_t *out)
   pthread_mutex_unlock(&st->lock);
 }
 
-/* A worker that restarted has a new connection but its name's cooldown. */
+/* A worker that restarted has a new connection but its identity's cooldown. */
 static bool cooled(const mdp_sched_conn_t *c, uint64_t connection_id)
 {
   mdp_worker_info info;
+  char id[MDP_SCHED_ID_MAX];
   const char *name = c ? c->name : NULL;
-  if(!name && mdp_registry_info(connection_id, &info) == 0)
-    name = info.name;
+  if(!name && mdp_registry_info(connection_id, &info) == 0) {
+    mdp_sched_identity(id, sizeof(id), (unsigned long)info.uid, info.certificate, info.name);
+    name = id;
+  }
   return name && mdp_sched_cooldown_left(&st->sched, name, mdp_caprun_now_ms()) > 0;
 }
 

@@ -100,12 +100,19 @@ static int cool_mark(mdp_sched_t *s, const char *name, int64_t now_ms)
   return 0;
 }
 
+void mdp_sched_identity(char *out, size_t len, unsigned long uid, const char *certificate,
+                        const char *name)
+{
+  snprintf(out, len, "'%.128s' (uid %lu, certificate '%.128s')", name ? name : "", uid,
+           certificate ? certificate : "");
+}
+
 static void cooldown_why(const mdp_sched_t *s, const char *name, int64_t now_ms, char *why,
                          size_t whylen)
 {
   uint64_t left = mdp_sched_cooldown_left(s, name, now_ms);
   snprintf(why, whylen,
-           "CaptureCooldown: worker name \"%s\" was captured recently; next "
+           "CaptureCooldown: worker %s was captured recently; next "
            "capture allowed in %" PRIu64 " s",
            name, (left + 999) / 1000);
 }

@@ -2,9 +2,16 @@
  *
  * Pure policy over all workers: one plan per worker, at most
  * CaptureConcurrency plans at once (further triggers wait in a queue, oldest
- * first), CaptureCooldown per worker name, and what to do when a worker
+ * first), CaptureCooldown per worker identity, and what to do when a worker
  * reaches MemoryLimit under RestartAfterCapture. No I/O, no clock reads: the
  * caller passes the time.
+ *
+ * A worker's identity (the `name` arguments below) is what it cannot forge:
+ * its uid (SO_PEERCRED) and its certificate's CN together with the name it
+ * claims, composed by mdp_sched_identity. A worker that claims another's
+ * name under another uid or certificate shares no cooldown with it, so it
+ * can neither suppress that worker's captures nor get it restarted without
+ * a dump.
  *
  * Ownership: an mdp_sched_t owns its arrays; release with mdp_sched_free().
  */
@@ -21,9 +28,15 @@ extern "C" {
 
 typedef enum { MDP_CONN_IDLE, MDP_CONN_QUEUED, MDP_CONN_RUNNING } mdp_conn_state_t;
 
+#define MDP_SCHED_ID_MAX 320 /* an identity, as mdp_sched_identity writes it */
+
+/* "'billing-api' (uid 1000, certificate 'memdiag worker')" into out. */
+void mdp_sched_identity(char *out, size_t len, unsigned long uid, const char *certificate,
+                        const char *name);
+
 typedef struct mdp_sched_conn {
   uint64_t connection_id;
-  char name[128];
+  char name[MDP_SCHED_ID_MAX]; /* identity */
   mdp_conn_state_t state;
   bool manual;     /* queued by an operator: cooldown does not apply */
   bool dump_taken; /* a heap dump of this connection succeeded */
@@ -33,7 +46,7 @@ typedef struct mdp_sched_conn {
 } mdp_sched_conn_t;
 
 typedef struct mdp_sched_cool {
-  char name[128];
+  char name[MDP_SCHED_ID_MAX]; /* identity */
   int64_t last_ms;
 } mdp_sched_cool_t;
 
@@ -87,7 +100,7 @@ mdp_limit_action_t mdp_sched_limit(mdp_sched_t *s, uint64_t conn, const char *na
 /* NULL when memdiag knows nothing about conn. */
 const mdp_sched_conn_t *mdp_sched_find(const mdp_sched_t *s, uint64_t conn);
 
-/* Milliseconds of cooldown left for a name (0: none). */
+/* Milliseconds of cooldown left for an identity (0: none). */
 uint64_t mdp_sched_cooldown_left(const mdp_sched_t *s, const char *name, int64_t now_ms);
 
 #ifdef __cplusplus

@@ -97,6 +97,7 @@ static void on_hello(mdp_conn *c, const Memdiag__V1__Hello *h)
   wh.uid = c->uid;
   wh.gid = c->gid;
   wh.name = h->name;
+  wh.certificate = md_conn_peer_name(c->mc);
   wh.runtime = h->runtime;
   wh.runtime_version = h->runtime_version;
   wh.dump_directory = h->dump_directory;

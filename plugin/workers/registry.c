@@ -116,6 +116,7 @@ int mdp_registry_add(const mdp_worker_hello *h, uint64_t *id, int *proc_err)
   w->gid = h->gid;
   /* The name is the peer's text and ends up in logs and notifications. */
   md_printable(w->name, sizeof(w->name), h->name && h->name[0] ? h->name : "worker", MD_TEXT_PLAIN);
+  md_printable(w->certificate, sizeof(w->certificate), h->certificate, MD_TEXT_PLAIN);
   snprintf(w->runtime, sizeof(w->runtime), "%s", h->runtime ? h->runtime : "");
   snprintf(w->runtime_version, sizeof(w->runtime_version), "%s",
            h->runtime_version ? h->runtime_version : "");
@@ -293,6 +294,7 @@ int mdp_registry_info(uint64_t id, mdp_worker_info *out)
     out->uid = w->uid;
     out->gid = w->gid;
     snprintf(out->name, sizeof(out->name), "%s", w->name);
+    snprintf(out->certificate, sizeof(out->certificate), "%s", w->certificate);
     snprintf(out->instance, sizeof(out->instance), "%s", w->instance);
     snprintf(out->runtime, sizeof(out->runtime), "%s", w->runtime);
     snprintf(out->runtime_version, sizeof(out->runtime_version), "%s", w->runtime_version);

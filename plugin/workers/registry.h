@@ -31,6 +31,7 @@ typedef struct mdp_worker {
   uid_t uid;
   gid_t gid;
   char name[128];
+  char certificate[128]; /* CN of its TLS certificate */
   char instance[128];
   char runtime[32];
   char runtime_version[32];
@@ -64,8 +65,9 @@ typedef struct mdp_worker_info {
   pid_t ppid;
   uid_t uid; /* SO_PEERCRED */
   gid_t gid;
-  char name[128];     /* from its hello */
-  char instance[128]; /* collectd plugin_instance of its values */
+  char name[128];        /* from its hello */
+  char certificate[128]; /* CN of its TLS certificate */
+  char instance[128];    /* collectd plugin_instance of its values */
   char runtime[32];
   char runtime_version[32];
   char dump_directory[512]; /* from its hello, "" if none */
@@ -85,6 +87,7 @@ typedef struct mdp_worker_hello {
   uid_t uid;
   gid_t gid;
   const char *name, *runtime, *runtime_version, *dump_directory;
+  const char *certificate; /* CN of the peer's certificate */
   char **capabilities;
   size_t n_capabilities;
   pid_t ns_pid;       /* its PID in its own namespace (NSpid), == pid on the host */

@@ -87,6 +87,40 @@ static void cooldown_per_name(void **state)
   mdp_sched_free(&s);
 }
 
+/* Issue 11, finding 6: a worker that claims another's name under another
+ * uid or certificate shares no cooldown (and no limit decision) with it. */
+static void cooldown_per_identity(void **state)
+{
+  (void)state;
+  mdp_sched_t s;
+  char why[256], real[MDP_SCHED_ID_MAX], impostor[MDP_SCHED_ID_MAX], other_cert[MDP_SCHED_ID_MAX],
+      again[MDP_SCHED_ID_MAX];
+  mdp_sched_identity(real, sizeof(real), 1000, "memdiag worker", "billing-api");
+  mdp_sched_identity(impostor, sizeof(impostor), 65534, "memdiag worker", "billing-api");
+  mdp_sched_identity(other_cert, sizeof(other_cert), 1000, "other app", "billing-api");
+  mdp_sched_identity(again, sizeof(again), 1000, "memdiag worker", "billing-api");
+  mdp_sched_init(&s, 4, HOUR, true);
+  assert_int_equal(mdp_sched_admit(&s, 1, impostor, 0, false, why, sizeof(why)), MDP_ADMIT_START);
+  mdp_sched_finished(&s, 1, true);
+  assert_int_equal(mdp_sched_admit(&s, 2, real, 1000, false, why, sizeof(why)), MDP_ADMIT_START);
+  mdp_sched_finished(&s, 2, true);
+  assert_int_equal(mdp_sched_admit(&s, 3, other_cert, 2000, false, why, sizeof(why)),
+                   MDP_ADMIT_START);
+  mdp_sched_finished(&s, 3, true);
+  /* The same identity on a new connection is in its cooldown. */
+  assert_int_equal(mdp_sched_admit(&s, 4, again, 3000, false, why, sizeof(why)), -EALREADY);
+  assert_non_null(strstr(why, "'billing-api' (uid 1000, certificate 'memdiag worker')"));
+  /* At the limit, a worker whose name alone was captured gets its dump
+   * first, not a bare restart. */
+  mdp_sched_t t;
+  mdp_sched_init(&t, 4, HOUR, true);
+  assert_int_equal(mdp_sched_admit(&t, 1, impostor, 0, false, why, sizeof(why)), MDP_ADMIT_START);
+  mdp_sched_finished(&t, 1, true);
+  assert_int_equal(mdp_sched_limit(&t, 2, real, 1000, why, sizeof(why)), MDP_LIMIT_DUMP);
+  mdp_sched_free(&t);
+  mdp_sched_free(&s);
+}
+
 static void queued_then_cooldown_is_dropped(void **state)
 {
   (void)state;
@@ -177,6 +211,7 @@ int main(void)
       cmocka_unit_test(concurrency_queues_oldest_first),
       cmocka_unit_test(concurrency_two),
       cmocka_unit_test(cooldown_per_name),
+      cmocka_unit_test(cooldown_per_identity),
       cmocka_unit_test(queued_then_cooldown_is_dropped),
       cmocka_unit_test(gone_drops_queued),
       cmocka_unit_test(limit_decisions),
