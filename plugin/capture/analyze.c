@@ -17,6 +17,7 @@
 #include "analysis/analysis.h"
 #include "analyze.h"
 #include "capture_fs.h"
+#include "fs_queue.h"
 #include "notify.h"
 #include "workers/registry.h"
 
@@ -38,6 +39,7 @@ typedef struct job {
   int restart_signal;
   int64_t signalled_ms;
   char signal_error[128];
+  char restart_wait[240];
   char dir[MDP_CAPTURE_PATH_MAX];
   uint64_t max_memory;
   unsigned slot; /* its entry in recent[] */
@@ -92,8 +94,11 @@ static void rewrite_manifest(const job_t *j, const char *analysis)
       .restart_signal = j->restart_signal,
       .signalled_ms = j->signalled_ms,
       .signal_error = j->signal_error[0] ? j->signal_error : NULL,
+      .restart_wait = j->restart_wait[0] ? j->restart_wait : NULL,
       .analysis = analysis,
   };
+  /* The run's last manifest may still wait on the fs thread: after it. */
+  mdp_fsq_wait_idle();
   int rc = mdp_capfs_write_manifest(j->dir, &info, &j->plan);
   if(rc)
     ERROR("memdiag plugin: cannot add the analysis to %s/%s: %s", j->dir, MDP_CAPFS_MANIFEST,
@@ -279,6 +284,7 @@ bool mdp_capana_submit(const mdp_caprun *r, const mdp_capture_config_t *cfg)
   j->restart_signal = cfg->restart_after_capture ? cfg->restart_signal : 0;
   j->signalled_ms = r->signalled_ms;
   snprintf(j->signal_error, sizeof(j->signal_error), "%s", r->signal_error);
+  snprintf(j->restart_wait, sizeof(j->restart_wait), "%s", r->restart_wait);
   snprintf(j->dir, sizeof(j->dir), "%s", r->dir);
   j->max_memory = cfg->analyze_max_memory;
   j->plan = r->plan;

@@ -40,6 +40,17 @@ void mdp_capfs_sanitize(const char *in, char *out, size_t outlen)
   out[j] = '\0';
 }
 
+/* Tests only: tests/integration/server/slow_fs.c defines this to stand for
+ * a hung disk (a delay before each write, prune and statvfs). No build of
+ * memdiag.so defines it, so there it is NULL and nothing can enable it. */
+extern void mdp_capfs_test_delay(const char *what) __attribute__((weak));
+
+static void test_delay(const char *what)
+{
+  if(mdp_capfs_test_delay)
+    mdp_capfs_test_delay(what);
+}
+
 static bool prefix_of(const char *path, const char *dir)
 {
   size_t l = strlen(dir);
@@ -275,6 +286,7 @@ int mdp_capfs_avail(const char *path, uint64_t *avail)
   char name[NAME_MAX + 1], norm[PATH_MAX];
   int rc = 0;
 
+  test_delay("statvfs");
   pthread_mutex_lock(&fs_lock);
   bool ours = root_fd >= 0 && (folder_of(path, name, sizeof(name)) ||
                                (mdp_capfs_normalise(path, norm, sizeof(norm), NULL, 0) == 0 &&
@@ -479,6 +491,7 @@ int mdp_capfs_prune(const char *root, uint64_t limit, const char *const *keep, s
   uint64_t total = 0;
   unsigned gone = 0;
 
+  test_delay("prune");
   pthread_mutex_lock(&fs_lock);
   int rc = use_root(root, NULL, 0);
   if(!rc)
@@ -555,6 +568,7 @@ int mdp_capfs_write_manifest(const char *dir, const mdp_manifest_info_t *info,
   FILE *f = NULL;
   char name[NAME_MAX + 1] = "";
 
+  test_delay("manifest");
   pthread_mutex_lock(&fs_lock);
   rc = name_in_root(dir, name, sizeof(name));
   if(rc)

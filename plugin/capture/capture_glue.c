@@ -11,6 +11,7 @@
 
 #include "capture.h"
 #include "capture_fs.h"
+#include "fs_queue.h"
 #include "md/text.h"
 #include "notify.h"
 #include "analyze.h"
@@ -69,6 +70,15 @@ int mdp_capture_init(const mdp_capture_config_t *c, mdp_loop *loop)
     mdp_sched_free(&st->sched);
     goto out;
   }
+  /* Manifests and space checks leave the server thread (fs_queue.h); if
+   * the thread cannot start they are done in place, as before. */
+  rc = mdp_fsq_start(loop);
+  if(rc) {
+    WARNING("memdiag plugin: cannot start the capture file-system thread: %s; capture files "
+            "are written on the server thread",
+            strerror(-rc));
+    rc = 0;
+  }
   st->ready = true;
 out:
   pthread_mutex_unlock(&st->lock);
@@ -93,6 +103,9 @@ void mdp_capture_shutdown(void)
   st->runs = NULL;
   st->cap_runs = 0;
   mdp_sched_free(&st->sched);
+  /* The final manifests are queued: written before the directory closes.
+   * The fs thread takes no capture lock, so waiting here is safe. */
+  mdp_fsq_stop();
   mdp_capfs_close(); /* a restarted module checks CaptureDirectory again */
   st->ready = false;
 out:

@@ -17,6 +17,7 @@
 #include "analyze.h"
 #include "capture_fs.h"
 #include "capture_request.h"
+#include "fs_queue.h"
 #include "md/text.h"
 #include "md/wire.h"
 #include "notify.h"
@@ -156,28 +157,65 @@ static void submit_command(const mdp_caprun *r, bool complete)
                       rc == -ENOSPC ? "too many commands already wait" : "out of memory", r->dir);
 }
 
+/* A manifest write for the fs thread (fs_queue.h): everything it names is
+ * copied, since the run may be gone before it is written. */
+typedef struct {
+  mdp_fsq_job job;
+  mdp_manifest_info_t info;
+  mdp_plan_t plan;
+  char worker[128], dir[MDP_CAPTURE_PATH_MAX], plan_text[512];
+  char signal_error[128], restart_wait[240];
+} manifest_job;
+
+static void manifest_work(mdp_fsq_job *j)
+{
+  manifest_job *m = (manifest_job *)j;
+  int rc = mdp_capfs_write_manifest(m->dir, &m->info, &m->plan);
+  if(rc)
+    ERROR("memdiag plugin: cannot write %s/%s: %s", m->dir, MDP_CAPFS_MANIFEST, strerror(-rc));
+}
+
 static void write_manifest(mdp_caprun *r)
 {
   const mdp_capture_config_t *cfg = &mdp_capst.cfg;
-  mdp_manifest_info_t info = {
-      .worker = r->name,
+  manifest_job *m = calloc(1, sizeof(*m));
+  int rc;
+
+  if(!m) {
+    ERROR("memdiag plugin: cannot write %s/%s: out of memory", r->dir, MDP_CAPFS_MANIFEST);
+    return;
+  }
+  snprintf(m->worker, sizeof(m->worker), "%s", r->name);
+  snprintf(m->dir, sizeof(m->dir), "%s", r->dir);
+  snprintf(m->plan_text, sizeof(m->plan_text), "%s", cfg->plan);
+  snprintf(m->signal_error, sizeof(m->signal_error), "%s", r->signal_error);
+  snprintf(m->restart_wait, sizeof(m->restart_wait), "%s", r->restart_wait);
+  m->plan = r->plan;
+  m->info = (mdp_manifest_info_t){
+      .worker = m->worker,
       .pid = r->pid,
       .connection_id = r->conn,
       .uid = r->uid,
       .gid = r->gid,
-      .directory = r->dir,
-      .plan_text = cfg->plan,
+      .directory = m->dir,
+      .plan_text = m->plan_text,
       .manual = r->manual,
       .restart_signal = cfg->restart_after_capture ? cfg->restart_signal : 0,
       .signalled_ms = r->signalled_ms,
-      .signal_error = r->signal_error[0] ? r->signal_error : NULL,
-      .restart_wait = r->restart_wait[0] ? r->restart_wait : NULL,
+      .signal_error = m->signal_error[0] ? m->signal_error : NULL,
+      .restart_wait = m->restart_wait[0] ? m->restart_wait : NULL,
   };
-  int rc = mdp_capfs_write_manifest(r->dir, &info, &r->plan);
+  m->job.work = manifest_work;
+  /* Written in order by the fs thread; if it is not running (or a hung disk
+   * has filled its queue), here, as before. */
+  if(mdp_fsq_submit(&m->job) == 0)
+    return;
+  rc = mdp_capfs_write_manifest(m->dir, &m->info, &m->plan);
   if(rc && !r->manifest_failed) {
     r->manifest_failed = true;
     ERROR("memdiag plugin: cannot write %s/%s: %s", r->dir, MDP_CAPFS_MANIFEST, strerror(-rc));
   }
+  free(m);
 }
 
 void mdp_caprun_signal(mdp_caprun *r, const char *why)
@@ -394,29 +432,76 @@ static void send_step(mdp_caprun *r, size_t idx)
  * later call names it only to say which one. */
 static const char *root_dir(void) { return mdp_capst.cfg.directory; }
 
-static void check_space(mdp_caprun *r, uint64_t need)
+/* The space check before a dump, on the fs thread: MaxUse's prune scan and
+ * statvfs; the answer goes to the plan back on the loop thread. */
+typedef struct {
+  mdp_fsq_job job;
+  token_t t;
+  uint64_t need, max_use, avail, used;
+  char root[MDP_CAPTURE_PATH_MAX], dir[MDP_CAPTURE_PATH_MAX];
+} space_job;
+
+static void space_work(mdp_fsq_job *j)
 {
-  const mdp_capture_config_t *cfg = &mdp_capst.cfg;
-  mdp_actions_t acts = {.n = 0};
-  uint64_t avail = 0, used = 0;
+  space_job *sj = (space_job *)j;
   int rc;
 
-  if(cfg->max_use) {
+  if(sj->max_use) {
     /* Make room under MaxUse before the dump, oldest captures first;
      * capture_fs never removes a capture still in progress. */
     unsigned removed = 0;
-    uint64_t limit = cfg->max_use > need ? cfg->max_use - need : 0;
-    rc = mdp_capfs_prune(root_dir(), limit, NULL, 0, &used, &removed);
+    uint64_t limit = sj->max_use > sj->need ? sj->max_use - sj->need : 0;
+    rc = mdp_capfs_prune(sj->root, limit, NULL, 0, &sj->used, &removed);
     if(rc)
-      WARNING("memdiag plugin: pruning %s: %s", cfg->directory, strerror(-rc));
+      WARNING("memdiag plugin: pruning %s: %s", sj->root, strerror(-rc));
     if(removed)
       NOTICE("memdiag plugin: MaxUse: removed the %u oldest capture(s) under %s", removed,
-             cfg->directory);
+             sj->root);
   }
-  rc = mdp_capfs_avail(r->dir, &avail);
+  rc = mdp_capfs_avail(sj->dir, &sj->avail);
   if(rc)
-    WARNING("memdiag plugin: statvfs %s: %s", r->dir, strerror(-rc));
-  mdp_plan_space(&r->plan, mdp_caprun_now_ms(), avail, used, &acts);
+    WARNING("memdiag plugin: statvfs %s: %s", sj->dir, strerror(-rc));
+}
+
+static void space_done(mdp_fsq_job *j)
+{
+  space_job *sj = (space_job *)j;
+
+  pthread_mutex_lock(&mdp_capst.lock);
+  mdp_caprun *r = mdp_capst.ready ? claim(&sj->t) : NULL;
+  if(r) {
+    mdp_actions_t acts = {.n = 0};
+    mdp_plan_space(&r->plan, mdp_caprun_now_ms(), sj->avail, sj->used, &acts);
+    mdp_caprun_actions(r, &acts);
+    mdp_caprun_settle(r);
+  }
+  pthread_mutex_unlock(&mdp_capst.lock);
+  free(sj);
+}
+
+static void check_space(mdp_caprun *r, uint64_t need)
+{
+  const mdp_capture_config_t *cfg = &mdp_capst.cfg;
+  space_job *sj = calloc(1, sizeof(*sj));
+  mdp_actions_t acts = {.n = 0};
+
+  if(sj) {
+    sj->t = (token_t){.conn = r->conn, .gen = r->gen};
+    sj->need = need;
+    sj->max_use = cfg->max_use;
+    snprintf(sj->root, sizeof(sj->root), "%s", root_dir());
+    snprintf(sj->dir, sizeof(sj->dir), "%s", r->dir);
+    sj->job.work = space_work;
+    sj->job.done = space_done;
+    if(mdp_fsq_submit(&sj->job) == 0)
+      return;
+    /* the fs thread is not running, or its queue is full: here, as before */
+    space_work(&sj->job);
+    mdp_plan_space(&r->plan, mdp_caprun_now_ms(), sj->avail, sj->used, &acts);
+    free(sj);
+  } else {
+    mdp_plan_space(&r->plan, mdp_caprun_now_ms(), 0, 0, &acts);
+  }
   mdp_caprun_actions(r, &acts);
 }
 
