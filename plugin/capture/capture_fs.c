@@ -559,6 +559,23 @@ static int name_in_root(const char *dir, char *name, size_t len)
   return folder_of(dir, name, len) ? 0 : -EINVAL;
 }
 
+int mdp_capfs_folder_fd(const char *dir)
+{
+  char name[NAME_MAX + 1];
+  bool owned = false;
+  pthread_mutex_lock(&fs_lock);
+  int fd = name_in_root(dir, name, sizeof(name));
+  if(fd == 0) {
+    fd = folder_fd(name, &owned);
+    if(fd >= 0 && !owned) {
+      int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+      fd = copy >= 0 ? copy : -errno;
+    }
+  }
+  pthread_mutex_unlock(&fs_lock);
+  return fd;
+}
+
 int mdp_capfs_write_manifest(const char *dir, const mdp_manifest_info_t *info,
                              const mdp_plan_t *plan)
 {

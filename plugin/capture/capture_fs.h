@@ -69,6 +69,12 @@ void mdp_capfs_close(void);
 int mdp_capfs_make_folder(const char *root, const char *worker, pid_t pid, int64_t now_ms,
                           uid_t uid, gid_t gid, char *out, size_t outlen);
 
+/* A descriptor of the capture folder dir (a path mdp_capfs_make_folder
+ * gave): a duplicate of the one kept while it runs, else opened below the
+ * CaptureDirectory descriptor, never by path. The caller closes it.
+ * Returns it or a negative errno. */
+int mdp_capfs_folder_fd(const char *dir);
+
 /* The capture in dir (a path mdp_capfs_make_folder gave) is over: close its
  * descriptor, and let prune consider it. Writing a manifest whose plan has
  * finished does the same. Unknown paths are ignored. */

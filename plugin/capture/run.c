@@ -388,9 +388,10 @@ static int send_stored(mdp_caprun *r, mdp_capreq_t *cr, const mdp_step_t *s, tok
     sink.compress_from = s->file;
     sink.compress_owner = r->uid;
   }
-  sink.dir_fd = open(r->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  /* The folder's own descriptor (capture_fs), not its path again. */
+  sink.dir_fd = mdp_capfs_folder_fd(r->dir);
   if(sink.dir_fd < 0)
-    return -errno;
+    return sink.dir_fd;
   rc = mdp_relay_request_past(r->conn, &cr->req, cfg->step_timeout_ms, extra, &sink, on_reply, t);
   close(sink.dir_fd);
   return rc;

@@ -200,6 +200,12 @@ static void manifest_parses(void **state)
       0);
   snprintf(tmp, sizeof(tmp), "%s/.capture.json.tmp", dir);
   assert_int_equal(access(tmp, F_OK), -1);
+  /* The folder's descriptor, for files written below it (streams). */
+  int fd = mdp_capfs_folder_fd(dir);
+  assert_true(fd >= 0);
+  assert_int_equal(fstatat(fd, "capture.json", &st, AT_SYMLINK_NOFOLLOW), 0);
+  close(fd);
+  assert_true(mdp_capfs_folder_fd("/nonexistent/x") < 0);
 }
 
 /* Issue 11, finding 9: capture.json is valid UTF-8 whatever the worker
