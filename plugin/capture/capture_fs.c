@@ -20,26 +20,6 @@
 void (*mdp_capfs_test_before_remove)(const char *name);
 #endif
 
-void mdp_capfs_sanitize(const char *in, char *out, size_t outlen)
-{
-  size_t j = 0;
-  if(!outlen)
-    return;
-  for(size_t i = 0; in && in[i] && j + 1 < outlen && j < 64; i++) {
-    char c = in[i];
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '-' || c == '_' || c == '.';
-    if(j == 0 && c == '.')
-      ok = false;
-    out[j++] = ok ? c : '_';
-  }
-  if(j == 0 && outlen > 6) {
-    memcpy(out, "worker", 6);
-    j = 6;
-  }
-  out[j] = '\0';
-}
-
 /* Tests only: tests/integration/server/slow_fs.c defines this to stand for
  * a hung disk (a delay before each write, prune and statvfs). No build of
  * memdiag.so defines it, so there it is NULL and nothing can enable it. */
@@ -49,24 +29,6 @@ static void test_delay(const char *what)
 {
   if(mdp_capfs_test_delay)
     mdp_capfs_test_delay(what);
-}
-
-static bool prefix_of(const char *path, const char *dir)
-{
-  size_t l = strlen(dir);
-  while(l > 1 && dir[l - 1] == '/')
-    l--;
-  if(l == 1 && dir[0] == '/')
-    return path[0] == '/';
-  return strncmp(path, dir, l) == 0 && (path[l] == '\0' || path[l] == '/');
-}
-
-bool mdp_capfs_inside(const char *path, const char *dir)
-{
-  char rp[PATH_MAX], rd[PATH_MAX];
-  const char *p = realpath(path, rp) ? rp : path;
-  const char *d = realpath(dir, rd) ? rd : dir;
-  return prefix_of(p, d) || prefix_of(path, dir);
 }
 
 /* ---------------------------------------------------------------- state */

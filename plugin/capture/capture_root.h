@@ -10,6 +10,9 @@
  * CaptureDirectory, because there nobody but its owner may rename or remove
  * what root made.
  *
+ * Also the path helpers capture_fs.h declares (mdp_capfs_sanitize,
+ * mdp_capfs_inside).
+ *
  * Ownership: the descriptor returned belongs to the caller. Threading:
  * reentrant.
  */
