@@ -40,6 +40,7 @@ class CaptureRestartDeadlineTest < Minitest::Test
     assert_equal ["dump"], m["steps"].map { |s| s["step"] }
     dump = m["steps"][0]
     assert_equal "ok", dump["status"], JSON.pretty_generate(m)
+    refute_nil m["restart"]["sent"], "#{JSON.pretty_generate(m)}\n#{@bench.site.plugin_log}"
     started = Time.iso8601(dump["started"]).to_f
     done = Time.iso8601(dump["finished"]).to_f
     sent = Time.iso8601(m["restart"]["sent"]).to_f
