@@ -89,10 +89,13 @@ static int connect_tls(const opts *o, md_tls_ctx **ctx, md_conn **c)
     return 1;
   }
   /* Many workers starting at once can fill the listen backlog (AF_UNIX
-   * connect then fails with EAGAIN): try again for a while. */
+   * connect then fails with EAGAIN), or be closed at accept while more than
+   * 64 of their uid are still in their handshake: try again for a while, as
+   * the hook does. */
   for(int attempt = 0; attempt < 100; attempt++) {
     rc = md_client_connect(c, *ctx, o->socket, 10000, err, sizeof(err));
-    if(rc == 0 || (!strstr(err, "unavailable") && !strstr(err, "timed out")))
+    if(rc == 0 || (!strstr(err, "unavailable") && !strstr(err, "timed out") &&
+                   !strstr(err, "peer closed the connection")))
       break;
     usleep(50000 + (useconds_t)(getpid() % 100) * 1000);
   }
