@@ -210,7 +210,11 @@ class E2EVerbsTest < Minitest::Test
     Process.kill("STOP", doomed.pid)
     out = nil
     ctl = Thread.new { out = site.ctl("--timeout", "60", "thread_dump", "connection_id=#{id}") }
-    sleep 1
+    # Killed once the plugin has relayed the request, not after a fixed
+    # sleep (a slow memdiagctl, under ASan or load, was not there yet).
+    site.wait_until("the plugin relays thread_dump to #{id}") do
+      site.plugin_log.match?(/runs thread_dump on worker #{id} /)
+    end
     Process.kill("KILL", doomed.pid)
     ctl.join
     assert_equal 1, out.code, out.to_s
