@@ -43,7 +43,7 @@ class CaptureContainerTest < Minitest::Test
     script = "mount -t tmpfs -o size=4m memdiag-private #{@bench.captures} && " \
              "exec #{E2E::RUBY} -I #{E2E::HOOK_LIB} -r memdiag/hook/auto " \
              "#{File.join(Capture::HERE, 'leaker.rb')} #{marker}"
-    pid = Process.spawn(env, "unshare", "--pid", "--mount", "--fork", "--mount-proc",
+    pid = Process.spawn(env, "unshare", "--pid", "--mount", "--fork", "--kill-child", "--mount-proc",
                         "--propagation", "private", "sh", "-c", script,
                         out: [out, "w"], err: [:child, :out])
     (@pids ||= []) << pid
