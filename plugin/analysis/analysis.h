@@ -140,6 +140,10 @@ int mdp_analysis_write_brief(FILE *out, const mdp_analysis_result *res, const ch
 /* s as a JSON string (NULL: null), bytes that are not UTF-8 as U+FFFD. */
 void mdp_analysis_json_string(FILE *out, const char *s);
 
+/* v with a comma every three digits (48213 -> "48,213") into out, cut to
+ * fit len; shared with memdiagctl analyze so both print counts alike. */
+void mdp_analysis_thousands(uint64_t v, char *out, size_t len);
+
 /* One line naming the top group for a notification, at most len - 1 bytes
  * ("leak suspect: 48,213 × Cart::Line (+47 MiB) from app/models/cart.rb:28",
  * the file shortened from the left to fit). Returns its length; 0 when

@@ -75,14 +75,26 @@ static size_t limit(size_t n, size_t top) { return top && n > top ? top : n; }
 
 void mdp_analysis_json_string(FILE *out, const char *s) { jcstr(out, s); }
 
+/* lead (the separator and the key) then s as a JSON string. */
+static void jfield(FILE *f, const char *lead, const char *s)
+{
+  fputs(lead, f);
+  jcstr(f, s);
+}
+
+/* Ends the previous list and opens the one named key; returns how many of
+ * its total entries to write. */
+static size_t list_open(FILE *f, const char *key, size_t total, size_t top)
+{
+  fprintf(f, "],\n  \"%s\": [", key);
+  return limit(total, top);
+}
+
 static void group_json(FILE *f, const mdp_analysis_group *g)
 {
-  fputs("{\"type\": ", f);
-  jcstr(f, g->type);
-  fputs(", \"class\": ", f);
-  jcstr(f, g->class_name);
-  fputs(", \"file\": ", f);
-  jcstr(f, g->file);
+  jfield(f, "{\"type\": ", g->type);
+  jfield(f, ", \"class\": ", g->class_name);
+  jfield(f, ", \"file\": ", g->file);
   if(g->file)
     fprintf(f, ", \"line\": %u", g->line);
   else
@@ -111,21 +123,20 @@ int mdp_analysis_write_brief(FILE *f, const mdp_analysis_result *res, const char
   return ferror(f) ? -EIO : 0;
 }
 
-static void live(FILE *f, const mdp_analysis_result *res, const mdp_analysis_class *k)
+/* The live counts of a class entry in every dump, and the entry's end. */
+static void class_tail(FILE *f, const mdp_analysis_result *res, const mdp_analysis_class *k)
 {
   fputs(", \"live\": [", f);
   for(unsigned d = 0; d < res->n_dumps; d++)
     fprintf(f, "%s{\"count\": %" PRIu64 ", \"bytes\": %" PRIu64 "}", d ? ", " : "",
             k->live_count[d], k->live_bytes[d]);
-  fputc(']', f);
+  fputs("]}", f);
 }
 
 static void class_head(FILE *f, const mdp_analysis_class *k)
 {
-  fputs("{\"class\": ", f);
-  jcstr(f, k->class_name);
-  fputs(", \"type\": ", f);
-  jcstr(f, k->type);
+  jfield(f, "{\"class\": ", k->class_name);
+  jfield(f, ", \"type\": ", k->type);
 }
 
 int mdp_analysis_write_json(FILE *f, const mdp_analysis_result *res, size_t top)
@@ -157,8 +168,7 @@ int mdp_analysis_write_json(FILE *f, const mdp_analysis_result *res, size_t top)
     fputs(i ? ",\n    " : "\n    ", f);
     group_json(f, &res->groups[i]);
   }
-  fputs("],\n  \"by_class\": [", f);
-  n = limit(res->n_classes, top);
+  n = list_open(f, "by_class", res->n_classes, top);
   for(size_t i = 0, w = 0; i < res->n_classes && w < n; i++) {
     const mdp_analysis_class *k = &res->classes[i];
     if(!k->count)
@@ -166,19 +176,16 @@ int mdp_analysis_write_json(FILE *f, const mdp_analysis_result *res, size_t top)
     fputs(w++ ? ",\n    " : "\n    ", f);
     class_head(f, k);
     fprintf(f, ", \"count\": %" PRIu64 ", \"bytes\": %" PRIu64, k->count, k->bytes);
-    live(f, res, k);
-    fputc('}', f);
+    class_tail(f, res, k);
   }
-  fputs("],\n  \"by_file\": [", f);
-  n = limit(res->n_files, top);
+  n = list_open(f, "by_file", res->n_files, top);
   for(size_t i = 0; i < n; i++) {
     const mdp_analysis_file *p = &res->files[i];
     fputs(i ? ",\n    {\"file\": " : "\n    {\"file\": ", f);
     jcstr(f, p->file);
     fprintf(f, ", \"count\": %" PRIu64 ", \"bytes\": %" PRIu64 "}", p->count, p->bytes);
   }
-  fputs("],\n  \"grew\": [", f);
-  n = limit(res->n_grew, top);
+  n = list_open(f, "grew", res->n_grew, top);
   for(size_t i = 0; i < n; i++) {
     const mdp_analysis_class *k = &res->grew[i];
     fputs(i ? ",\n    " : "\n    ", f);
@@ -186,11 +193,9 @@ int mdp_analysis_write_json(FILE *f, const mdp_analysis_result *res, size_t top)
     fprintf(f, ", \"count_delta\": %" PRId64 ", \"bytes_delta\": %" PRId64,
             (int64_t)(k->live_count[last] - k->live_count[0]),
             (int64_t)(k->live_bytes[last] - k->live_bytes[0]));
-    live(f, res, k);
-    fputc('}', f);
+    class_tail(f, res, k);
   }
-  fputs("],\n  \"strings\": [", f);
-  n = limit(res->n_strings, top);
+  n = list_open(f, "strings", res->n_strings, top);
   for(size_t i = 0; i < n; i++) {
     const mdp_analysis_string *s = &res->strings[i];
     fputs(i ? ",\n    {\"value\": " : "\n    {\"value\": ", f);
@@ -209,8 +214,7 @@ int mdp_analysis_write_json(FILE *f, const mdp_analysis_result *res, size_t top)
   return ferror(f) ? -EIO : 0;
 }
 
-/* 48213 -> "48,213" */
-static void thousands(uint64_t v, char *out, size_t len)
+void mdp_analysis_thousands(uint64_t v, char *out, size_t len)
 {
   char digits[32];
   int n = snprintf(digits, sizeof(digits), "%" PRIu64, v);
@@ -247,7 +251,7 @@ size_t mdp_analysis_summary(const mdp_analysis_result *res, char *buf, size_t le
   if(!res->n_groups)
     return 0;
   g = &res->groups[0];
-  thousands(g->count, count, sizeof(count));
+  mdp_analysis_thousands(g->count, count, sizeof(count));
   size_text(g->bytes, size, sizeof(size));
   n = snprintf(head, sizeof(head), "leak suspect%s: %s \xc3\x97 %.60s%s%s (+%s)",
                res->doubtful ? " (doubtful)" : "", count, g->class_name ? g->class_name : g->type,

@@ -46,19 +46,6 @@ static void put_text(const char *s, size_t n, int width)
 
 static void put_str(const char *s, int width) { put_text(s, strlen(s), width); }
 
-static void thousands(uint64_t v, char *out, size_t len)
-{
-  char digits[32];
-  int n = snprintf(digits, sizeof(digits), "%" PRIu64, v);
-  size_t o = 0;
-  for(int i = 0; i < n && o + 2 < len; i++) {
-    if(i && (n - i) % 3 == 0)
-      out[o++] = ',';
-    out[o++] = digits[i];
-  }
-  out[o] = '\0';
-}
-
 static void size_text(uint64_t b, char *out, size_t len)
 {
   if(b >= (1ull << 30))
@@ -71,12 +58,22 @@ static void size_text(uint64_t b, char *out, size_t len)
     snprintf(out, len, "%" PRIu64 " B", b);
 }
 
+/* A class entry's name, "(TYPE)" for objects without one, and the line end. */
+static void put_class(const mdp_analysis_class *k)
+{
+  if(k->class_name)
+    put_str(k->class_name, 0);
+  else
+    printf("(%s)", k->type);
+  putchar('\n');
+}
+
 static size_t upto(size_t n, size_t top) { return top && n > top ? top : n; }
 
 static void count_bytes(uint64_t count, uint64_t bytes)
 {
   char c[32], b[32];
-  thousands(count, c, sizeof(c));
+  mdp_analysis_thousands(count, c, sizeof(c));
   size_text(bytes, b, sizeof(b));
   printf("  %12s %11s  ", c, b);
 }
@@ -91,13 +88,13 @@ static void print_human(const mdp_analysis_result *res, size_t top)
          res->n_dumps);
   for(unsigned d = 0; d < res->n_dumps; d++) {
     const mdp_analysis_dump *p = &res->dumps[d];
-    thousands(p->objects, a, sizeof(a));
+    mdp_analysis_thousands(p->objects, a, sizeof(a));
     size_text(p->json_bytes, b, sizeof(b));
     printf("  dump %u: ", d + 1);
     put_str(p->path, 0);
     printf("  %s of JSON, %s objects%s\n", b, a, p->compressed ? " (zstd)" : "");
   }
-  thousands(res->count, a, sizeof(a));
+  mdp_analysis_thousands(res->count, a, sizeof(a));
   size_text(res->bytes, b, sizeof(b));
   printf("total: %s objects, %s%s; analysed in %.2f s\n\n", a, b,
          res->doubtful ? " (doubtful: see the caveats)" : "", res->seconds);
@@ -120,11 +117,7 @@ static void print_human(const mdp_analysis_result *res, size_t top)
     for(size_t i = 0; i < upto(res->n_classes, top) && res->classes[i].count; i++) {
       const mdp_analysis_class *k = &res->classes[i];
       count_bytes(k->count, k->bytes);
-      if(k->class_name)
-        put_str(k->class_name, 0);
-      else
-        printf("(%s)", k->type);
-      putchar('\n');
+      put_class(k);
     }
   }
   if(res->n_files) {
@@ -142,16 +135,12 @@ static void print_human(const mdp_analysis_result *res, size_t top)
       const mdp_analysis_class *k = &res->grew[i];
       char ca[40], cb[40];
       uint64_t lc = k->live_count[last], fc = k->live_count[0];
-      thousands(lc >= fc ? lc - fc : fc - lc, a, sizeof(a));
+      mdp_analysis_thousands(lc >= fc ? lc - fc : fc - lc, a, sizeof(a));
       size_text(k->live_bytes[last] - k->live_bytes[0], b, sizeof(b));
       snprintf(ca, sizeof(ca), "%s%s", lc >= fc ? "+" : "-", a);
       snprintf(cb, sizeof(cb), "+%s", b);
       printf("  %12s %11s  ", ca, cb);
-      if(k->class_name)
-        put_str(k->class_name, 0);
-      else
-        printf("(%s)", k->type);
-      putchar('\n');
+      put_class(k);
     }
   }
   if(res->n_strings) {
