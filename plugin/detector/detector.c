@@ -172,42 +172,27 @@ static void start_episode(mdp_detector *d, double t)
   d->origin = t;
 }
 
-/* Moves the open bucket forward to index idx; returns 1 if a bucket closed. */
-static int advance(mdp_detector *d, uint64_t idx)
+/* Moves the open bucket of a ring of len buckets forward to index idx;
+ * returns 1 if a bucket closed. A bucket leaving a full ring is remembered
+ * in held, unless held is NULL (the short ring: the long ring covers the
+ * same time). */
+static int ring_advance(mdp_detector_bucket *ring, unsigned len, unsigned *head, unsigned *filled,
+                        uint64_t *nbucket, uint64_t idx, mdp_detector_levels *held)
 {
-  if(idx <= d->nbucket)
+  if(idx <= *nbucket)
     return 0;
-  uint64_t steps = idx - d->nbucket;
-  if(steps > RING)
-    steps = RING;
+  uint64_t steps = idx - *nbucket;
+  if(steps > len)
+    steps = len;
   for(uint64_t s = 0; s < steps; s++) {
-    d->head = (d->head + 1) % RING;
-    if(d->filled == RING)
-      remember(&d->held, &d->ring[d->head]);
-    else
-      d->filled++;
-    memset(&d->ring[d->head], 0, sizeof(d->ring[d->head]));
+    *head = (*head + 1) % len;
+    if(*filled < len)
+      (*filled)++;
+    else if(held)
+      remember(held, &ring[*head]);
+    memset(&ring[*head], 0, sizeof(ring[*head]));
   }
-  d->nbucket = idx;
-  return 1;
-}
-
-/* The short ring: same buckets, nothing remembered when they leave (the
- * long ring covers the same time). Returns 1 if a bucket closed. */
-static int advance_short(mdp_detector *d, uint64_t idx)
-{
-  if(idx <= d->snbucket)
-    return 0;
-  uint64_t steps = idx - d->snbucket;
-  if(steps > SRING)
-    steps = SRING;
-  for(uint64_t s = 0; s < steps; s++) {
-    d->shead = (d->shead + 1) % SRING;
-    if(d->sfilled < SRING)
-      d->sfilled++;
-    memset(&d->sring[d->shead], 0, sizeof(d->sring[d->shead]));
-  }
-  d->snbucket = idx;
+  *nbucket = idx;
   return 1;
 }
 
@@ -270,13 +255,94 @@ static double time_to_reach(double room, double slope, double before, double win
   return -tau * log(1 - room / reach);
 }
 
+/* The closed buckets of a window as points, oldest first, and the same
+ * points split into the window's older and recent halves. Sized for the
+ * long window; the short one uses fewer. */
+typedef struct {
+  double x[NB], y[NB], spread[NB], xo[HALF], yo[HALF], xr[HALF], yr[HALF];
+  unsigned n, no, nr;
+  uint32_t samples;
+} window_points;
+_Static_assert(SNB <= NB, "window_points must hold the short window too");
+
+/* Reads the nb closed buckets of a ring of nb + 1 (open one at head), each
+ * bucket len seconds long and nbucket the open bucket's index. */
+static void window_collect(window_points *w, const mdp_detector_bucket *ring, unsigned nb,
+                           unsigned head, uint64_t nbucket, double len)
+{
+  w->n = w->no = w->nr = 0;
+  w->samples = 0;
+  for(unsigned k = nb; k >= 1; k--) {
+    const mdp_detector_bucket *b = &ring[(head + nb + 1 - k) % (nb + 1)];
+    if(!b->count)
+      continue;
+    double bx = ((double)(nbucket - k) + 0.5) * len;
+    w->x[w->n] = bx;
+    w->y[w->n] = (double)b->min;
+    w->spread[w->n] = (double)(b->max - b->min);
+    w->samples += b->count;
+    if(k > nb / 2) {
+      w->xo[w->no] = bx;
+      w->yo[w->no++] = w->y[w->n];
+    } else {
+      w->xr[w->nr] = bx;
+      w->yr[w->nr++] = w->y[w->n];
+    }
+    w->n++;
+  }
+}
+
+/* The robust line through a window's points and what the rules weigh
+ * against it. */
+typedef struct {
+  double slope, slope_old, slope_new; /* whole window, older and recent half */
+  double intercept;                   /* at time 0 (the episode's origin) */
+  double scatter;                     /* median distance of the points from the line */
+  double excursion;                   /* median max - min within a bucket */
+  double recent_low;                  /* lowest of the last MDP_DETECTOR_FOLD points */
+} window_fit;
+
+/* Fits w (reorders its spread; needs w->n >= MDP_DETECTOR_FOLD). */
+static void window_fit_points(window_points *w, window_fit *f)
+{
+  double resid[NB];
+  unsigned n = w->n;
+
+  f->slope = theil_sen(w->x, w->y, n);
+  f->slope_old = theil_sen(w->xo, w->yo, w->no);
+  f->slope_new = theil_sen(w->xr, w->yr, w->nr);
+  for(unsigned i = 0; i < n; i++)
+    resid[i] = w->y[i] - f->slope * w->x[i];
+  f->intercept = median(resid, n);
+  for(unsigned i = 0; i < n; i++)
+    resid[i] = fabs(w->y[i] - (f->intercept + f->slope * w->x[i]));
+  f->scatter = median(resid, n);
+  f->excursion = median(w->spread, n);
+  f->recent_low = w->y[n - 1];
+  for(unsigned i = n - 1; i > n - MDP_DETECTOR_FOLD; i--)
+    if(w->y[i - 1] < f->recent_low)
+      f->recent_low = w->y[i - 1];
+}
+
+/* Fills the fields of ev that both windows report alike. */
+static void decision_fill(mdp_decision *ev, double t, double envelope, const window_fit *f,
+                          double before, uint32_t samples, double window)
+{
+  ev->time = t;
+  ev->envelope = envelope > 0 ? (uint64_t)envelope : 0;
+  ev->slope = f->slope;
+  ev->slope_recent = f->slope_new;
+  ev->slope_before = before;
+  ev->samples = samples;
+  ev->window = window;
+}
+
 /* Fits the closed buckets of the window; fills ev and returns 1 when the
  * growth rule fires. */
 static int evaluate_growth(mdp_detector *d, double t, mdp_decision *ev)
 {
-  double x[NB], y[NB], spread[NB], resid[NB], xo[HALF], yo[HALF], xr[HALF], yr[HALF];
-  unsigned n = 0, no = 0, nr = 0;
-  uint32_t samples = 0;
+  window_points w;
+  window_fit f;
   const mdp_detector_config *c = &d->cfg;
 
   memset(ev, 0, sizeof(*ev));
@@ -284,62 +350,26 @@ static int evaluate_growth(mdp_detector *d, double t, mdp_decision *ev)
   if(d->filled < RING)
     return 0;
 
-  /* Oldest closed bucket first. */
-  for(unsigned k = NB; k >= 1; k--) {
-    const mdp_detector_bucket *b = &d->ring[(d->head + RING - k) % RING];
-    if(!b->count)
-      continue;
-    double bx = ((double)(d->nbucket - k) + 0.5) * d->bucket_len;
-    x[n] = bx;
-    y[n] = (double)b->min;
-    spread[n] = (double)(b->max - b->min);
-    samples += b->count;
-    if(k > HALF) {
-      xo[no] = bx;
-      yo[no++] = y[n];
-    } else {
-      xr[nr] = bx;
-      yr[nr++] = y[n];
-    }
-    n++;
-  }
+  window_collect(&w, d->ring, NB, d->head, d->nbucket, d->bucket_len);
   /* A window with holes (the worker was not sampled) says too little. */
-  if(n < NB - 2 || no < HALF - 1 || nr < HALF - 1)
+  if(w.n < NB - 2 || w.no < HALF - 1 || w.nr < HALF - 1)
     return 0;
 
-  double slope = theil_sen(x, y, n);
-  double slope_old = theil_sen(xo, yo, no);
-  double slope_new = theil_sen(xr, yr, nr);
-  for(unsigned i = 0; i < n; i++)
-    resid[i] = y[i] - slope * x[i];
-  double intercept = median(resid, n);
-  for(unsigned i = 0; i < n; i++)
-    resid[i] = fabs(y[i] - (intercept + slope * x[i]));
-  double scatter = median(resid, n);
-  double excursion = median(spread, n);
+  window_fit_points(&w, &f);
+  double slope = f.slope;
   double now = t - d->origin;
-  double envelope = intercept + slope * now;
+  double envelope = f.intercept + slope * now;
   double rise = slope * NB * d->bucket_len;
   double before = remembered_slope(d, slope);
-  double recent_low = y[n - 1];
-  for(unsigned i = n - 1; i > n - MDP_DETECTOR_FOLD; i--)
-    if(y[i - 1] < recent_low)
-      recent_low = y[i - 1];
 
-  ev->time = t;
-  ev->envelope = envelope > 0 ? (uint64_t)envelope : 0;
-  ev->slope = slope;
-  ev->slope_recent = slope_new;
-  ev->slope_before = before;
-  ev->samples = samples;
-  ev->window = NB * d->bucket_len;
+  decision_fill(ev, t, envelope, &f, before, w.samples, NB * d->bucket_len);
 
-  int growing = slope > 0 && slope_new >= RECENT_MIN_SHARE * slope &&
-                slope_old >= OLDER_MIN_SHARE * slope && rise >= RISE_OVER_SCATTER * scatter &&
+  int growing = slope > 0 && f.slope_new >= RECENT_MIN_SHARE * slope &&
+                f.slope_old >= OLDER_MIN_SHARE * slope && rise >= RISE_OVER_SCATTER * f.scatter &&
                 rise >= MIN_RISE &&
-                recent_low >= (double)history_high(&d->held) + NEW_LEVEL_SHARE * rise;
+                f.recent_low >= (double)history_high(&d->held) + NEW_LEVEL_SHARE * rise;
   if(growing && c->memory_limit)
-    ev->time_to_limit = time_to_reach((double)c->memory_limit - (envelope + excursion), slope,
+    ev->time_to_limit = time_to_reach((double)c->memory_limit - (envelope + f.excursion), slope,
                                       before, NB * d->bucket_len);
   if(now < c->warmup) {
     d->long_state = MDP_DETECTOR_WARMING;
@@ -421,9 +451,8 @@ static double ring_excursion(const mdp_detector *d)
  * territory) plus deceleration, urgency and confirmation. */
 static int evaluate_short(mdp_detector *d, double t, mdp_decision *ev)
 {
-  double x[SNB], y[SNB], spread[SNB], resid[SNB], xo[SHALF], yo[SHALF], xr[SHALF], yr[SHALF];
-  unsigned n = 0, no = 0, nr = 0;
-  uint32_t samples = 0;
+  window_points w;
+  window_fit f;
   const mdp_detector_config *c = &d->cfg;
 
   memset(ev, 0, sizeof(*ev));
@@ -434,49 +463,21 @@ static int evaluate_short(mdp_detector *d, double t, mdp_decision *ev)
     d->sstreak = 0;
     return 0;
   }
-  for(unsigned k = SNB; k >= 1; k--) {
-    const mdp_detector_bucket *b = &d->sring[(d->shead + SRING - k) % SRING];
-    if(!b->count)
-      continue;
-    double bx = ((double)(d->snbucket - k) + 0.5) * d->sbucket_len;
-    x[n] = bx;
-    y[n] = (double)b->min;
-    spread[n] = (double)(b->max - b->min);
-    samples += b->count;
-    if(k > SHALF) {
-      xo[no] = bx;
-      yo[no++] = y[n];
-    } else {
-      xr[nr] = bx;
-      yr[nr++] = y[n];
-    }
-    n++;
-  }
-  if(n < SNB - 1 || no < SHALF - 1 || nr < SHALF - 1) {
+  window_collect(&w, d->sring, SNB, d->shead, d->snbucket, d->sbucket_len);
+  if(w.n < SNB - 1 || w.no < SHALF - 1 || w.nr < SHALF - 1) {
     d->sstreak = 0;
     return 0;
   }
 
-  double slope = theil_sen(x, y, n);
-  double slope_old = theil_sen(xo, yo, no);
-  double slope_new = theil_sen(xr, yr, nr);
-  for(unsigned i = 0; i < n; i++)
-    resid[i] = y[i] - slope * x[i];
-  double intercept = median(resid, n);
-  for(unsigned i = 0; i < n; i++)
-    resid[i] = fabs(y[i] - (intercept + slope * x[i]));
-  double scatter = median(resid, n);
-  double excursion = median(spread, n);
+  window_fit_points(&w, &f);
+  double slope = f.slope, slope_old = f.slope_old, slope_new = f.slope_new;
+  double excursion = f.excursion;
   double longer = ring_excursion(d);
   if(longer > excursion)
     excursion = longer;
   double now = t - d->origin;
-  double envelope = intercept + slope * now;
+  double envelope = f.intercept + slope * now;
   double rise = slope * c->short_window;
-  double recent_low = y[n - 1];
-  for(unsigned i = n - 1; i > n - MDP_DETECTOR_FOLD; i--)
-    if(y[i - 1] < recent_low)
-      recent_low = y[i - 1];
   double held = ring_held(d, (double)(d->snbucket - SNB) * d->sbucket_len);
   double older = (double)history_high(&d->held);
   if(older > held)
@@ -487,21 +488,15 @@ static int evaluate_short(mdp_detector *d, double t, mdp_decision *ev)
   double pace = slope_new < slope ? slope_new : slope;
 
   d->sslope = slope > 0 ? slope : 0;
-  ev->time = t;
-  ev->envelope = envelope > 0 ? (uint64_t)envelope : 0;
-  ev->slope = slope;
-  ev->slope_recent = slope_new;
-  ev->slope_before = slope_old;
-  ev->samples = samples;
-  ev->window = c->short_window;
+  decision_fill(ev, t, envelope, &f, slope_old, w.samples, c->short_window);
   ev->urgent = 1;
   if(pace > 0)
     ev->time_to_limit = room > 0 ? room / pace : 0;
 
   int growing = slope > 0 && pace > 0 && slope_old >= OLDER_MIN_SHARE * slope &&
                 slope_new >= RECENT_MIN_SHARE * slope && slope_new >= DECEL_SHARE * slope_old &&
-                rise >= RISE_OVER_SCATTER * scatter && rise >= MIN_RISE &&
-                recent_low >= held + NEW_LEVEL_SHARE * rise &&
+                rise >= RISE_OVER_SCATTER * f.scatter && rise >= MIN_RISE &&
+                f.recent_low >= held + NEW_LEVEL_SHARE * rise &&
                 ev->time_to_limit <= URGENT_SHARE * c->horizon && grown >= URGENCY_SHARE * room &&
                 (c->min_growth_rate <= 0 || slope >= c->min_growth_rate);
   if(!growing) {
@@ -552,8 +547,11 @@ int mdp_detector_feed(mdp_detector *d, double t, uint64_t value, mdp_decision *o
    * 1e40 as its epoch) must not be converted out of uint64_t's range:
    * undefined behaviour (found by fuzz_series_csv). Such a sample closes
    * every bucket, as any long gap does. */
-  int closed = advance(d, bucket_index(t - d->origin, d->bucket_len));
-  int sclosed = d->sbucket_len > 0 && advance_short(d, bucket_index(t - d->origin, d->sbucket_len));
+  int closed = ring_advance(d->ring, RING, &d->head, &d->filled, &d->nbucket,
+                            bucket_index(t - d->origin, d->bucket_len), &d->held);
+  int sclosed =
+      d->sbucket_len > 0 && ring_advance(d->sring, SRING, &d->shead, &d->sfilled, &d->snbucket,
+                                         bucket_index(t - d->origin, d->sbucket_len), NULL);
   add_sample(d, t, value);
 
   if(d->state != MDP_DETECTOR_FIRED) {

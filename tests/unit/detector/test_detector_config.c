@@ -21,6 +21,24 @@ static int set(const char *key, const char *value)
   return mdp_detector_config_set(&cfg, key, value, err, sizeof(err));
 }
 
+/* A spelling a key accepts and the value it must store in its field. */
+struct accepted {
+  const char *key;
+  const char *text;
+  const double *field;
+  double value;
+};
+
+static void assert_accepted(const struct accepted *a, size_t n)
+{
+  for(size_t i = 0; i < n; i++) {
+    assert_int_equal(set(a[i].key, a[i].text), 0);
+    if(*a[i].field != a[i].value)
+      print_error("%s \"%s\" stored %g, want %g\n", a[i].key, a[i].text, *a[i].field, a[i].value);
+    assert_true(*a[i].field == a[i].value);
+  }
+}
+
 static int setup(void **s)
 {
   (void)s;
@@ -101,18 +119,15 @@ static void test_bad_sizes(void **s)
 static void test_durations(void **s)
 {
   (void)s;
-  assert_int_equal(set("GrowthWindow", "30min"), 0);
-  assert_true(cfg.growth_window == 1800);
-  assert_int_equal(set("GrowthWindow", "7200"), 0);
-  assert_true(cfg.growth_window == 7200);
-  assert_int_equal(set("Horizon", "12h"), 0);
-  assert_true(cfg.horizon == 43200);
-  assert_int_equal(set("Horizon", "1d"), 0);
-  assert_true(cfg.horizon == 86400);
-  assert_int_equal(set("WarmupTime", "0"), 0);
-  assert_true(cfg.warmup == 0);
-  assert_int_equal(set("WarmupTime", "90 m"), 0);
-  assert_true(cfg.warmup == 5400);
+  static const struct accepted ok[] = {
+      {"GrowthWindow", "30min", &cfg.growth_window, 1800},
+      {"GrowthWindow", "7200", &cfg.growth_window, 7200},
+      {"Horizon", "12h", &cfg.horizon, 43200},
+      {"Horizon", "1d", &cfg.horizon, 86400},
+      {"WarmupTime", "0", &cfg.warmup, 0},
+      {"WarmupTime", "90 m", &cfg.warmup, 5400},
+  };
+  assert_accepted(ok, sizeof(ok) / sizeof(ok[0]));
 }
 
 static void test_bad_durations(void **s)
@@ -130,12 +145,12 @@ static void test_bad_durations(void **s)
 static void test_rates(void **s)
 {
   (void)s;
-  assert_int_equal(set("MinGrowthRate", "2M/min"), 0);
-  assert_true(cfg.min_growth_rate == 2.0 * 1048576 / 60);
-  assert_int_equal(set("MinGrowthRate", "512K/h"), 0);
-  assert_true(cfg.min_growth_rate == 512.0 * 1024 / 3600);
-  assert_int_equal(set("MinGrowthRate", "1000"), 0);
-  assert_true(cfg.min_growth_rate == 1000);
+  static const struct accepted ok[] = {
+      {"MinGrowthRate", "2M/min", &cfg.min_growth_rate, 2.0 * 1048576 / 60},
+      {"MinGrowthRate", "512K/h", &cfg.min_growth_rate, 512.0 * 1024 / 3600},
+      {"MinGrowthRate", "1000", &cfg.min_growth_rate, 1000},
+  };
+  assert_accepted(ok, sizeof(ok) / sizeof(ok[0]));
   assert_int_equal(set("MinGrowthRate", "10M/fortnight"), -EINVAL);
   assert_non_null(strstr(err, "MinGrowthRate"));
   assert_int_equal(set("MinGrowthRate", "fast"), -EINVAL);
@@ -144,12 +159,12 @@ static void test_rates(void **s)
 static void test_near_limit(void **s)
 {
   (void)s;
-  assert_int_equal(set("NearLimit", "0.95"), 0);
-  assert_true(cfg.near_limit == 0.95);
-  assert_int_equal(set("NearLimit", "80%"), 0);
-  assert_true(cfg.near_limit == 0.8);
-  assert_int_equal(set("NearLimit", "0"), 0);
-  assert_true(cfg.near_limit == 0);
+  static const struct accepted ok[] = {
+      {"NearLimit", "0.95", &cfg.near_limit, 0.95},
+      {"NearLimit", "80%", &cfg.near_limit, 0.8},
+      {"NearLimit", "0", &cfg.near_limit, 0},
+  };
+  assert_accepted(ok, sizeof(ok) / sizeof(ok[0]));
   assert_int_equal(set("NearLimit", "1.5"), -EINVAL);
   assert_non_null(strstr(err, "NearLimit"));
   assert_int_equal(set("NearLimit", "120%"), -EINVAL);
