@@ -312,6 +312,22 @@ out:
   return rc;
 }
 
+/* The directory `name` below `at`, to read through its own fd (extra open
+ * flags in `flags`). NULL with errno set if either step fails. */
+static DIR *open_dir_at(int at, const char *name, int flags)
+{
+  int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | flags);
+  if(fd < 0)
+    return NULL;
+  DIR *d = fdopendir(fd);
+  if(!d) {
+    int err = errno;
+    close(fd);
+    errno = err;
+  }
+  return d;
+}
+
 /* Lock held, root open. */
 static int list_captures(capture_dir_t **out, size_t *n)
 {
@@ -320,15 +336,9 @@ static int list_captures(capture_dir_t **out, size_t *n)
   capture_dir_t *v = NULL;
   size_t cnt = 0, cap = 0;
 
-  int scanfd = openat(root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if(scanfd < 0)
+  d = open_dir_at(root_fd, ".", 0);
+  if(!d)
     return -errno;
-  d = fdopendir(scanfd);
-  if(!d) {
-    rc = -errno;
-    close(scanfd);
-    goto out;
-  }
   for(struct dirent *e; (e = readdir(d));) {
     capture_dir_t c;
     if(e->d_name[0] == '.' || strlen(e->d_name) >= sizeof(c.name))
@@ -390,18 +400,12 @@ static int by_age(const void *a, const void *b)
  * path of CaptureDirectory has become, nothing outside it is touched. */
 static int remove_folder(const char *name)
 {
-  int rc = 0, fd = -1;
+  int rc = 0;
   DIR *d = NULL;
 
-  fd = openat(root_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if(fd < 0)
+  d = open_dir_at(root_fd, name, O_NOFOLLOW);
+  if(!d)
     return -errno;
-  d = fdopendir(fd);
-  if(!d) {
-    rc = -errno;
-    close(fd);
-    goto out;
-  }
   /* All or nothing: a folder holding a directory is left whole rather than
    * emptied of its evidence and kept. */
   for(struct dirent *e; (e = readdir(d));) {
@@ -538,84 +542,20 @@ int mdp_capfs_folder_fd(const char *dir)
   return fd;
 }
 
-int mdp_capfs_write_manifest(const char *dir, const mdp_manifest_info_t *info,
-                             const mdp_plan_t *plan)
+/* Writes `name` in the capture folder `dir` through `tmp`, with what fill
+ * writes, and renames it into place only once it is all on disk. The
+ * folder's own name goes to `folder` (the caller may need it after). The
+ * folder belongs to the worker: whatever it left under our temporary name
+ * goes, and O_EXCL|O_NOFOLLOW makes sure we write a fresh file. Called with
+ * fs_lock held. */
+static int replace_in_folder(const char *dir, char *folder, size_t folder_len, const char *name,
+                             const char *tmp, int (*fill)(FILE *f, void *arg), void *arg)
 {
-  static const char tmp[] = "." MDP_CAPFS_MANIFEST ".tmp";
-  int rc = 0, dfd = -1, fd = -1;
-  bool owned = false;
-  FILE *f = NULL;
-  char name[NAME_MAX + 1] = "";
-
-  test_delay("manifest");
-  pthread_mutex_lock(&fs_lock);
-  rc = name_in_root(dir, name, sizeof(name));
-  if(rc)
-    goto out;
-  dfd = folder_fd(name, &owned);
-  if(dfd < 0) {
-    rc = dfd;
-    goto out;
-  }
-  /* The folder belongs to the worker: whatever it left under our temporary
-   * name goes, and O_EXCL|O_NOFOLLOW makes sure we write a fresh file. */
-  if(unlinkat(dfd, tmp, 0) != 0 && errno != ENOENT) {
-    rc = -errno;
-    goto out;
-  }
-  fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if(fd < 0) {
-    rc = -errno;
-    goto out;
-  }
-  f = fdopen(fd, "w");
-  if(!f) {
-    rc = -errno;
-    goto out;
-  }
-  fd = -1;
-  mdp_capfs_format_manifest(f, info, plan);
-  if(fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0) {
-    rc = errno ? -errno : -EIO;
-    goto out;
-  }
-  if(fclose(f) != 0) {
-    f = NULL;
-    rc = -errno;
-    goto out;
-  }
-  f = NULL;
-  if(renameat(dfd, tmp, dfd, MDP_CAPFS_MANIFEST) != 0)
-    rc = -errno;
-out:
-  if(f)
-    fclose(f);
-  if(fd >= 0)
-    close(fd);
-  if(rc && dfd >= 0)
-    unlinkat(dfd, tmp, 0);
-  if(dfd >= 0 && owned)
-    close(dfd);
-  /* The plan is over: the folder is an ordinary capture from now on. */
-  live_t *l = plan->finished && name[0] ? find_live(name) : NULL;
-  if(l)
-    drop_live(l);
-  pthread_mutex_unlock(&fs_lock);
-  return rc;
-}
-
-int mdp_capfs_write_file(const char *dir, const char *name, int (*fill)(FILE *f, void *arg),
-                         void *arg)
-{
-  char folder[NAME_MAX + 1] = "", tmp[NAME_MAX + 1];
   int rc, dfd = -1, fd = -1;
   bool owned = false;
   FILE *f = NULL;
 
-  if(snprintf(tmp, sizeof(tmp), ".%s.tmp", name) >= (int)sizeof(tmp) || strchr(name, '/'))
-    return -EINVAL;
-  pthread_mutex_lock(&fs_lock);
-  rc = name_in_root(dir, folder, sizeof(folder));
+  rc = name_in_root(dir, folder, folder_len);
   if(rc)
     goto out;
   dfd = folder_fd(folder, &owned);
@@ -623,7 +563,6 @@ int mdp_capfs_write_file(const char *dir, const char *name, int (*fill)(FILE *f,
     rc = dfd;
     goto out;
   }
-  /* As for the manifest: a fresh file, never one the worker left there. */
   if(unlinkat(dfd, tmp, 0) != 0 && errno != ENOENT) {
     rc = -errno;
     goto out;
@@ -649,6 +588,50 @@ out:
     unlinkat(dfd, tmp, 0);
   if(dfd >= 0 && owned)
     close(dfd);
+  return rc;
+}
+
+typedef struct {
+  const mdp_manifest_info_t *info;
+  const mdp_plan_t *plan;
+} manifest_arg;
+
+static int fill_manifest(FILE *f, void *arg)
+{
+  const manifest_arg *m = arg;
+  mdp_capfs_format_manifest(f, m->info, m->plan);
+  return 0;
+}
+
+int mdp_capfs_write_manifest(const char *dir, const mdp_manifest_info_t *info,
+                             const mdp_plan_t *plan)
+{
+  static const char tmp[] = "." MDP_CAPFS_MANIFEST ".tmp";
+  manifest_arg m = {info, plan};
+  char name[NAME_MAX + 1] = "";
+  int rc;
+
+  test_delay("manifest");
+  pthread_mutex_lock(&fs_lock);
+  rc = replace_in_folder(dir, name, sizeof(name), MDP_CAPFS_MANIFEST, tmp, fill_manifest, &m);
+  /* The plan is over: the folder is an ordinary capture from now on. */
+  live_t *l = plan->finished && name[0] ? find_live(name) : NULL;
+  if(l)
+    drop_live(l);
+  pthread_mutex_unlock(&fs_lock);
+  return rc;
+}
+
+int mdp_capfs_write_file(const char *dir, const char *name, int (*fill)(FILE *f, void *arg),
+                         void *arg)
+{
+  char folder[NAME_MAX + 1] = "", tmp[NAME_MAX + 1];
+  int rc;
+
+  if(snprintf(tmp, sizeof(tmp), ".%s.tmp", name) >= (int)sizeof(tmp) || strchr(name, '/'))
+    return -EINVAL;
+  pthread_mutex_lock(&fs_lock);
+  rc = replace_in_folder(dir, folder, sizeof(folder), name, tmp, fill, arg);
   pthread_mutex_unlock(&fs_lock);
   return rc;
 }

@@ -72,6 +72,25 @@ static void json_time(FILE *f, int64_t ms)
   fprintf(f, "\"%s.%03dZ\"", buf, (int)(ms % 1000));
 }
 
+/* A key (with what comes before it) and its value, as most fields are. */
+static void key_str(FILE *f, const char *key, const char *s)
+{
+  fputs(key, f);
+  json_str(f, s);
+}
+
+static void key_opt(FILE *f, const char *key, const char *s)
+{
+  fputs(key, f);
+  json_opt(f, s);
+}
+
+static void key_time(FILE *f, const char *key, int64_t ms)
+{
+  fputs(key, f);
+  json_time(f, ms);
+}
+
 static const char *signal_name(int sig, char *buf, size_t len)
 {
   const char *abbrev = sigabbrev_np(sig);
@@ -83,65 +102,45 @@ static const char *signal_name(int sig, char *buf, size_t len)
 
 static void write_step(FILE *f, const mdp_step_t *s)
 {
-  fputs("    {\"step\": ", f);
-  json_str(f, mdp_step_name(s->kind));
-  fputs(", \"file\": ", f);
-  json_opt(f, s->file);
-  fputs(", \"status\": ", f);
-  json_str(f, mdp_step_status_name(s->status));
-  fputs(", \"error\": ", f);
-  json_opt(f, s->error);
+  key_str(f, "    {\"step\": ", mdp_step_name(s->kind));
+  key_opt(f, ", \"file\": ", s->file);
+  key_str(f, ", \"status\": ", mdp_step_status_name(s->status));
+  key_opt(f, ", \"error\": ", s->error);
   fprintf(f, ", \"bytes\": %" PRIu64, s->bytes);
   fprintf(f, ", \"duration_ms\": %.3f", (double)s->duration_us / 1000.0);
   fprintf(f, ", \"worker_pause_ms\": %.3f", (double)s->pause_us / 1000.0);
-  fputs(", \"mode\": ", f);
-  json_opt(f, s->mode);
-  fputs(", \"note\": ", f);
-  json_opt(f, s->note);
-  fputs(", \"started\": ", f);
-  json_time(f, s->started_ms);
-  fputs(", \"finished\": ", f);
-  json_time(f, s->finished_ms);
+  key_opt(f, ", \"mode\": ", s->mode);
+  key_opt(f, ", \"note\": ", s->note);
+  key_time(f, ", \"started\": ", s->started_ms);
+  key_time(f, ", \"finished\": ", s->finished_ms);
   fputs("}", f);
 }
 
 void mdp_capfs_format_manifest(FILE *f, const mdp_manifest_info_t *in, const mdp_plan_t *plan)
 {
-  fputs("{\n  \"format\": \"memdiag-capture/1\",\n  \"worker\": {\"name\": ", f);
-  json_str(f, in->worker);
+  key_str(f, "{\n  \"format\": \"memdiag-capture/1\",\n  \"worker\": {\"name\": ", in->worker);
   fprintf(f, ", \"pid\": %d, \"connection_id\": %" PRIu64 ", \"uid\": %u, \"gid\": %u},\n",
           (int)in->pid, in->connection_id, (unsigned)in->uid, (unsigned)in->gid);
-  fputs("  \"directory\": ", f);
-  json_str(f, in->directory);
-  fputs(",\n  \"trigger\": {\"reason\": ", f);
-  json_str(f, plan->reason);
+  key_str(f, "  \"directory\": ", in->directory);
+  key_str(f, ",\n  \"trigger\": {\"reason\": ", plan->reason);
   fprintf(f, ", \"manual\": %s, \"rss\": %" PRIu64 ", \"samples\": [",
           in->manual ? "true" : "false", plan->trigger_rss);
   for(size_t i = 0; i < plan->n_samples; i++)
     fprintf(f, "%s{\"time\": %.3f, \"rss\": %" PRIu64 "}", i ? ", " : "", plan->samples[i].time,
             plan->samples[i].value);
-  fputs("]},\n  \"plan\": ", f);
-  json_opt(f, in->plan_text);
-  fputs(",\n  \"started\": ", f);
-  json_time(f, plan->started_ms);
-  fputs(",\n  \"finished\": ", f);
-  json_time(f, plan->finished ? plan->finished_ms : 0);
-  fputs(",\n  \"end\": ", f);
-  json_opt(f, plan->finished ? plan->end : NULL);
+  key_opt(f, "]},\n  \"plan\": ", in->plan_text);
+  key_time(f, ",\n  \"started\": ", plan->started_ms);
+  key_time(f, ",\n  \"finished\": ", plan->finished ? plan->finished_ms : 0);
+  key_opt(f, ",\n  \"end\": ", plan->finished ? plan->end : NULL);
   fprintf(f, ",\n  \"complete\": %s,\n", plan->finished && plan->complete ? "true" : "false");
   fputs("  \"restart\": ", f);
   if(in->restart_signal) {
-    fputs("{\"signal\": ", f);
     char num[16];
-    json_str(f, signal_name(in->restart_signal, num, sizeof(num)));
-    fputs(", \"limit_reached\": ", f);
-    json_time(f, plan->limit_ms);
-    fputs(", \"sent\": ", f);
-    json_time(f, in->signalled_ms);
-    fputs(", \"error\": ", f);
-    json_opt(f, in->signal_error);
-    fputs(", \"waited\": ", f);
-    json_opt(f, in->restart_wait);
+    key_str(f, "{\"signal\": ", signal_name(in->restart_signal, num, sizeof(num)));
+    key_time(f, ", \"limit_reached\": ", plan->limit_ms);
+    key_time(f, ", \"sent\": ", in->signalled_ms);
+    key_opt(f, ", \"error\": ", in->signal_error);
+    key_opt(f, ", \"waited\": ", in->restart_wait);
     fputs("}", f);
   } else {
     fputs("null", f);

@@ -57,6 +57,13 @@ static void reply_head(Memdiag__V1__ControlReply *r, uint64_t request_id,
   r->status = status;
 }
 
+/* A request answered in full: the body is set, the head says OK. */
+static void send_ok(uint64_t serial, uint64_t request_id, Memdiag__V1__ControlReply *r)
+{
+  reply_head(r, request_id, MEMDIAG__V1__STATUS__STATUS_OK);
+  send_reply(serial, r);
+}
+
 void mdp_control_refuse(uint64_t serial, uint64_t request_id, Memdiag__V1__Status status,
                         const char *error)
 {
@@ -144,23 +151,28 @@ static int list_fill(worker_list *l)
   return 0;
 }
 
+/* The operator hears why it gets no list; the caller still list_free()s. */
+static int list_fill_or_refuse(worker_list *l, uint64_t serial, uint64_t request_id)
+{
+  if(!list_fill(l))
+    return 0;
+  mdp_control_refuse(serial, request_id, MEMDIAG__V1__STATUS__STATUS_ERROR, "plugin out of memory");
+  return -1;
+}
+
 static void list_workers(uint64_t serial, uint64_t request_id)
 {
   Memdiag__V1__ControlReply r = MEMDIAG__V1__CONTROL_REPLY__INIT;
   Memdiag__V1__WorkerList wl = MEMDIAG__V1__WORKER_LIST__INIT;
   worker_list l = {0};
 
-  if(list_fill(&l)) {
-    mdp_control_refuse(serial, request_id, MEMDIAG__V1__STATUS__STATUS_ERROR,
-                       "plugin out of memory");
+  if(list_fill_or_refuse(&l, serial, request_id))
     goto out;
-  }
   wl.n_workers = l.n;
   wl.workers = l.ptrs;
-  reply_head(&r, request_id, MEMDIAG__V1__STATUS__STATUS_OK);
   r.body_case = MEMDIAG__V1__CONTROL_REPLY__BODY_WORKERS;
   r.workers = &wl;
-  send_reply(serial, &r);
+  send_ok(serial, request_id, &r);
 out:
   list_free(&l);
 }
@@ -182,11 +194,8 @@ static void status(uint64_t serial, uint64_t request_id)
   Memdiag__V1__CaptureInfo *rp[MDP_CAPTURE_RECENT_MAX];
   size_t nc, nr;
 
-  if(list_fill(&l)) {
-    mdp_control_refuse(serial, request_id, MEMDIAG__V1__STATUS__STATUS_ERROR,
-                       "plugin out of memory");
+  if(list_fill_or_refuse(&l, serial, request_id))
     goto out;
-  }
   sr.version = MDP_VERSION;
   sr.has_uptime_s = 1;
   sr.uptime_s = now > mdp_server_started_at() ? now - mdp_server_started_at() : 0;
@@ -228,10 +237,9 @@ static void status(uint64_t serial, uint64_t request_id)
   sr.captures_started = counters.started;
   sr.captures_completed = counters.completed;
   sr.captures_failed = counters.failed;
-  reply_head(&r, request_id, MEMDIAG__V1__STATUS__STATUS_OK);
   r.body_case = MEMDIAG__V1__CONTROL_REPLY__BODY_STATUS_REPORT;
   r.status_report = &sr;
-  send_reply(serial, &r);
+  send_ok(serial, request_id, &r);
 out:
   list_free(&l);
 }
@@ -408,10 +416,9 @@ static void capture_now(uint64_t serial, const char *who, uint64_t request_id,
   ci.step = rc == MDP_CAPTURE_QUEUED ? "queued" : "started";
   ci.has_started_at = rc == MDP_CAPTURE_STARTED;
   ci.started_at = (uint64_t)time(NULL);
-  reply_head(&r, request_id, MEMDIAG__V1__STATUS__STATUS_OK);
   r.body_case = MEMDIAG__V1__CONTROL_REPLY__BODY_CAPTURE;
   r.capture = &ci;
-  send_reply(serial, &r);
+  send_ok(serial, request_id, &r);
 }
 
 void mdp_control_handle(uint64_t serial, const char *who, const Memdiag__V1__Control *ctl)
