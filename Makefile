@@ -34,9 +34,13 @@ $(BUILD)/CMakeCache.txt:
 build: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
+# A test that fails is run once more before the run counts it as failed:
+# a few integration tests wait on real collectd, Ruby and fork timing on
+# shared 2-core machines (docs/internals/testing.md names them); a test that
+# fails twice fails the run.
 test: deps
 	$(MAKE) build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900 --repeat until-pass:2
 
 # build/memdiag_<version>_<arch>.deb (conf/packaging/CPack.cmake)
 package: build
