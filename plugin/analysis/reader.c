@@ -10,6 +10,8 @@
 
 #include <zstd.h>
 
+#include "md/text.h"
+
 #include "reader.h"
 
 #define BUF  MDP_ANALYSIS_READER_BUF
@@ -18,12 +20,8 @@
 static int fail(mdp_analysis_reader *r, int rc, uint64_t line, const char *fmt, ...)
 {
   va_list ap;
-  int n = line ? snprintf(r->err, sizeof(r->err), "%s:%llu: ", r->path, (unsigned long long)line)
-               : snprintf(r->err, sizeof(r->err), "%s: ", r->path);
-  if(n < 0 || (size_t)n >= sizeof(r->err))
-    return rc;
   va_start(ap, fmt);
-  vsnprintf(r->err + n, sizeof(r->err) - (size_t)n, fmt, ap);
+  md_vseterr_at(r->err, sizeof(r->err), r->path, line, fmt, ap);
   va_end(ap);
   return rc;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "md/text.h"
 #include "series_csv.h"
 
 #define LINE_MAX_LEN 512
@@ -13,12 +14,8 @@
 static int fail(mdp_series_csv *r, int rc, const char *fmt, ...)
 {
   va_list ap;
-  int n = r->line ? snprintf(r->err, sizeof(r->err), "%s:%lu: ", r->path, r->line)
-                  : snprintf(r->err, sizeof(r->err), "%s: ", r->path);
-  if(n < 0 || (size_t)n >= sizeof(r->err))
-    return rc;
   va_start(ap, fmt);
-  vsnprintf(r->err + n, sizeof(r->err) - (size_t)n, fmt, ap);
+  md_vseterr_at(r->err, sizeof(r->err), r->path, r->line, fmt, ap);
   va_end(ap);
   return rc;
 }

@@ -16,6 +16,29 @@ void md_seterr(char *err, size_t errlen, const char *fmt, ...)
   va_end(ap);
 }
 
+void md_vseterr_at(char *err, size_t errlen, const char *path, unsigned long long line,
+                   const char *fmt, va_list ap)
+{
+  int n;
+
+  if(!err || !errlen)
+    return;
+  n = line ? snprintf(err, errlen, "%s:%llu: ", path, line) : snprintf(err, errlen, "%s: ", path);
+  if(n < 0 || (size_t)n >= errlen)
+    return;
+  vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+}
+
+void md_seterr_at(char *err, size_t errlen, const char *path, unsigned long long line,
+                  const char *fmt, ...)
+{
+  va_list ap;
+
+  va_start(ap, fmt);
+  md_vseterr_at(err, errlen, path, line, fmt, ap);
+  va_end(ap);
+}
+
 size_t md_utf8_len(const void *p, size_t len)
 {
   const unsigned char *s = p;

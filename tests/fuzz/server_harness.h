@@ -3,8 +3,8 @@
  * protocol code (server/hello.c, conn.c, control.c), the relay, registry,
  * sampler, capture and loop, linked as the plugin links them, with the TLS
  * connection replaced by an in-memory one (below) and collectd's symbols
- * stubbed. server.c (accept, poll) and memdiag.c (collectd callbacks) are
- * left out; the harness wires the hooks as memdiag.c does.
+ * defined by the harness (recording stand-ins). server.c (accept, poll) and memdiag.c (collectd
+ * callbacks) are left out; the harness wires the hooks as memdiag.c does.
  *
  * The in-memory md_conn hands the protocol code whole frames queued by the
  * harness and encodes (then drops) every frame the plugin sends, so what

@@ -11,6 +11,7 @@
 #ifndef MD_TEXT_H
 #define MD_TEXT_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 #ifdef __cplusplus
@@ -22,6 +23,14 @@ extern "C" {
  * caller that does not want the text may pass NULL, 0. */
 void md_seterr(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* An error about a place in a file: "path:line: " (line 0: "path: ")
+ * then the message, as md_seterr (NULL-safe, truncated, terminated). The
+ * v form takes the message's arguments as a va_list. */
+void md_seterr_at(char *err, size_t errlen, const char *path, unsigned long long line,
+                  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+void md_vseterr_at(char *err, size_t errlen, const char *path, unsigned long long line,
+                   const char *fmt, va_list ap) __attribute__((format(printf, 5, 0)));
 
 /* Which bytes md_printable() keeps. */
 enum md_text_flags {

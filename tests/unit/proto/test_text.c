@@ -29,6 +29,20 @@ static void seterr_null_safe(void **state)
   assert_string_equal(err, "abc");
 }
 
+static void seterr_at_names_the_place(void **state)
+{
+  char err[32];
+
+  (void)state;
+  md_seterr_at(err, sizeof err, "heap-2.json", 48213, "bad %s", "line");
+  assert_string_equal(err, "heap-2.json:48213: bad line");
+  md_seterr_at(err, sizeof err, "trace.csv", 0, "empty");
+  assert_string_equal(err, "trace.csv: empty");
+  md_seterr_at(err, 8, "a-long-path", 1, "x");
+  assert_string_equal(err, "a-long-");
+  md_seterr_at(NULL, 10, "p", 1, "x");
+}
+
 static void plain_replaces_controls(void **state)
 {
   char out[64];
@@ -168,6 +182,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(seterr_formats_and_truncates),
       cmocka_unit_test(seterr_null_safe),
+      cmocka_unit_test(seterr_at_names_the_place),
       cmocka_unit_test(plain_replaces_controls),
       cmocka_unit_test(keep_lines),
       cmocka_unit_test(truncates_and_terminates),
