@@ -112,35 +112,42 @@ class PathSafetyTest < Minitest::Test
   # published later. A directory swapped for a link in between must not
   # carry the dump outside.
   def test_directory_swapped_for_a_link_after_the_check_is_not_followed
-    sub = File.join(@dir, "sub")
-    Dir.mkdir(sub)
-    directory = Memdiag::Hook::Ops::DumpDirectory.new(@dir)
-    target = directory.resolve("sub/swapped-early.txt")
-    File.rename(sub, "#{sub}.checked")
-    File.symlink(@outside, sub)
+    target = resolve_in_sub("swapped-early.txt")
+    swap_sub_for_link
     error = assert_raises(Memdiag::Hook::Ops::Failure) { target.create_temp }
     assert_match(/symbolic link|moved/, error.message)
     assert_nothing_written
   end
 
   def test_directory_swapped_for_a_link_while_writing_is_not_followed
-    sub = File.join(@dir, "sub")
-    Dir.mkdir(sub)
-    directory = Memdiag::Hook::Ops::DumpDirectory.new(@dir)
-    target = directory.resolve("sub/swapped-late.txt")
+    target = resolve_in_sub("swapped-late.txt")
     partial = target.create_temp
     begin
       partial.io.write("dump")
-      File.rename(sub, "#{sub}.checked")
-      File.symlink(@outside, sub)
+      swap_sub_for_link
       partial.publish
     ensure
       partial.discard
     end
     assert_nothing_written
-    assert_equal ["swapped-late.txt"], files_in("#{sub}.checked")
-    assert_equal "dump", File.read(File.join("#{sub}.checked", "swapped-late.txt"))
+    assert_equal ["swapped-late.txt"], files_in(checked_sub)
+    assert_equal "dump", File.read(File.join(checked_sub, "swapped-late.txt"))
   end
+
+  # A new subdirectory "sub" and the target for sub/NAME in it, checked now.
+  def resolve_in_sub(name)
+    Dir.mkdir(File.join(@dir, "sub"))
+    Memdiag::Hook::Ops::DumpDirectory.new(@dir).resolve("sub/#{name}")
+  end
+
+  # "sub" moves to checked_sub and a link to @outside takes its name.
+  def swap_sub_for_link
+    sub = File.join(@dir, "sub")
+    File.rename(sub, checked_sub)
+    File.symlink(@outside, sub)
+  end
+
+  def checked_sub = File.join(@dir, "sub.checked")
 
   def test_malformed_paths_are_bad_requests
     assert_status(:bad_request, write("a\0b"), /NUL byte/)

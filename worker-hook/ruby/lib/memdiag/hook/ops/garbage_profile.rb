@@ -48,11 +48,7 @@ module Memdiag
               next nil if owner.nil? || @owner != owner || @started_at.nil?
 
               what = "the GC profiler (running since #{@started_at.utc.iso8601})"
-              GC::Profiler.disable
-              GC::Profiler.clear
-              @started_at = nil
-              @stat_before = nil
-              @owner = nil
+              reset
               what
             end
           end
@@ -68,16 +64,22 @@ module Memdiag
               begin
                 report(GC.stat)
               ensure
-                GC::Profiler.disable
-                GC::Profiler.clear
-                @started_at = nil
-                @stat_before = nil
-                @owner = nil
+                reset
               end
             end
           end
 
           private
+
+          # Profiler off, records dropped, nobody owns it: the state before
+          # start. Called with @lock held.
+          def reset
+            GC::Profiler.disable
+            GC::Profiler.clear
+            @started_at = nil
+            @stat_before = nil
+            @owner = nil
+          end
 
           def report(stat_after)
             records = GC::Profiler.raw_data || []
