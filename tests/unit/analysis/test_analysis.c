@@ -17,23 +17,10 @@
 #include <zstd.h>
 
 #include "analysis/analysis.h"
+#include "mdt.h"
 
-static char tmp[] = "/tmp/md-analysis-XXXXXX";
+static const char *const tmp = mdt_dir; /* mdt_dir_setup */
 static char err[512];
-
-static int group_setup(void **s)
-{
-  (void)s;
-  return mkdtemp(tmp) ? 0 : -1;
-}
-
-static int group_teardown(void **s)
-{
-  char cmd[128];
-  (void)s;
-  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-  return system(cmd);
-}
 
 static const char *data(const char *name)
 {
@@ -514,5 +501,5 @@ int main(void)
       cmocka_unit_test(test_summary),
       cmocka_unit_test(test_find_dumps),
   };
-  return cmocka_run_group_tests(tests, group_setup, group_teardown);
+  return cmocka_run_group_tests(tests, mdt_dir_setup, mdt_dir_teardown);
 }

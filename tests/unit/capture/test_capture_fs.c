@@ -17,38 +17,16 @@
 
 #include "capture/capture_fs.h"
 #include "capture/plan.h"
+#include "mdt.h"
 
 #define T0 1795000000000ll /* 2026-11-18T11:06:40Z, in ms */
 
-static char root[256];
-
-static int setup(void **state)
-{
-  (void)state;
-  snprintf(root, sizeof(root), "/tmp/md-capfs-XXXXXX");
-  assert_non_null(mkdtemp(root));
-  return 0;
-}
+static const char *const root = mdt_dir; /* a fresh one per test: mdt_dir_setup */
 
 static int teardown(void **state)
 {
-  (void)state;
   mdp_capfs_close();
-  char cmd[512];
-  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-  return system(cmd) == 0 ? 0 : -1;
-}
-
-static void write_file(const char *dir, const char *name, size_t bytes)
-{
-  char path[1200];
-  if((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path))
-    fail_msg("path too long");
-  FILE *f = fopen(path, "w");
-  assert_non_null(f);
-  for(size_t i = 0; i < bytes; i++)
-    fputc('x', f);
-  fclose(f);
+  return mdt_dir_teardown(state);
 }
 
 static void folder_is_private_and_owned(void **state)
@@ -104,7 +82,7 @@ static void ensure_root_creates_traversable_dir(void **state)
   assert_int_equal(mdp_capfs_ensure_root(path), 0);
   assert_int_equal(stat(path, &st), 0);
   assert_int_equal(st.st_mode & 0777 & ~0022, 0711 & ~0022);
-  write_file(root, "plain", 1);
+  mdt_write_bytes(root, "plain", 1);
   snprintf(path, sizeof(path), "%s/plain", root);
   assert_int_equal(mdp_capfs_ensure_root(path), -ENOTDIR);
 }
@@ -140,10 +118,7 @@ static int json_check(const char *path, const char *expr)
 {
   char cmd[2048], exprfile[512];
   snprintf(exprfile, sizeof(exprfile), "%s/check.rb", root);
-  FILE *f = fopen(exprfile, "w");
-  assert_non_null(f);
-  fputs(expr, f);
-  fclose(f);
+  mdt_write_text(exprfile, expr);
   snprintf(cmd, sizeof(cmd),
            "'%s' -rjson -e 'm = JSON.parse(File.read(ARGV[0])); "
            "ok = eval(File.read(ARGV[1])); "
@@ -153,15 +128,21 @@ static int json_check(const char *path, const char *expr)
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* A capture folder for worker "web" with this pid, and its plan. */
+static void web_folder_and_plan(pid_t pid, bool finished, char *dir, size_t dirlen,
+                                mdp_plan_t *plan)
+{
+  assert_int_equal(mdp_capfs_make_folder(root, "web", pid, T0, getuid(), getgid(), dir, dirlen), 0);
+  make_plan(plan, finished);
+}
+
 static void manifest_parses(void **state)
 {
   (void)state;
   char dir[512], path[600], tmp[600];
   mdp_plan_t plan;
   struct stat st;
-  assert_int_equal(mdp_capfs_make_folder(root, "web", 7, T0, getuid(), getgid(), dir, sizeof(dir)),
-                   0);
-  make_plan(&plan, false);
+  web_folder_and_plan(7, false, dir, sizeof(dir), &plan);
   mdp_manifest_info_t info = {.worker = "web \"1\"",
                               .pid = 7,
                               .connection_id = 3,
@@ -216,9 +197,7 @@ static void manifest_is_valid_utf8(void **state)
   (void)state;
   char dir[512], path[600];
   mdp_plan_t plan;
-  assert_int_equal(mdp_capfs_make_folder(root, "web", 9, T0, getuid(), getgid(), dir, sizeof(dir)),
-                   0);
-  make_plan(&plan, true);
+  web_folder_and_plan(9, true, dir, sizeof(dir), &plan);
   /* An error that fills its field and ends in the first byte of "é". */
   size_t cap = sizeof(plan.steps[1].error);
   memset(plan.steps[1].error, 'e', cap - 2);
@@ -246,16 +225,14 @@ static void manifest_ignores_planted_temp(void **state)
   (void)state;
   char dir[512], victim[512], tmp[600];
   mdp_plan_t plan;
-  struct stat st;
-  assert_int_equal(mdp_capfs_make_folder(root, "web", 8, T0, getuid(), getgid(), dir, sizeof(dir)),
-                   0);
-  write_file(root, "victim", 5);
+  web_folder_and_plan(8, true, dir, sizeof(dir), &plan);
+  mdt_write_bytes(root, "victim", 5);
   snprintf(victim, sizeof(victim), "%s/victim", root);
   snprintf(tmp, sizeof(tmp), "%s/.capture.json.tmp", dir);
   assert_int_equal(symlink(victim, tmp), 0);
-  make_plan(&plan, true);
   mdp_manifest_info_t info = {.worker = "web", .pid = 8, .directory = dir};
   assert_int_equal(mdp_capfs_write_manifest(dir, &info, &plan), 0);
+  struct stat st;
   assert_int_equal(stat(victim, &st), 0);
   assert_int_equal(st.st_size, 5);
 }
@@ -278,9 +255,9 @@ static uint64_t make_capture_in(const char *in, const char *name, size_t bytes, 
   char dir[1200];
   snprintf(dir, sizeof(dir), "%s/%s", in, name);
   assert_int_equal(mkdir(dir, 0700), 0);
-  write_file(dir, "heap-1.json", bytes);
+  mdt_write_bytes(dir, "heap-1.json", bytes);
   if(manifest)
-    write_file(dir, "capture.json", 0);
+    mdt_write_bytes(dir, "capture.json", 0);
   uint64_t held = on_disk(dir, "heap-1.json");
   struct timespec ts[2] = {{mtime, 0}, {mtime, 0}};
   assert_int_equal(utimensat(AT_FDCWD, dir, ts, 0), 0);
@@ -377,7 +354,7 @@ static void prune_spares_every_capture_in_progress(void **state)
     assert_int_equal(mdp_capfs_make_folder(root, "busy", 1000 + i, T0, getuid(), getgid(), dirs[i],
                                            sizeof(dirs[i])),
                      0);
-    write_file(dirs[i], "heap-1.json", 4096);
+    mdt_write_bytes(dirs[i], "heap-1.json", 4096);
     make_plan(&plan, false);
     mdp_manifest_info_t info = {.worker = "busy", .pid = 1000 + i, .directory = dirs[i]};
     assert_int_equal(mdp_capfs_write_manifest(dirs[i], &info, &plan), 0);
@@ -549,20 +526,21 @@ static void sanitize_names(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(folder_is_private_and_owned, setup, teardown),
-      cmocka_unit_test_setup_teardown(folder_never_reused_nor_followed, setup, teardown),
-      cmocka_unit_test_setup_teardown(ensure_root_creates_traversable_dir, setup, teardown),
-      cmocka_unit_test_setup_teardown(manifest_parses, setup, teardown),
-      cmocka_unit_test_setup_teardown(manifest_is_valid_utf8, setup, teardown),
-      cmocka_unit_test_setup_teardown(manifest_ignores_planted_temp, setup, teardown),
-      cmocka_unit_test_setup_teardown(prune_oldest_first, setup, teardown),
-      cmocka_unit_test_setup_teardown(prune_counts_blocks_not_size, setup, teardown),
-      cmocka_unit_test_setup_teardown(prune_spares_every_capture_in_progress, setup, teardown),
-      cmocka_unit_test_setup_teardown(root_of_another_user_is_refused, setup, teardown),
-      cmocka_unit_test_setup_teardown(root_through_a_symlink_is_refused, setup, teardown),
-      cmocka_unit_test_setup_teardown(prune_never_follows_a_swapped_root, setup, teardown),
-      cmocka_unit_test_setup_teardown(avail_reports_space, setup, teardown),
-      cmocka_unit_test_setup_teardown(inside_checks_components, setup, teardown),
+      cmocka_unit_test_setup_teardown(folder_is_private_and_owned, mdt_dir_setup, teardown),
+      cmocka_unit_test_setup_teardown(folder_never_reused_nor_followed, mdt_dir_setup, teardown),
+      cmocka_unit_test_setup_teardown(ensure_root_creates_traversable_dir, mdt_dir_setup, teardown),
+      cmocka_unit_test_setup_teardown(manifest_parses, mdt_dir_setup, teardown),
+      cmocka_unit_test_setup_teardown(manifest_is_valid_utf8, mdt_dir_setup, teardown),
+      cmocka_unit_test_setup_teardown(manifest_ignores_planted_temp, mdt_dir_setup, teardown),
+      cmocka_unit_test_setup_teardown(prune_oldest_first, mdt_dir_setup, teardown),
+      cmocka_unit_test_setup_teardown(prune_counts_blocks_not_size, mdt_dir_setup, teardown),
+      cmocka_unit_test_setup_teardown(prune_spares_every_capture_in_progress, mdt_dir_setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(root_of_another_user_is_refused, mdt_dir_setup, teardown),
+      cmocka_unit_test_setup_teardown(root_through_a_symlink_is_refused, mdt_dir_setup, teardown),
+      cmocka_unit_test_setup_teardown(prune_never_follows_a_swapped_root, mdt_dir_setup, teardown),
+      cmocka_unit_test_setup_teardown(avail_reports_space, mdt_dir_setup, teardown),
+      cmocka_unit_test_setup_teardown(inside_checks_components, mdt_dir_setup, teardown),
       cmocka_unit_test(sanitize_names),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,7 +6,6 @@
  * is ignored first, as collectd does. */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <setjmp.h>
@@ -24,6 +23,7 @@
 
 #include "capture/capture.h"
 #include "capture/command.h"
+#include "mdt.h"
 
 #define MAX_RESULTS 80
 
@@ -140,8 +140,7 @@ static bool logged(const char *needle)
 static int setup(void **state)
 {
   (void)state;
-  snprintf(dir, sizeof(dir), "/tmp/mdcmd-test.XXXXXX");
-  assert_non_null(mkdtemp(dir));
+  mdt_tempdir(dir, sizeof(dir), "cmd-test");
   chmod(dir, 0755); /* the user-drop test's program must be reachable */
   pthread_mutex_lock(&rec.lock);
   rec.loglen = 0;
@@ -152,20 +151,11 @@ static int setup(void **state)
   return 0;
 }
 
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-  (void)sb;
-  (void)flag;
-  (void)ftw;
-  return remove(p);
-}
-
 static int teardown(void **state)
 {
   (void)state;
   mdp_command_stop();
-  /* not system("rm -rf"): with SIGCHLD ignored it cannot tell success */
-  return nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+  return mdt_rmtree(dir);
 }
 
 /* A process that is gone, or a zombie nobody has reaped yet. */

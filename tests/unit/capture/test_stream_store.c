@@ -19,6 +19,7 @@
 #include <zstd.h>
 
 #include "capture/stream_store.h"
+#include "mdt.h"
 
 typedef struct {
   pthread_mutex_t mu;
@@ -69,8 +70,7 @@ typedef struct {
 static int setup(void **state)
 {
   fixture *f = calloc(1, sizeof *f);
-  snprintf(f->dir, sizeof f->dir, "/tmp/md-store-XXXXXX");
-  assert_non_null(mkdtemp(f->dir));
+  mdt_tempdir(f->dir, sizeof f->dir, "store");
   f->dir_fd = open(f->dir, O_RDONLY | O_DIRECTORY);
   assert_true(f->dir_fd >= 0);
   assert_int_equal(mdp_store_start(&f->store, 8u << 20), 0);
@@ -100,11 +100,9 @@ static void listing(fixture *f, char *out, size_t outlen)
 static int teardown(void **state)
 {
   fixture *f = *state;
-  char cmd[128];
   mdp_store_stop(f->store);
   close(f->dir_fd);
-  snprintf(cmd, sizeof cmd, "rm -rf %s", f->dir);
-  assert_int_equal(system(cmd), 0);
+  assert_int_equal(mdt_rmtree(f->dir), 0);
   free(f);
   return 0;
 }

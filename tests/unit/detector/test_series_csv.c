@@ -13,30 +13,15 @@
 #include <cmocka.h>
 
 #include "detector/series_csv.h"
+#include "mdt.h"
 
-static char dir[] = "/tmp/md-series-csv-XXXXXX";
+static const char *const dir = mdt_dir; /* mdt_dir_setup */
 static char path[256];
-
-static int group_setup(void **s)
-{
-  (void)s;
-  return mkdtemp(dir) ? 0 : -1;
-}
-
-static int group_teardown(void **s)
-{
-  (void)s;
-  unlink(path);
-  return rmdir(dir);
-}
 
 static const char *write_file(const char *text)
 {
   snprintf(path, sizeof(path), "%s/series.csv", dir);
-  FILE *f = fopen(path, "w");
-  assert_non_null(f);
-  fputs(text, f);
-  assert_int_equal(fclose(f), 0);
+  mdt_write_text(path, text);
   return path;
 }
 
@@ -116,5 +101,5 @@ int main(void)
       cmocka_unit_test(test_errors_name_the_line),
       cmocka_unit_test(test_missing_file),
   };
-  return cmocka_run_group_tests(tests, group_setup, group_teardown);
+  return cmocka_run_group_tests(tests, mdt_dir_setup, mdt_dir_teardown);
 }

@@ -15,6 +15,7 @@
 #include <openssl/ssl.h>
 
 #include "md/tls.h"
+#include "mdt.h"
 
 static char dir[256];   /* CA "A": plugin, worker, operator, old (expired) */
 static char other[300]; /* CA "B": a stranger's worker */
@@ -289,9 +290,7 @@ static int setup(void **state)
 {
   char cmd[1024];
   (void)state;
-  snprintf(dir, sizeof(dir), "/tmp/md-tls-XXXXXX");
-  if(!mkdtemp(dir))
-    return -1;
+  mdt_tempdir(dir, sizeof(dir), "tls");
   snprintf(other, sizeof(other), "%s/other", dir);
   snprintf(cmd, sizeof(cmd),
            "sh %s %s >/dev/null && sh %s %s --add-expired old worker"
@@ -302,10 +301,8 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-  char cmd[600];
   (void)state;
-  snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-  return run(cmd);
+  return mdt_rmtree(dir);
 }
 
 int main(void)

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "md/tls.h"
+#include "mdt.h"
 
 static char dir[64], sock[128], victim[128];
 static int swap_after_bind;
@@ -38,13 +39,10 @@ int bind(int fd, const struct sockaddr *sa, socklen_t len)
 static int setup(void **state)
 {
   (void)state;
-  snprintf(dir, sizeof(dir), "/tmp/md-listen-XXXXXX");
-  assert_non_null(mkdtemp(dir));
+  mdt_tempdir(dir, sizeof(dir), "listen");
   snprintf(sock, sizeof(sock), "%s/plugin.sock", dir);
   snprintf(victim, sizeof(victim), "%s/victim", dir);
-  FILE *f = fopen(victim, "w");
-  assert_non_null(f);
-  fclose(f);
+  mdt_write_text(victim, "");
   assert_int_equal(chmod(victim, 0600), 0);
   swap_after_bind = 0;
   return 0;
@@ -53,9 +51,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
   (void)state;
-  char cmd[128];
-  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-  return system(cmd) == 0 ? 0 : -1;
+  return mdt_rmtree(dir);
 }
 
 static void mode_and_group_are_set(void **state)

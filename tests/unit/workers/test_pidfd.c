@@ -15,18 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mdt.h"
 #include "workers/pidfd.h"
-
-static pid_t child_waiting(void)
-{
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if(pid == 0) {
-    pause();
-    _exit(0);
-  }
-  return pid;
-}
 
 static void peer_of_a_socketpair_is_this_process(void **state)
 {
@@ -48,7 +38,7 @@ static void fallback_refuses_a_process_started_after_the_accept(void **state)
   uint64_t accepted = mdp_pidfd_boot_ms();
   struct timespec pause_ms = {0, 50 * 1000 * 1000}; /* beyond the 10 ms tick */
   nanosleep(&pause_ms, NULL);
-  pid_t later = child_waiting();
+  pid_t later = mdt_child_waiting();
   /* Started after the "accept": it only holds the PID, it is not the peer. */
   assert_int_equal(mdp_pidfd_open_started_before(later, accepted), -ESRCH);
   int fd = mdp_pidfd_open_started_before(later, mdp_pidfd_boot_ms());

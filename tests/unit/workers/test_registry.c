@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 
 #include "config.h"
+#include "mdt.h"
 #include "workers/registry.h"
 
 static mdp_worker_hello hello(const char *name)
@@ -173,18 +174,6 @@ static void unreadable_proc_is_reported(void **state)
   assert_int_equal(mdp_registry_remove(id), 0);
 }
 
-/* A child that waits for a signal and reports it by its exit status. */
-static pid_t child_waiting(void)
-{
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if(pid == 0) {
-    pause();
-    _exit(0);
-  }
-  return pid;
-}
-
 /* Issue 11, finding 2: signals go through the pidfd of the process that
  * registered, so a process that exited is never confused with whoever holds
  * its PID next, and a worker whose connecting process is already gone is
@@ -196,7 +185,7 @@ static void signals_go_through_the_pidfd(void **state)
   int proc_err = 0, status = 0;
 
   (void)state;
-  pid_t live = child_waiting();
+  pid_t live = mdt_child_waiting();
   h.pid = live;
   h.pidfd = (int)syscall(SYS_pidfd_open, live, 0);
   assert_true(h.pidfd >= 0);
@@ -210,7 +199,7 @@ static void signals_go_through_the_pidfd(void **state)
   assert_int_equal(mdp_registry_remove(id), 0);
 
   /* A process that exited before its hello registers nobody. */
-  pid_t gone = child_waiting();
+  pid_t gone = mdt_child_waiting();
   h.pid = gone;
   h.pidfd = (int)syscall(SYS_pidfd_open, gone, 0);
   assert_true(h.pidfd >= 0);
