@@ -6,6 +6,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,6 +122,18 @@ static void write_in_chunks(mdp_store_stream *st, const char *p, size_t n)
     assert_int_equal(mdp_store_write(st, p + off, n - off < 100000 ? n - off : 100000), 0);
 }
 
+/* Streams the first `sent` bytes of p into `name` (zstd_level 0: not
+ * compressed), then finishes the stream announcing n bytes and sha. */
+static void stream(fixture *f, const char *name, int zstd_level, const char *p, size_t sent,
+                   size_t n, const unsigned char sha[32])
+{
+  mdp_store_stream *st;
+
+  assert_int_equal(mdp_store_open(f->store, &st, f->dir_fd, name, zstd_level, &events, &f->o), 0);
+  write_in_chunks(st, p, sent);
+  assert_int_equal(mdp_store_finish(st, n, sha, 32), 0);
+}
+
 static void read_file(fixture *f, const char *name, char **data, size_t *len)
 {
   struct stat sb;
@@ -134,19 +147,32 @@ static void read_file(fixture *f, const char *name, char **data, size_t *len)
   close(fd);
 }
 
+/* The file `name` in the folder holds p (n bytes) compressed with zstd.
+ * Returns the file's size. */
+static size_t assert_holds_compressed(fixture *f, const char *name, const char *p, size_t n)
+{
+  char *stored, *back = malloc(n);
+  size_t len, got;
+
+  read_file(f, name, &stored, &len);
+  got = ZSTD_decompress(back, n, stored, len);
+  assert_false(ZSTD_isError(got));
+  assert_int_equal(got, n);
+  assert_memory_equal(back, p, n);
+  free(back);
+  free(stored);
+  return len;
+}
+
 static void test_compressed_file_matches(void **state)
 {
   fixture *f = *state;
   size_t n = 3u << 20, stored_len;
-  char *p = payload(n), *stored, names[256];
+  char *p = payload(n), names[256];
   unsigned char sha[32];
-  mdp_store_stream *st;
 
   SHA256((const unsigned char *)p, n, sha);
-  assert_int_equal(mdp_store_open(f->store, &st, f->dir_fd, "heap-1.json.zst", 1, &events, &f->o),
-                   0);
-  write_in_chunks(st, p, n);
-  assert_int_equal(mdp_store_finish(st, n, sha, sizeof sha), 0);
+  stream(f, "heap-1.json.zst", 1, p, n, n, sha);
   wait_done(&f->o);
   assert_int_equal(f->o.r.outcome, MDP_STORE_OK);
   assert_string_equal(f->o.name, "heap-1.json.zst");
@@ -155,18 +181,9 @@ static void test_compressed_file_matches(void **state)
   listing(f, names, sizeof names);
   assert_string_equal(names, "heap-1.json.zst");
 
-  read_file(f, "heap-1.json.zst", &stored, &stored_len);
+  stored_len = assert_holds_compressed(f, "heap-1.json.zst", p, n);
   assert_int_equal(stored_len, f->o.r.stored_bytes);
   assert_true(stored_len * 8 < n); /* repetitive JSON compresses well */
-  {
-    char *back = malloc(n);
-    size_t got = ZSTD_decompress(back, n, stored, stored_len);
-    assert_false(ZSTD_isError(got));
-    assert_int_equal(got, n);
-    assert_memory_equal(back, p, n);
-    free(back);
-  }
-  free(stored);
   free(p);
 }
 
@@ -176,12 +193,9 @@ static void test_plain_file_when_level_0(void **state)
   size_t n = 200000, len;
   char *p = payload(n), *stored;
   unsigned char sha[32];
-  mdp_store_stream *st;
 
   SHA256((const unsigned char *)p, n, sha);
-  assert_int_equal(mdp_store_open(f->store, &st, f->dir_fd, "heap-1.json", 0, &events, &f->o), 0);
-  write_in_chunks(st, p, n);
-  assert_int_equal(mdp_store_finish(st, n, sha, sizeof sha), 0);
+  stream(f, "heap-1.json", 0, p, n, n, sha);
   wait_done(&f->o);
   assert_int_equal(f->o.r.outcome, MDP_STORE_OK);
   read_file(f, "heap-1.json", &stored, &len);
@@ -202,39 +216,30 @@ static void expect_nothing_left(fixture *f, mdp_store_outcome outcome, const cha
   assert_string_equal(names, "");
 }
 
-static void test_size_mismatch_leaves_nothing(void **state)
+/* A stream damaged on the way (`lost` bytes missing, or one bit flipped
+ * after the worker hashed it) is a mismatch that leaves nothing. */
+static void damaged_leaves_nothing(fixture *f, size_t lost, bool flipped, const char *why)
 {
-  fixture *f = *state;
   size_t n = 500000;
   char *p = payload(n);
   unsigned char sha[32];
-  mdp_store_stream *st;
 
   SHA256((const unsigned char *)p, n, sha);
-  assert_int_equal(mdp_store_open(f->store, &st, f->dir_fd, "heap-2.json.zst", 1, &events, &f->o),
-                   0);
-  write_in_chunks(st, p, n - 1000); /* a chunk lost on the way */
-  assert_int_equal(mdp_store_finish(st, n, sha, sizeof sha), 0);
-  expect_nothing_left(f, MDP_STORE_MISMATCH, "says 500000");
+  if(flipped)
+    p[1234] ^= 1;
+  stream(f, "heap-2.json.zst", 1, p, n - lost, n, sha);
+  expect_nothing_left(f, MDP_STORE_MISMATCH, why);
   free(p);
+}
+
+static void test_size_mismatch_leaves_nothing(void **state)
+{
+  damaged_leaves_nothing(*state, 1000, false, "says 500000");
 }
 
 static void test_checksum_mismatch_leaves_nothing(void **state)
 {
-  fixture *f = *state;
-  size_t n = 500000;
-  char *p = payload(n);
-  unsigned char sha[32];
-  mdp_store_stream *st;
-
-  SHA256((const unsigned char *)p, n, sha);
-  p[1234] ^= 1; /* one bit flipped */
-  assert_int_equal(mdp_store_open(f->store, &st, f->dir_fd, "heap-2.json.zst", 1, &events, &f->o),
-                   0);
-  write_in_chunks(st, p, n);
-  assert_int_equal(mdp_store_finish(st, n, sha, sizeof sha), 0);
-  expect_nothing_left(f, MDP_STORE_MISMATCH, "another SHA-256");
-  free(p);
+  damaged_leaves_nothing(*state, 0, true, "another SHA-256");
 }
 
 static void test_abort_leaves_nothing(void **state)
@@ -279,16 +284,13 @@ static void test_write_failure_leaves_nothing(void **state)
   char *p = payload(n);
   unsigned char sha[32];
   struct rlimit old, lim = {.rlim_cur = 100000, .rlim_max = RLIM_INFINITY};
-  mdp_store_stream *st;
 
   signal(SIGXFSZ, SIG_IGN);
   getrlimit(RLIMIT_FSIZE, &old);
   lim.rlim_max = old.rlim_max;
   assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
   SHA256((const unsigned char *)p, n, sha);
-  assert_int_equal(mdp_store_open(f->store, &st, f->dir_fd, "heap-1.json", 0, &events, &f->o), 0);
-  write_in_chunks(st, p, n);
-  assert_int_equal(mdp_store_finish(st, n, sha, sizeof sha), 0);
+  stream(f, "heap-1.json", 0, p, n, n, sha);
   expect_nothing_left(f, MDP_STORE_FAILED, "writing heap-1.json failed");
   setrlimit(RLIMIT_FSIZE, &old);
   free(p);
@@ -300,15 +302,12 @@ static void test_existing_file_is_not_replaced(void **state)
   char *p = payload(1000), *stored;
   unsigned char sha[32];
   size_t len;
-  mdp_store_stream *st;
   int fd = openat(f->dir_fd, "heap-1.json", O_WRONLY | O_CREAT, 0600);
 
   assert_int_equal(write(fd, "theirs", 6), 6);
   close(fd);
   SHA256((const unsigned char *)p, 1000, sha);
-  assert_int_equal(mdp_store_open(f->store, &st, f->dir_fd, "heap-1.json", 0, &events, &f->o), 0);
-  write_in_chunks(st, p, 1000);
-  assert_int_equal(mdp_store_finish(st, 1000, sha, sizeof sha), 0);
+  stream(f, "heap-1.json", 0, p, 1000, 1000, sha);
   wait_done(&f->o);
   assert_int_equal(f->o.r.outcome, MDP_STORE_FAILED);
   read_file(f, "heap-1.json", &stored, &len);
@@ -331,8 +330,8 @@ static void test_refuses_names_with_a_path(void **state)
 static void test_compress_worker_file(void **state)
 {
   fixture *f = *state;
-  size_t n = 1u << 20, len;
-  char *p = payload(n), *stored, names[256];
+  size_t n = 1u << 20;
+  char *p = payload(n), names[256];
   int fd = openat(f->dir_fd, "heap-1.json", O_WRONLY | O_CREAT | O_EXCL, 0600);
   mdp_store_stream *st;
 
@@ -346,14 +345,7 @@ static void test_compress_worker_file(void **state)
   assert_int_equal(f->o.r.raw_bytes, n);
   listing(f, names, sizeof names);
   assert_string_equal(names, "heap-1.json.zst");
-  read_file(f, "heap-1.json.zst", &stored, &len);
-  {
-    char *back = malloc(n);
-    assert_int_equal(ZSTD_decompress(back, n, stored, len), n);
-    assert_memory_equal(back, p, n);
-    free(back);
-  }
-  free(stored);
+  assert_holds_compressed(f, "heap-1.json.zst", p, n);
   free(p);
 }
 

@@ -51,67 +51,77 @@ static void memory_dump_fields(void **state)
   mdh_request_clear(&out);
 }
 
+/* in converted for connection 1: valid, and the runtime's op. */
+static void expect_op(const Memdiag__V1__Request *in, mdh_op op, mdh_request *out)
+{
+  assert_int_equal(mdh_request_from_wire(out, in, 1), MDH_OK);
+  assert_int_equal(out->op, op);
+}
+
+/* Each operation's message in its own block: the request points at one at
+ * a time. */
 static void every_operation(void **state)
 {
   Memdiag__V1__Request in = MEMDIAG__V1__REQUEST__INIT;
-  Memdiag__V1__AllocationTraceStart ats = MEMDIAG__V1__ALLOCATION_TRACE_START__INIT;
-  Memdiag__V1__AllocationTraceStop atp = MEMDIAG__V1__ALLOCATION_TRACE_STOP__INIT;
-  Memdiag__V1__GarbageProfileStart gps = MEMDIAG__V1__GARBAGE_PROFILE_START__INIT;
-  Memdiag__V1__GarbageProfileStop gpp = MEMDIAG__V1__GARBAGE_PROFILE_STOP__INIT;
-  Memdiag__V1__SchedulerDump sd = MEMDIAG__V1__SCHEDULER_DUMP__INIT;
-  Memdiag__V1__ThreadDump td = MEMDIAG__V1__THREAD_DUMP__INIT;
   mdh_request out;
 
   (void)state;
-  ats.has_keep = 1;
-  ats.keep = 1;
-  in.op_case = MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_START;
-  in.allocation_trace_start = &ats;
-  assert_int_equal(mdh_request_from_wire(&out, &in, 1), MDH_OK);
-  assert_int_equal(out.op, MDH_OP_ALLOCATION_TRACE_START);
-  assert_int_equal(out.keep, 1);
-  assert_string_equal(mdh_op_name(out.op), "allocation_trace_start");
-  mdh_request_clear(&out);
-
-  atp.path = "t.json";
-  atp.shapes = 1;
-  in.op_case = MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_STOP;
-  in.allocation_trace_stop = &atp;
-  assert_int_equal(mdh_request_from_wire(&out, &in, 1), MDH_OK);
-  assert_int_equal(out.op, MDH_OP_ALLOCATION_TRACE_STOP);
-  assert_string_equal(out.path, "t.json");
-  assert_int_equal(out.shapes, 1);
-  mdh_request_clear(&out);
-
-  in.op_case = MEMDIAG__V1__REQUEST__OP_GARBAGE_PROFILE_START;
-  in.garbage_profile_start = &gps; /* keep absent: ends with the connection */
-  assert_int_equal(mdh_request_from_wire(&out, &in, 1), MDH_OK);
-  assert_int_equal(out.op, MDH_OP_GARBAGE_PROFILE_START);
-  assert_int_equal(out.keep, 0);
-  mdh_request_clear(&out);
-
-  gpp.path = "gc.json";
-  in.op_case = MEMDIAG__V1__REQUEST__OP_GARBAGE_PROFILE_STOP;
-  in.garbage_profile_stop = &gpp;
-  assert_int_equal(mdh_request_from_wire(&out, &in, 1), MDH_OK);
-  assert_int_equal(out.op, MDH_OP_GARBAGE_PROFILE_STOP);
-  assert_string_equal(out.path, "gc.json");
-  mdh_request_clear(&out);
-
-  in.op_case = MEMDIAG__V1__REQUEST__OP_SCHEDULER_DUMP;
-  in.scheduler_dump = &sd;
-  assert_int_equal(mdh_request_from_wire(&out, &in, 1), MDH_OK);
-  assert_int_equal(out.op, MDH_OP_SCHEDULER_DUMP);
-  assert_null(out.path); /* inline */
-  mdh_request_clear(&out);
-
-  td.path = "threads.txt";
-  in.op_case = MEMDIAG__V1__REQUEST__OP_THREAD_DUMP;
-  in.thread_dump = &td;
-  assert_int_equal(mdh_request_from_wire(&out, &in, 1), MDH_OK);
-  assert_int_equal(out.op, MDH_OP_THREAD_DUMP);
-  assert_string_equal(out.path, "threads.txt");
-  mdh_request_clear(&out);
+  {
+    Memdiag__V1__AllocationTraceStart ats = MEMDIAG__V1__ALLOCATION_TRACE_START__INIT;
+    ats.has_keep = 1;
+    ats.keep = 1;
+    in.op_case = MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_START;
+    in.allocation_trace_start = &ats;
+    expect_op(&in, MDH_OP_ALLOCATION_TRACE_START, &out);
+    assert_int_equal(out.keep, 1);
+    assert_string_equal(mdh_op_name(out.op), "allocation_trace_start");
+    mdh_request_clear(&out);
+  }
+  {
+    Memdiag__V1__AllocationTraceStop atp = MEMDIAG__V1__ALLOCATION_TRACE_STOP__INIT;
+    atp.path = "t.json";
+    atp.shapes = 1;
+    in.op_case = MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_STOP;
+    in.allocation_trace_stop = &atp;
+    expect_op(&in, MDH_OP_ALLOCATION_TRACE_STOP, &out);
+    assert_string_equal(out.path, "t.json");
+    assert_int_equal(out.shapes, 1);
+    mdh_request_clear(&out);
+  }
+  {
+    Memdiag__V1__GarbageProfileStart gps = MEMDIAG__V1__GARBAGE_PROFILE_START__INIT;
+    in.op_case = MEMDIAG__V1__REQUEST__OP_GARBAGE_PROFILE_START;
+    in.garbage_profile_start = &gps; /* keep absent: ends with the connection */
+    expect_op(&in, MDH_OP_GARBAGE_PROFILE_START, &out);
+    assert_int_equal(out.keep, 0);
+    mdh_request_clear(&out);
+  }
+  {
+    Memdiag__V1__GarbageProfileStop gpp = MEMDIAG__V1__GARBAGE_PROFILE_STOP__INIT;
+    gpp.path = "gc.json";
+    in.op_case = MEMDIAG__V1__REQUEST__OP_GARBAGE_PROFILE_STOP;
+    in.garbage_profile_stop = &gpp;
+    expect_op(&in, MDH_OP_GARBAGE_PROFILE_STOP, &out);
+    assert_string_equal(out.path, "gc.json");
+    mdh_request_clear(&out);
+  }
+  {
+    Memdiag__V1__SchedulerDump sd = MEMDIAG__V1__SCHEDULER_DUMP__INIT;
+    in.op_case = MEMDIAG__V1__REQUEST__OP_SCHEDULER_DUMP;
+    in.scheduler_dump = &sd;
+    expect_op(&in, MDH_OP_SCHEDULER_DUMP, &out);
+    assert_null(out.path); /* inline */
+    mdh_request_clear(&out);
+  }
+  {
+    Memdiag__V1__ThreadDump td = MEMDIAG__V1__THREAD_DUMP__INIT;
+    td.path = "threads.txt";
+    in.op_case = MEMDIAG__V1__REQUEST__OP_THREAD_DUMP;
+    in.thread_dump = &td;
+    expect_op(&in, MDH_OP_THREAD_DUMP, &out);
+    assert_string_equal(out.path, "threads.txt");
+    mdh_request_clear(&out);
+  }
 }
 
 static void ping_payload_is_copied(void **state)
