@@ -337,16 +337,23 @@ static void decision_fill(mdp_decision *ev, double t, double envelope, const win
   ev->window = window;
 }
 
+/* Clears ev to "nothing found" (no time to the limit) before a rule runs;
+ * returns the configuration the rules read. */
+static const mdp_detector_config *no_decision(const mdp_detector *d, mdp_decision *ev)
+{
+  memset(ev, 0, sizeof(*ev));
+  ev->time_to_limit = -1;
+  return &d->cfg;
+}
+
 /* Fits the closed buckets of the window; fills ev and returns 1 when the
  * growth rule fires. */
 static int evaluate_growth(mdp_detector *d, double t, mdp_decision *ev)
 {
   window_points w;
   window_fit f;
-  const mdp_detector_config *c = &d->cfg;
+  const mdp_detector_config *c = no_decision(d, ev);
 
-  memset(ev, 0, sizeof(*ev));
-  ev->time_to_limit = -1;
   if(d->filled < RING)
     return 0;
 
@@ -453,10 +460,8 @@ static int evaluate_short(mdp_detector *d, double t, mdp_decision *ev)
 {
   window_points w;
   window_fit f;
-  const mdp_detector_config *c = &d->cfg;
+  const mdp_detector_config *c = no_decision(d, ev);
 
-  memset(ev, 0, sizeof(*ev));
-  ev->time_to_limit = -1;
   d->sgrowing = 0;
   d->sslope = 0;
   if(!c->memory_limit || d->sbucket_len <= 0 || d->sfilled < SRING) {

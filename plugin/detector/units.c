@@ -204,38 +204,42 @@ int mdp_units_parse(mdp_units_kind kind, const char *key, const char *text, doub
   return -EINVAL;
 }
 
+/* A whole amount: the value times scale, rounded to the nearest. Sizes
+ * beyond 2^63 bytes are in range, so no llround. */
+static int parse_whole(mdp_units_kind kind, const char *key, const char *text, double min,
+                       double max, double scale, uint64_t *out, char *err, size_t errlen)
+{
+  double v;
+  int rc = mdp_units_parse(kind, key, text, min, max, &v, err, errlen);
+
+  if(rc == 0)
+    *out = (uint64_t)round(v * scale);
+  return rc;
+}
+
 int mdp_units_size(const char *key, const char *text, uint64_t min, uint64_t max, uint64_t *out,
                    char *err, size_t errlen)
 {
-  double v;
   /* UINT64_MAX is "no bound": as a double it is 2^64, which size() refuses
    * anyway, and "between 0 and 16777216TiB" helps nobody. */
-  int rc = mdp_units_parse(MDP_UNITS_SIZE, key, text, (double)min,
-                           max == UINT64_MAX ? MDP_UNITS_NO_MAX : (double)max, &v, err, errlen);
-
-  if(rc == 0)
-    *out = (uint64_t)(v + 0.5);
-  return rc;
+  return parse_whole(MDP_UNITS_SIZE, key, text, (double)min,
+                     max == UINT64_MAX ? MDP_UNITS_NO_MAX : (double)max, 1, out, err, errlen);
 }
 
 int mdp_units_ms(const char *key, const char *text, double min_s, double max_s, uint64_t *out_ms,
                  char *err, size_t errlen)
 {
-  double v;
-  int rc = mdp_units_parse(MDP_UNITS_DURATION, key, text, min_s, max_s, &v, err, errlen);
-
-  if(rc == 0)
-    *out_ms = (uint64_t)llround(v * 1000.0);
-  return rc;
+  return parse_whole(MDP_UNITS_DURATION, key, text, min_s, max_s, 1000, out_ms, err, errlen);
 }
 
 int mdp_units_count(const char *key, const char *text, unsigned min, unsigned max, unsigned *out,
                     char *err, size_t errlen)
 {
-  double v;
-  int rc = mdp_units_parse(MDP_UNITS_COUNT, key, text, min, max, &v, err, errlen);
+  uint64_t n;
 
-  if(rc == 0)
-    *out = (unsigned)v;
-  return rc;
+  /* Digits only, at most max: n fits. */
+  if(parse_whole(MDP_UNITS_COUNT, key, text, min, max, 1, &n, err, errlen))
+    return -EINVAL;
+  *out = (unsigned)n;
+  return 0;
 }

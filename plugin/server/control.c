@@ -160,85 +160,94 @@ static int list_fill_or_refuse(worker_list *l, uint64_t serial, uint64_t request
   return -1;
 }
 
-static void list_workers(uint64_t serial, uint64_t request_id)
-{
-  Memdiag__V1__ControlReply r = MEMDIAG__V1__CONTROL_REPLY__INIT;
-  Memdiag__V1__WorkerList wl = MEMDIAG__V1__WORKER_LIST__INIT;
-  worker_list l = {0};
-
-  if(list_fill_or_refuse(&l, serial, request_id))
-    goto out;
-  wl.n_workers = l.n;
-  wl.workers = l.ptrs;
-  r.body_case = MEMDIAG__V1__CONTROL_REPLY__BODY_WORKERS;
-  r.workers = &wl;
-  send_ok(serial, request_id, &r);
-out:
-  list_free(&l);
-}
-
 /* ------------------------------------------------------------ status */
 
-static void status(uint64_t serial, uint64_t request_id)
-{
-  Memdiag__V1__ControlReply r = MEMDIAG__V1__CONTROL_REPLY__INIT;
-  Memdiag__V1__StatusReport sr = MEMDIAG__V1__STATUS_REPORT__INIT;
-  worker_list l = {0};
-  uint64_t now = (uint64_t)time(NULL);
+/* The captures a status report lists; the report points into this until it
+ * is sent. */
+typedef struct {
   mdp_capture_info_t infos[32];
   Memdiag__V1__CaptureInfo ci[32];
   Memdiag__V1__CaptureInfo *cp[32];
-  mdp_capture_counters_t counters;
   mdp_capture_recent_t recent[MDP_CAPTURE_RECENT_MAX];
   Memdiag__V1__CaptureInfo ri[MDP_CAPTURE_RECENT_MAX];
   Memdiag__V1__CaptureInfo *rp[MDP_CAPTURE_RECENT_MAX];
+} capture_lists;
+
+/* The fields a running and a finished capture share. */
+static Memdiag__V1__CaptureInfo *capture_info(Memdiag__V1__CaptureInfo *ci, uint64_t connection_id,
+                                              char *worker, char *directory)
+{
+  memdiag__v1__capture_info__init(ci);
+  ci->has_connection_id = 1;
+  ci->connection_id = connection_id;
+  ci->worker = worker;
+  ci->directory = directory;
+  return ci;
+}
+
+static void status_fill(Memdiag__V1__StatusReport *sr, capture_lists *c)
+{
+  uint64_t now = (uint64_t)time(NULL);
+  mdp_capture_counters_t counters;
   size_t nc, nr;
 
-  if(list_fill_or_refuse(&l, serial, request_id))
-    goto out;
-  sr.version = MDP_VERSION;
-  sr.has_uptime_s = 1;
-  sr.uptime_s = now > mdp_server_started_at() ? now - mdp_server_started_at() : 0;
-  sr.n_workers = l.n;
-  sr.workers = l.ptrs;
-  nc = mdp_capture_list(infos, 32);
+  sr->version = MDP_VERSION;
+  sr->has_uptime_s = 1;
+  sr->uptime_s = now > mdp_server_started_at() ? now - mdp_server_started_at() : 0;
+  nc = mdp_capture_list(c->infos, 32);
   if(nc > 32)
     nc = 32;
   for(size_t i = 0; i < nc; i++) {
-    memdiag__v1__capture_info__init(&ci[i]);
-    ci[i].has_connection_id = 1;
-    ci[i].connection_id = infos[i].connection_id;
-    ci[i].worker = infos[i].worker;
-    ci[i].reason = infos[i].reason;
-    ci[i].directory = infos[i].directory;
-    ci[i].step = infos[i].step;
-    ci[i].has_started_at = infos[i].started_at != 0;
-    ci[i].started_at = infos[i].started_at;
-    cp[i] = &ci[i];
+    mdp_capture_info_t *in = &c->infos[i];
+    c->cp[i] = capture_info(&c->ci[i], in->connection_id, in->worker, in->directory);
+    c->ci[i].reason = in->reason;
+    c->ci[i].step = in->step;
+    c->ci[i].has_started_at = in->started_at != 0;
+    c->ci[i].started_at = in->started_at;
   }
-  sr.n_captures = nc;
-  sr.captures = cp;
-  nr = mdp_capture_recent(recent, MDP_CAPTURE_RECENT_MAX);
+  sr->n_captures = nc;
+  sr->captures = c->cp;
+  nr = mdp_capture_recent(c->recent, MDP_CAPTURE_RECENT_MAX);
   for(size_t i = 0; i < nr; i++) {
-    memdiag__v1__capture_info__init(&ri[i]);
-    ri[i].has_connection_id = 1;
-    ri[i].connection_id = recent[i].connection_id;
-    ri[i].worker = recent[i].worker;
-    ri[i].directory = recent[i].directory;
-    ri[i].analysis = recent[i].analysis;
-    rp[i] = &ri[i];
+    mdp_capture_recent_t *in = &c->recent[i];
+    c->rp[i] = capture_info(&c->ri[i], in->connection_id, in->worker, in->directory);
+    c->ri[i].analysis = in->analysis;
   }
-  sr.n_recent_captures = nr;
-  sr.recent_captures = rp;
+  sr->n_recent_captures = nr;
+  sr->recent_captures = c->rp;
   mdp_capture_get_counters(&counters);
-  sr.has_captures_started = sr.has_captures_completed = sr.has_captures_failed = 1;
-  sr.has_captures_skipped = 1;
-  sr.captures_skipped = counters.skipped;
-  sr.captures_started = counters.started;
-  sr.captures_completed = counters.completed;
-  sr.captures_failed = counters.failed;
-  r.body_case = MEMDIAG__V1__CONTROL_REPLY__BODY_STATUS_REPORT;
-  r.status_report = &sr;
+  sr->has_captures_started = sr->has_captures_completed = sr->has_captures_failed = 1;
+  sr->has_captures_skipped = 1;
+  sr->captures_skipped = counters.skipped;
+  sr->captures_started = counters.started;
+  sr->captures_completed = counters.completed;
+  sr->captures_failed = counters.failed;
+}
+
+/* "workers" answers with the worker list; "status" (full) with the list in
+ * a report that adds the plugin's uptime and captures. */
+static void list_workers(uint64_t serial, uint64_t request_id, bool full)
+{
+  Memdiag__V1__ControlReply r = MEMDIAG__V1__CONTROL_REPLY__INIT;
+  Memdiag__V1__WorkerList wl = MEMDIAG__V1__WORKER_LIST__INIT;
+  Memdiag__V1__StatusReport sr = MEMDIAG__V1__STATUS_REPORT__INIT;
+  capture_lists captures;
+  worker_list l = {0};
+
+  if(list_fill_or_refuse(&l, serial, request_id))
+    goto out;
+  if(full) {
+    sr.n_workers = l.n;
+    sr.workers = l.ptrs;
+    status_fill(&sr, &captures);
+    r.body_case = MEMDIAG__V1__CONTROL_REPLY__BODY_STATUS_REPORT;
+    r.status_report = &sr;
+  } else {
+    wl.n_workers = l.n;
+    wl.workers = l.ptrs;
+    r.body_case = MEMDIAG__V1__CONTROL_REPLY__BODY_WORKERS;
+    r.workers = &wl;
+  }
   send_ok(serial, request_id, &r);
 out:
   list_free(&l);
@@ -315,6 +324,23 @@ static void operate_stored(uint64_t serial, uint64_t request_id, const Memdiag__
   }
 }
 
+/* The worker an operator names (has_id: it named one), or the operator
+ * hears there is none and -1 is returned. */
+static int worker_or_refuse(uint64_t serial, uint64_t request_id, bool has_id,
+                            uint64_t connection_id, mdp_worker_info *info)
+{
+  char err[256];
+
+  if(has_id && mdp_registry_info(connection_id, info) == 0)
+    return 0;
+  snprintf(err, sizeof(err),
+           "no worker with connection ID %" PRIu64
+           " (IDs change when a worker or collectd restarts: list workers again)",
+           connection_id);
+  mdp_control_refuse(serial, request_id, MEMDIAG__V1__STATUS__STATUS_UNKNOWN_CONNECTION, err);
+  return -1;
+}
+
 static void operate(uint64_t serial, const char *who, uint64_t request_id,
                     const Memdiag__V1__Operate *op)
 {
@@ -330,14 +356,8 @@ static void operate(uint64_t serial, const char *who, uint64_t request_id,
     return;
   }
   name = md_request_op_name(req);
-  if(mdp_registry_info(op->connection_id, &info) != 0) {
-    snprintf(err, sizeof(err),
-             "no worker with connection ID %" PRIu64
-             " (IDs change when a worker or collectd restarts: list workers again)",
-             op->connection_id);
-    mdp_control_refuse(serial, request_id, MEMDIAG__V1__STATUS__STATUS_UNKNOWN_CONNECTION, err);
+  if(worker_or_refuse(serial, request_id, true, op->connection_id, &info))
     return;
-  }
   /* A worker that announced what it can run is not sent anything else. */
   if(info.n_capabilities > 0 && !mdp_registry_can(op->connection_id, name)) {
     snprintf(err, sizeof(err), "worker %" PRIu64 " ('%s' pid %ld) does not offer %s",
@@ -381,14 +401,8 @@ static void capture_now(uint64_t serial, const char *who, uint64_t request_id,
   char err[256] = "";
   mdp_capture_outcome rc;
 
-  if(!cn->has_connection_id || mdp_registry_info(cn->connection_id, &info) != 0) {
-    snprintf(err, sizeof(err),
-             "no worker with connection ID %" PRIu64
-             " (IDs change when a worker or collectd restarts: list workers again)",
-             cn->connection_id);
-    mdp_control_refuse(serial, request_id, MEMDIAG__V1__STATUS__STATUS_UNKNOWN_CONNECTION, err);
+  if(worker_or_refuse(serial, request_id, cn->has_connection_id, cn->connection_id, &info))
     return;
-  }
   memset(&cw, 0, sizeof(cw));
   cw.connection_id = info.connection_id;
   cw.name = info.name;
@@ -426,8 +440,8 @@ void mdp_control_handle(uint64_t serial, const char *who, const Memdiag__V1__Con
   uint64_t id = ctl->request_id;
 
   switch(ctl->op_case) {
-  case MEMDIAG__V1__CONTROL__OP_LIST_WORKERS: list_workers(serial, id); break;
-  case MEMDIAG__V1__CONTROL__OP_STATUS: status(serial, id); break;
+  case MEMDIAG__V1__CONTROL__OP_LIST_WORKERS: list_workers(serial, id, false); break;
+  case MEMDIAG__V1__CONTROL__OP_STATUS: list_workers(serial, id, true); break;
   case MEMDIAG__V1__CONTROL__OP_OPERATE: operate(serial, who, id, ctl->operate); break;
   case MEMDIAG__V1__CONTROL__OP_CAPTURE_NOW: capture_now(serial, who, id, ctl->capture_now); break;
   default:
