@@ -211,6 +211,20 @@ static int num_value(cur *c, uint64_t *v)
   return number(c, v);
 }
 
+/* A number kept in 32 bits (larger ones are capped); *has is set once
+ * it is read. */
+static int u32_value(cur *c, uint32_t *out, uint8_t *has)
+{
+  uint64_t v;
+  int rc = num_value(c, &v);
+
+  if(rc != 0)
+    return rc;
+  *out = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+  *has = 1;
+  return 0;
+}
+
 /* "flags":{"old":true, "pinned":true, ...}: anything else is skipped. */
 static int flags(cur *c, mdp_analysis_obj *o)
 {
@@ -280,7 +294,6 @@ static int field(cur *c, mdp_analysis_obj *o, const char *k, size_t kn)
 {
   const char *s;
   size_t n;
-  uint64_t v;
   int rc;
 
 #define KEY(lit) (kn == sizeof(lit) - 1 && memcmp(k, lit, kn) == 0)
@@ -345,22 +358,12 @@ static int field(cur *c, mdp_analysis_obj *o, const char *k, size_t kn)
       return flags(c, o);
     break;
   case 'l':
-    if(KEY("line")) {
-      if((rc = num_value(c, &v)) != 0)
-        return rc;
-      o->line = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
-      o->has_line = 1;
-      return 0;
-    }
+    if(KEY("line"))
+      return u32_value(c, &o->line, &o->has_line);
     break;
   case 'g':
-    if(KEY("generation")) {
-      if((rc = num_value(c, &v)) != 0)
-        return rc;
-      o->generation = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
-      o->has_gen = 1;
-      return 0;
-    }
+    if(KEY("generation"))
+      return u32_value(c, &o->generation, &o->has_gen);
     break;
   case 'm':
     if(KEY("memsize"))

@@ -79,6 +79,17 @@ static int parse_u64(const char *s, uint64_t max, uint64_t *out)
   return MD_OK;
 }
 
+/* "true" or "false" for key; anything else is an error that names it. */
+static int parse_bool(const char *key, const char *val, int *out, char *err, size_t errlen)
+{
+  if(strcmp(val, "true") == 0 || strcmp(val, "false") == 0) {
+    *out = val[0] == 't';
+    return 0;
+  }
+  md_seterr(err, errlen, "%s must be true or false, not '%s'", key, val);
+  return -1;
+}
+
 static int parse_key(mdctl_cmd *cmd, const char *arg, char *err, size_t errlen)
 {
   const char *eq = strchr(arg, '=');
@@ -132,14 +143,8 @@ static int parse_key(mdctl_cmd *cmd, const char *arg, char *err, size_t errlen)
     cmd->path = val;
     break;
   case SHAPES:
-    if(strcmp(val, "true") == 0)
-      cmd->shapes = 1;
-    else if(strcmp(val, "false") == 0)
-      cmd->shapes = 0;
-    else {
-      md_seterr(err, errlen, "shapes must be true or false, not '%s'", val);
+    if(parse_bool("shapes", val, &cmd->shapes, err, errlen))
       return MD_EINVAL;
-    }
     break;
   case MODE:
     if(strcmp(val, "inline") == 0)
@@ -154,14 +159,8 @@ static int parse_key(mdctl_cmd *cmd, const char *arg, char *err, size_t errlen)
     }
     break;
   case KEEP:
-    if(strcmp(val, "true") == 0)
-      cmd->keep = 1;
-    else if(strcmp(val, "false") == 0)
-      cmd->keep = 0;
-    else {
-      md_seterr(err, errlen, "keep must be true or false, not '%s'", val);
+    if(parse_bool("keep", val, &cmd->keep, err, errlen))
       return MD_EINVAL;
-    }
     break;
   }
   return MD_OK;

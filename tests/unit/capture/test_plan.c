@@ -148,6 +148,40 @@ static void fire_timer(world_t *w)
   run(w, &a);
 }
 
+static void started(world_t *w, const char *plan_text, bool trace)
+{
+  setup_world(w, plan_text, trace);
+  begin(w);
+}
+
+/* The one-dump plan a worker at its memory limit gets, begun with avail
+ * bytes free. */
+static void started_limit_plan(world_t *w, uint64_t avail)
+{
+  mdp_plan_params_t p = {.interval_ms = 1000, .space_factor = 3.0, .keep_free = GiB};
+
+  memset(w, 0, sizeof(*w));
+  mdp_plan_init_limit(&w->plan, &p, 100 * MiB);
+  w->avail = avail;
+  begin(w);
+}
+
+/* The worker reached its memory limit. */
+static void hit_limit(world_t *w)
+{
+  mdp_actions_t a = {.n = 0};
+  mdp_plan_limit(&w->plan, w->now, &a);
+  run(w, &a);
+}
+
+/* A timer the plan no longer waits for: it asks for nothing. */
+static void assert_timer_ignored(world_t *w, uint64_t timer_id)
+{
+  mdp_actions_t a = {.n = 0};
+  mdp_plan_timer(&w->plan, w->now, timer_id, &a);
+  assert_int_equal(a.n, 0);
+}
+
 /* Drive the plan to its end, answering every request with ok. */
 static void drive_ok(world_t *w)
 {
@@ -165,8 +199,7 @@ static void default_plan_without_tracing(void **state)
 {
   (void)state;
   world_t w;
-  setup_world(&w, DEFAULT_PLAN, false);
-  begin(&w);
+  started(&w, DEFAULT_PLAN, false);
   drive_ok(&w);
   assert_string_equal(w.log, "space send:dump(heap-1.json) send:gc_start() timer "
                              "send:scheduler(scheduler.txt) send:threads(threads.txt) "
@@ -189,8 +222,7 @@ static void default_plan_with_tracing(void **state)
 {
   (void)state;
   world_t w;
-  setup_world(&w, DEFAULT_PLAN, true);
-  begin(&w);
+  started(&w, DEFAULT_PLAN, true);
   drive_ok(&w);
   assert_string_equal(w.log, "send:trace_start() space send:dump(heap-1.json) send:gc_start() "
                              "timer send:scheduler(scheduler.txt) send:threads(threads.txt) "
@@ -204,8 +236,7 @@ static void refused_trace_start_makes_plain_dump(void **state)
 {
   (void)state;
   world_t w;
-  setup_world(&w, DEFAULT_PLAN, true);
-  begin(&w);
+  started(&w, DEFAULT_PLAN, true);
   reply(&w, MDP_REPLY_ERROR, "refused: allocation tracing is already active");
   drive_ok(&w);
   /* A stop without our start would be refused: the second dump is plain. */
@@ -222,8 +253,7 @@ static void step_error_continues(void **state)
 {
   (void)state;
   world_t w;
-  setup_world(&w, "dump scheduler threads dump", false);
-  begin(&w);
+  started(&w, "dump scheduler threads dump", false);
   reply(&w, MDP_REPLY_OK, NULL);
   reply(&w, MDP_REPLY_ERROR, "error: no fiber scheduler");
   drive_ok(&w);
@@ -238,8 +268,7 @@ static void gc_stop_skipped_when_start_failed(void **state)
 {
   (void)state;
   world_t w;
-  setup_world(&w, "gc_start dump gc_stop", false);
-  begin(&w);
+  started(&w, "gc_start dump gc_stop", false);
   reply(&w, MDP_REPLY_ERROR, "error: boom");
   drive_ok(&w);
   assert_int_equal(w.plan.steps[2].status, MDP_SS_SKIPPED);
@@ -250,14 +279,13 @@ static void worker_gone_mid_plan(void **state)
 {
   (void)state;
   world_t w;
-  setup_world(&w, DEFAULT_PLAN, false);
-  begin(&w);
+  started(&w, DEFAULT_PLAN, false);
   reply(&w, MDP_REPLY_OK, NULL); /* heap-1 */
   reply(&w, MDP_REPLY_OK, NULL); /* gc_start */
   assert_true(w.pending_timer != 0);
-  mdp_actions_t a = {.n = 0};
-  mdp_plan_worker_gone(&w.plan, w.now, &a);
-  run(&w, &a);
+  mdp_actions_t gone = {.n = 0};
+  mdp_plan_worker_gone(&w.plan, w.now, &gone);
+  run(&w, &gone);
   assert_true(w.done);
   assert_false(w.plan.complete);
   assert_string_equal(w.plan.end, "worker gone");
@@ -268,9 +296,7 @@ static void worker_gone_mid_plan(void **state)
   assert_false(w.signalled);
   /* A timer that fires afterwards changes nothing. */
   size_t before = strlen(w.log);
-  a.n = 0;
-  mdp_plan_timer(&w.plan, w.now, w.pending_timer, &a);
-  assert_int_equal(a.n, 0);
+  assert_timer_ignored(&w, w.pending_timer);
   assert_int_equal(strlen(w.log), before);
 }
 
@@ -278,8 +304,7 @@ static void worker_gone_reply_during_dump(void **state)
 {
   (void)state;
   world_t w;
-  setup_world(&w, "dump wait dump", false);
-  begin(&w);
+  started(&w, "dump wait dump", false);
   reply(&w, MDP_REPLY_GONE, "connection closed");
   assert_true(w.done);
   assert_int_equal(w.plan.steps[0].status, MDP_SS_ERROR);
@@ -323,12 +348,9 @@ static void stale_timer_ignored(void **state)
 {
   (void)state;
   world_t w;
-  setup_world(&w, "dump wait dump", false);
-  begin(&w);
+  started(&w, "dump wait dump", false);
   reply(&w, MDP_REPLY_OK, NULL);
-  mdp_actions_t a = {.n = 0};
-  mdp_plan_timer(&w.plan, w.now, w.pending_timer + 7, &a);
-  assert_int_equal(a.n, 0);
+  assert_timer_ignored(&w, w.pending_timer + 7);
   drive_ok(&w);
   assert_true(w.plan.complete);
 }
@@ -337,12 +359,9 @@ static void limit_during_dump_signals_after_reply(void **state)
 {
   (void)state;
   world_t w;
-  setup_world(&w, DEFAULT_PLAN, false);
-  begin(&w);
+  started(&w, DEFAULT_PLAN, false);
   assert_true(w.send_pending); /* heap-1 in flight */
-  mdp_actions_t a = {.n = 0};
-  mdp_plan_limit(&w.plan, w.now, &a);
-  run(&w, &a);
+  hit_limit(&w);
   assert_false(w.signalled); /* not while the dump runs */
   assert_int_equal(w.plan.limit_ms, w.now);
   reply(&w, MDP_REPLY_OK, NULL);
@@ -358,31 +377,23 @@ static void limit_during_wait_with_dump_signals_now(void **state)
 {
   (void)state;
   world_t w;
-  setup_world(&w, DEFAULT_PLAN, false);
-  begin(&w);
+  started(&w, DEFAULT_PLAN, false);
   reply(&w, MDP_REPLY_OK, NULL); /* heap-1 */
   reply(&w, MDP_REPLY_OK, NULL); /* gc_start, then wait */
-  mdp_actions_t a = {.n = 0};
-  mdp_plan_limit(&w.plan, w.now, &a);
-  run(&w, &a);
+  hit_limit(&w);
   assert_true(w.signalled);
   assert_string_equal(w.plan.steps[2].note, "cut short: memory limit reached");
   /* The cut-short wait's timer is stale now. */
-  a.n = 0;
-  mdp_plan_timer(&w.plan, w.now, w.pending_timer, &a);
-  assert_int_equal(a.n, 0);
+  assert_timer_ignored(&w, w.pending_timer);
 }
 
 static void limit_before_any_dump_takes_one(void **state)
 {
   (void)state;
   world_t w;
-  setup_world(&w, "gc_start wait dump gc_stop", false);
-  begin(&w);
+  started(&w, "gc_start wait dump gc_stop", false);
   assert_true(w.send_pending); /* gc_start */
-  mdp_actions_t a = {.n = 0};
-  mdp_plan_limit(&w.plan, w.now, &a);
-  run(&w, &a);
+  hit_limit(&w);
   reply(&w, MDP_REPLY_OK, NULL); /* gc_start done: final dump next */
   assert_false(w.signalled);
   assert_true(w.send_pending);
@@ -396,14 +407,11 @@ static void limit_with_tracing_stops_trace(void **state)
 {
   (void)state;
   world_t w;
-  setup_world(&w, DEFAULT_PLAN, true);
-  begin(&w);
+  started(&w, DEFAULT_PLAN, true);
   reply(&w, MDP_REPLY_OK, NULL); /* trace_start */
   reply(&w, MDP_REPLY_OK, NULL); /* heap-1 */
   reply(&w, MDP_REPLY_OK, NULL); /* gc_start; waiting */
-  mdp_actions_t a = {.n = 0};
-  mdp_plan_limit(&w.plan, w.now, &a);
-  run(&w, &a);
+  hit_limit(&w);
   assert_false(w.signalled);
   reply(&w, MDP_REPLY_OK, NULL); /* trace_stop writes the tracing dump */
   assert_true(w.signalled);
@@ -414,11 +422,7 @@ static void limit_plan_one_dump_then_signal(void **state)
 {
   (void)state;
   world_t w;
-  memset(&w, 0, sizeof(w));
-  mdp_plan_params_t p = {.interval_ms = 1000, .space_factor = 3.0, .keep_free = GiB};
-  mdp_plan_init_limit(&w.plan, &p, 100 * MiB);
-  w.avail = 10 * GiB;
-  begin(&w);
+  started_limit_plan(&w, 10 * GiB);
   assert_false(w.signalled);
   assert_int_equal(w.plan.limit_ms, w.now);
   reply(&w, MDP_REPLY_OK, NULL);
@@ -429,11 +433,7 @@ static void limit_plan_signals_even_when_dump_skipped(void **state)
 {
   (void)state;
   world_t w;
-  memset(&w, 0, sizeof(w));
-  mdp_plan_params_t p = {.interval_ms = 1000, .space_factor = 3.0, .keep_free = GiB};
-  mdp_plan_init_limit(&w.plan, &p, 100 * MiB);
-  w.avail = GiB / 2;
-  begin(&w);
+  started_limit_plan(&w, GiB / 2);
   assert_true(w.signalled);
   assert_int_equal(w.plan.steps[0].status, MDP_SS_SKIPPED);
 }
@@ -546,13 +546,11 @@ static void fit_note_survives_limit(void **state)
 {
   (void)state;
   world_t w;
-  mdp_actions_t a = {.n = 0};
   setup_fit(&w, 60000, 120);
   begin(&w);
   while(!w.pending_timer)
     reply(&w, MDP_REPLY_OK, NULL);
-  mdp_plan_limit(&w.plan, w.now, &a);
-  run(&w, &a);
+  hit_limit(&w);
   assert_non_null(strstr(w.plan.steps[2].note, "instead of 60 s"));
   assert_non_null(strstr(w.plan.steps[2].note, "; cut short: memory limit reached"));
 }

@@ -82,9 +82,24 @@ static void turn_until_done(const outcome *o)
     mdp_loop_turn(loop, -1);
 }
 
+static Memdiag__V1__Request ping_request(Memdiag__V1__Ping *p)
+{
+  Memdiag__V1__Request r = MEMDIAG__V1__REQUEST__INIT;
+
+  memdiag__v1__ping__init(p);
+  r.op_case = MEMDIAG__V1__REQUEST__OP_PING;
+  r.ping = p;
+  return r;
+}
+
+/* What each test asks the worker: a ping, made afresh before each test. */
+static Memdiag__V1__Ping ping;
+static Memdiag__V1__Request req;
+
 static int setup(void **state)
 {
   (void)state;
+  req = ping_request(&ping);
   assert_int_equal(mdp_loop_new(&loop), 0);
   mdp_relay_init(loop, fake_send, DUMP_TIMEOUT_MS);
   send_rc = 0;
@@ -106,16 +121,6 @@ static int teardown(void **state)
   return 0;
 }
 
-static Memdiag__V1__Request ping_request(Memdiag__V1__Ping *ping)
-{
-  Memdiag__V1__Request req = MEMDIAG__V1__REQUEST__INIT;
-
-  memdiag__v1__ping__init(ping);
-  req.op_case = MEMDIAG__V1__REQUEST__OP_PING;
-  req.ping = ping;
-  return req;
-}
-
 static void worker_answers(uint64_t connection_id, uint64_t request_id, uint64_t bytes)
 {
   Memdiag__V1__Reply r = MEMDIAG__V1__REPLY__INIT;
@@ -133,8 +138,6 @@ static void worker_answers(uint64_t connection_id, uint64_t request_id, uint64_t
 
 static void a_reply_reaches_the_caller_matched_by_id_and_connection(void **state)
 {
-  Memdiag__V1__Ping ping;
-  Memdiag__V1__Request req = ping_request(&ping);
   outcome o = {0};
   uint64_t id;
 
@@ -166,8 +169,6 @@ static void a_reply_reaches_the_caller_matched_by_id_and_connection(void **state
 
 static void no_such_worker_ends_with_unknown_connection_later(void **state)
 {
-  Memdiag__V1__Ping ping;
-  Memdiag__V1__Request req = ping_request(&ping);
   outcome o = {0};
 
   (void)state;
@@ -183,8 +184,6 @@ static void no_such_worker_ends_with_unknown_connection_later(void **state)
 
 static void a_frame_the_server_cannot_send_ends_with_an_error(void **state)
 {
-  Memdiag__V1__Ping ping;
-  Memdiag__V1__Request req = ping_request(&ping);
   outcome o = {0};
 
   (void)state;
@@ -197,8 +196,6 @@ static void a_frame_the_server_cannot_send_ends_with_an_error(void **state)
 
 static void a_departing_worker_ends_its_own_requests_only(void **state)
 {
-  Memdiag__V1__Ping ping;
-  Memdiag__V1__Request req = ping_request(&ping);
   outcome mine = {0}, other = {0};
   uint64_t other_id;
 
@@ -220,8 +217,6 @@ static void a_departing_worker_ends_its_own_requests_only(void **state)
  * request waits for the server to report the worker gone. */
 static void a_closing_connection_ends_through_worker_gone(void **state)
 {
-  Memdiag__V1__Ping ping;
-  Memdiag__V1__Request req = ping_request(&ping);
   outcome o = {0};
 
   (void)state;
@@ -237,8 +232,6 @@ static void a_closing_connection_ends_through_worker_gone(void **state)
 
 static void a_silent_worker_times_out_once(void **state)
 {
-  Memdiag__V1__Ping ping;
-  Memdiag__V1__Request req = ping_request(&ping);
   outcome o = {0};
   uint64_t id;
 
@@ -257,8 +250,6 @@ static void a_silent_worker_times_out_once(void **state)
 
 static void shutdown_ends_what_is_pending_and_what_comes_later(void **state)
 {
-  Memdiag__V1__Ping ping;
-  Memdiag__V1__Request req = ping_request(&ping);
   outcome a = {0}, b = {0}, late = {0};
 
   (void)state;
@@ -278,8 +269,6 @@ static void shutdown_ends_what_is_pending_and_what_comes_later(void **state)
 
 static void timeouts_come_from_the_caller_the_request_or_the_operation(void **state)
 {
-  Memdiag__V1__Ping ping;
-  Memdiag__V1__Request req = ping_request(&ping);
   Memdiag__V1__MemoryDump md = MEMDIAG__V1__MEMORY_DUMP__INIT;
   Memdiag__V1__ThreadDump td = MEMDIAG__V1__THREAD_DUMP__INIT;
   outcome o[3] = {{0}};
@@ -309,8 +298,6 @@ static void timeouts_come_from_the_caller_the_request_or_the_operation(void **st
 
 static void bad_arguments_are_refused_without_a_callback(void **state)
 {
-  Memdiag__V1__Ping ping;
-  Memdiag__V1__Request req = ping_request(&ping);
   outcome o = {0};
 
   (void)state;
@@ -325,8 +312,6 @@ static void bad_arguments_are_refused_without_a_callback(void **state)
  * thread that has not stopped yet) ends at once and touches no loop. */
 static void without_a_loop_a_request_ends_at_once(void **state)
 {
-  Memdiag__V1__Ping ping;
-  Memdiag__V1__Request req = ping_request(&ping);
   outcome o = {0};
 
   (void)state;
@@ -382,8 +367,6 @@ static void locked_done(const Memdiag__V1__Reply *r, void *arg)
 
 static void out_of_memory_never_calls_back_inside_the_request(void **state)
 {
-  Memdiag__V1__Ping ping;
-  Memdiag__V1__Request req = ping_request(&ping);
   pthread_mutexattr_t attr;
   unsigned answered = 0, refused = 0;
 
@@ -431,24 +414,37 @@ static void out_of_memory_never_calls_back_inside_the_request(void **state)
   pthread_mutexattr_destroy(&attr);
 }
 
-/* From another thread out of memory is a refusal, never a callback on the
- * caller's thread. */
+/* A request made on another thread: its outcome and what the call
+ * returned. */
 typedef struct {
   outcome *o;
   int rc;
-} oom_thread;
+} thread_call;
+
+/* The test thread becomes the loop's; fn asks from a thread of its own. */
+static void call_from_thread(void *(*fn)(void *), thread_call *tc)
+{
+  pthread_t t;
+
+  mdp_loop_turn(loop, 0);
+  assert_int_equal(pthread_create(&t, NULL, fn, tc), 0);
+  pthread_join(t, NULL);
+}
+
+/* From another thread out of memory is a refusal, never a callback on the
+ * caller's thread. */
 
 static void *request_without_memory(void *arg)
 {
-  oom_thread *ot = arg;
-  Memdiag__V1__Ping ping;
-  Memdiag__V1__Request req = ping_request(&ping);
+  thread_call *ot = arg;
+  Memdiag__V1__Ping own_ping;
+  Memdiag__V1__Request own = ping_request(&own_ping);
 
   for(int at = 1; at <= 3 && ot->rc == 0; at++) {
     fail_count = 0;
     fail_rest = 1;
     fail_at = at;
-    ot->rc = mdp_relay_request(3, &req, 0, done, ot->o);
+    ot->rc = mdp_relay_request(3, &own, 0, done, ot->o);
     fail_at = 0;
   }
   return NULL;
@@ -457,13 +453,10 @@ static void *request_without_memory(void *arg)
 static void out_of_memory_from_another_thread_is_refused(void **state)
 {
   outcome o = {0};
-  oom_thread ot = {.o = &o};
-  pthread_t t;
+  thread_call ot = {.o = &o};
 
   (void)state;
-  mdp_loop_turn(loop, 0); /* the test thread becomes the loop's */
-  assert_int_equal(pthread_create(&t, NULL, request_without_memory, &ot), 0);
-  pthread_join(t, NULL);
+  call_from_thread(request_without_memory, &ot);
   assert_int_equal(ot.rc, -ENOMEM);
   assert_int_equal(o.calls, 0);
   mdp_loop_turn(loop, 0);
@@ -473,14 +466,9 @@ static void out_of_memory_from_another_thread_is_refused(void **state)
 /* From another thread the caller's request may be gone before the loop
  * runs: the relay carries a copy, sends it on the loop thread, and the
  * callback runs there. */
-typedef struct {
-  outcome *o;
-  int rc;
-} from_thread;
-
 static void *request_from_thread(void *arg)
 {
-  from_thread *ft = arg;
+  thread_call *ft = arg;
   Memdiag__V1__Request *req = calloc(1, sizeof(*req));
   Memdiag__V1__MemoryDump *md = calloc(1, sizeof(*md));
   char *path = strdup("/var/tmp/heap.json");
@@ -502,13 +490,10 @@ static void *request_from_thread(void *arg)
 static void a_request_from_another_thread_is_copied_and_answered_on_the_loop(void **state)
 {
   outcome o = {0};
-  from_thread ft = {.o = &o};
-  pthread_t t;
+  thread_call ft = {.o = &o};
 
   (void)state;
-  mdp_loop_turn(loop, 0);
-  assert_int_equal(pthread_create(&t, NULL, request_from_thread, &ft), 0);
-  pthread_join(t, NULL);
+  call_from_thread(request_from_thread, &ft);
   assert_int_equal(ft.rc, 0);
   while(sends == 0)
     mdp_loop_turn(loop, -1);
