@@ -5,7 +5,7 @@
 # `memdiagctl status`; `memdiagctl analyze` on the folder agrees.
 require_relative "helper"
 
-class CaptureAnalyzeTest < Minitest::Test
+class CaptureAnalyzeTest < Capture::Test
   LEAKER = File.join(Capture::HERE, "leaker.rb")
   LEAK_LINE = File.readlines(LEAKER).index { |l| l.include?("$leak << CaptureLeak.new(") } + 1
 
@@ -16,10 +16,6 @@ class CaptureAnalyzeTest < Minitest::Test
       TraceAllocations true
       AnalyzeMaxMemory "256M"
     KEYS
-  end
-
-  def teardown
-    @bench&.cleanup
   end
 
   def site?(g) = g["file"].to_s.end_with?("/leaker.rb") && g["line"] == LEAK_LINE

@@ -4,16 +4,12 @@
 # starts and an OKAY when it completes, and the counters reach csv.
 require_relative "helper"
 
-class CaptureAutoTest < Minitest::Test
+class CaptureAutoTest < Capture::Test
   def setup
     @bench = Capture::Bench.new("capture-auto", <<~KEYS)
       CaptureSize "100M"
       CaptureInterval 1
     KEYS
-  end
-
-  def teardown
-    @bench&.cleanup
   end
 
   def test_capture_starts_by_itself_and_completes

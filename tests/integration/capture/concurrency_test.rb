@@ -5,7 +5,7 @@
 require_relative "helper"
 require "time"
 
-class CaptureConcurrencyTest < Minitest::Test
+class CaptureConcurrencyTest < Capture::Test
   def setup
     @bench = Capture::Bench.new("capture-concurrency", <<~KEYS)
       CaptureSize "80M"
@@ -13,10 +13,6 @@ class CaptureConcurrencyTest < Minitest::Test
       CaptureConcurrency 1
       CaptureCooldown "1h"
     KEYS
-  end
-
-  def teardown
-    @bench&.cleanup
   end
 
   def test_one_capture_at_a_time_and_cooldown_per_name

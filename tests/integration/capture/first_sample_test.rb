@@ -4,7 +4,7 @@
 # (it said "RSS 0 bytes" before).
 require_relative "helper"
 
-class CaptureFirstSampleTest < Minitest::Test
+class CaptureFirstSampleTest < Capture::Test
   def setup
     # collectd reads once at start, then not again for an hour: every
     # figure below comes from the sample taken at registration.
@@ -12,10 +12,6 @@ class CaptureFirstSampleTest < Minitest::Test
       Interval 3600
       CaptureInterval 1
     KEYS
-  end
-
-  def teardown
-    @bench&.cleanup
   end
 
   def test_memory_is_known_from_registration

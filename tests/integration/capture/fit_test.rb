@@ -7,7 +7,7 @@
 require_relative "helper"
 require "time"
 
-class CaptureFitTest < Minitest::Test
+class CaptureFitTest < Capture::Test
   def setup
     @bench = Capture::Bench.new("capture-fit", <<~KEYS)
       MemoryLimit "400M"
@@ -16,10 +16,6 @@ class CaptureFitTest < Minitest::Test
       ShortWindow "60s"
       CaptureInterval "60s"
     KEYS
-  end
-
-  def teardown
-    @bench&.cleanup
   end
 
   def test_waits_fit_the_time_left

@@ -4,7 +4,7 @@
 # FAILURE notification names CaptureDirectory.
 require_relative "helper"
 
-class CaptureForeignOwnerTest < Minitest::Test
+class CaptureForeignOwnerTest < Capture::Test
   NOBODY = 65_534
 
   def setup
@@ -18,19 +18,11 @@ class CaptureForeignOwnerTest < Minitest::Test
     File.chown(NOBODY, NOBODY, @bench.captures)
   end
 
-  def teardown
-    @bench&.cleanup
-  end
-
   def test_directory_of_another_user_is_refused_with_nothing_written
-    w = @bench.start_leaker("foreign-owner", rate: 1024 * 1024, max: 10 * Capture::MiB)
-    site = @bench.site
-    id = site.workers_json.find { |x| x["pid"] == w.pid }["connection_id"]
-    r = site.ctl("capture", "connection_id=#{id}")
-    refute r.ok?, r.to_s
     dir = Regexp.escape(@bench.captures)
-    assert_match(/CaptureDirectory #{dir} is owned by nobody \(uid 65534\), mode 0755/, r.out + r.err)
-    @bench.wait_note("FAILURE", /foreign-owner .*failed: CaptureDirectory .* is owned by nobody/)
+    assert_capture_refused("foreign-owner",
+                           /CaptureDirectory #{dir} is owned by nobody \(uid 65534\), mode 0755/,
+                           /foreign-owner .*failed: CaptureDirectory .* is owned by nobody/)
     assert_empty Dir.children(@bench.captures), "root wrote into a directory nobody owns"
     assert_equal NOBODY, File.stat(@bench.captures).uid
   end

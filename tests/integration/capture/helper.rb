@@ -69,6 +69,20 @@ module Capture
       w
     end
 
+    # The worker's connection ID once `memdiagctl workers` lists it; a
+    # memdiagctl that fails (a plugin restarting) is waited out too.
+    def connection_id(worker)
+      entry = nil
+      @site.wait_until("#{worker.name} (pid #{worker.pid}) is registered") do
+        r = @site.ctl("workers", "--json")
+        entry = r.ok? && JSON.parse(r.out).find { |x| x["pid"] == worker.pid }
+      end
+      entry["connection_id"]
+    end
+
+    # `memdiagctl capture connection_id=N ARGS` for the worker.
+    def capture(worker, *args) = @site.ctl("capture", "connection_id=#{connection_id(worker)}", *args)
+
     def notes
       @site.log.lines.filter_map do |l|
         m = l.match(/Notification: severity = (\w+),.*message = (.*)$/)
@@ -114,6 +128,26 @@ module Capture
     end
   end
 
+  # The capture tests' base: each test makes its @bench, which is cleaned
+  # up when the test ends.
+  class Test < Minitest::Test
+    def teardown
+      @bench&.cleanup
+    end
+
+    # A small leaking worker (start_leaker's options) whose operator
+    # capture is refused: the reply matches reason and a FAILURE
+    # notification matches note. Returns the worker.
+    def assert_capture_refused(name, reason, note, **leaker)
+      w = @bench.start_leaker(name, rate: MiB, max: 10 * MiB, **leaker)
+      r = @bench.capture(w)
+      refute r.ok?, r.to_s
+      assert_match(reason, r.out + r.err)
+      @bench.wait_note("FAILURE", note)
+      w
+    end
+  end
+
   # The stored dump for a plan's file name: heap-1.json, or heap-1.json.zst
   # when the plugin compressed it (DumpCompression zstd, the default).
   def self.dump_path(dir, name)
@@ -131,11 +165,5 @@ module Capture
     out
   end
 
-  def self.heap_lines(path)
-    dump_text(path).each_line.map.with_index(1) do |line, n|
-      JSON.parse(line)
-    rescue JSON::ParserError => e
-      raise "#{path}:#{n} is not JSON: #{e.message}"
-    end
-  end
+  def self.heap_lines(path) = E2E.parse_ndjson(path, text: dump_text(path))
 end

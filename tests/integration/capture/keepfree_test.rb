@@ -3,17 +3,13 @@
 # no heap dump file appears.
 require_relative "helper"
 
-class CaptureKeepFreeTest < Minitest::Test
+class CaptureKeepFreeTest < Capture::Test
   def setup
     @bench = Capture::Bench.new("capture-keepfree", <<~KEYS)
       CaptureSize "80M"
       CaptureInterval 1
       KeepFree "1000G"
     KEYS
-  end
-
-  def teardown
-    @bench&.cleanup
   end
 
   def test_dump_skipped_when_space_would_fall_below_keep_free

@@ -3,16 +3,12 @@
 # and no later dump appears.
 require_relative "helper"
 
-class CaptureKilledTest < Minitest::Test
+class CaptureKilledTest < Capture::Test
   def setup
     @bench = Capture::Bench.new("capture-killed", <<~KEYS)
       CaptureSize "80M"
       CaptureInterval 60
     KEYS
-  end
-
-  def teardown
-    @bench&.cleanup
   end
 
   def test_killed_worker_leaves_an_honest_manifest

@@ -3,7 +3,7 @@
 # (one plan per worker); the manifest records an operator request.
 require_relative "helper"
 
-class CaptureManualTest < Minitest::Test
+class CaptureManualTest < Capture::Test
   def setup
     # No CaptureSize or MemoryLimit: only the operator starts a capture.
     @bench = Capture::Bench.new("capture-manual", <<~KEYS)
@@ -11,22 +11,16 @@ class CaptureManualTest < Minitest::Test
     KEYS
   end
 
-  def teardown
-    @bench&.cleanup
-  end
-
   def test_operator_capture_status_and_refusal
     w = @bench.start_leaker("steady-manual", rate: 1024 * 1024, max: 20 * Capture::MiB)
     site = @bench.site
-    id = site.workers_json.find { |x| x["pid"] == w.pid }["connection_id"]
-
-    r = site.ctl("capture", "connection_id=#{id}", "--json")
+    r = @bench.capture(w, "--json")
     assert r.ok?, r.to_s
     reply = JSON.parse(r.out)
     dir = reply["directory"]
     assert_match(%r{/captures/steady-manual-#{w.pid}-\d{8}T\d{6}Z$}, dir)
 
-    again = site.ctl("capture", "connection_id=#{id}")
+    again = @bench.capture(w)
     refute again.ok?, again.to_s
     assert_match(/already runs/, again.out + again.err)
 
@@ -61,15 +55,9 @@ class CaptureManualTest < Minitest::Test
       CaptureInterval 3
       DumpTransfer file
     KEYS
-    elsewhere = File.join(@bench.site.dir, "elsewhere")
-    w = @bench.start_leaker("fenced-manual", rate: 1024 * 1024, max: 10 * Capture::MiB,
-                                             dump_dir: elsewhere)
-    site = @bench.site
-    id = site.workers_json.find { |x| x["pid"] == w.pid }["connection_id"]
-    r = site.ctl("capture", "connection_id=#{id}")
-    refute r.ok?, r.to_s
-    assert_match(/outside the worker's dump directory/, r.out + r.err)
+    w = assert_capture_refused("fenced-manual", /outside the worker's dump directory/,
+                               /fenced-manual .*skipped.*outside the worker's dump directory/,
+                               dump_dir: File.join(@bench.site.dir, "elsewhere"))
     assert_empty @bench.folders(w)
-    @bench.wait_note("FAILURE", /fenced-manual .*skipped.*outside the worker's dump directory/)
   end
 end

@@ -5,7 +5,7 @@
 # folder (issue 11) pushes no other capture out.
 require_relative "helper"
 
-class CaptureMaxUseTest < Minitest::Test
+class CaptureMaxUseTest < Capture::Test
   def setup
     @bench = Capture::Bench.new("capture-maxuse", <<~KEYS)
       CaptureSize "80M"
@@ -39,10 +39,6 @@ class CaptureMaxUseTest < Minitest::Test
       FileUtils.mkdir_p(d, mode: 0o700)
       File.write(File.join(d, "capture.json"), "{}\n")
     end
-  end
-
-  def teardown
-    @bench&.cleanup
   end
 
   def test_oldest_capture_makes_room

@@ -3,7 +3,7 @@
 # credentials), and holds only what that worker wrote plus the manifest.
 require_relative "helper"
 
-class CaptureNonRootTest < Minitest::Test
+class CaptureNonRootTest < Capture::Test
   NOBODY = 65_534
 
   def setup
@@ -21,10 +21,6 @@ class CaptureNonRootTest < Minitest::Test
       Plan "dump threads dump"
       DumpCompression none
     KEYS
-  end
-
-  def teardown
-    @bench&.cleanup
   end
 
   def test_folder_belongs_to_the_worker

@@ -5,13 +5,9 @@
 # "garbage profiling is already running: memdiag started it at ...").
 require_relative "helper"
 
-class CapturePluginKilledTest < Minitest::Test
+class CapturePluginKilledTest < Capture::Test
   def setup
     @bench = Capture::Bench.new("capture-pkilled", keys(30))
-  end
-
-  def teardown
-    @bench&.cleanup
   end
 
   def keys(interval)
@@ -22,19 +18,10 @@ class CapturePluginKilledTest < Minitest::Test
     KEYS
   end
 
-  def connection_id(worker)
-    entry = nil
-    @bench.site.wait_until("#{worker.name} is registered") do
-      r = @bench.site.ctl("workers", "--json")
-      entry = r.ok? && JSON.parse(r.out).find { |x| x["pid"] == worker.pid }
-    end
-    entry["connection_id"]
-  end
-
   def test_next_capture_completes_after_a_killed_plugin
     site = @bench.site
     w = @bench.start_leaker("leaky-pkilled", rate: 1024 * 1024, max: 20 * Capture::MiB)
-    first_id = connection_id(w)
+    first_id = @bench.connection_id(w)
     assert site.ctl("capture", "connection_id=#{first_id}").ok?
     old_dir, = @bench.wait_manifest(w, "gc_start done and the plan waits") do |m|
       m["steps"].find { |s| s["step"] == "gc_start" }&.fetch("status") == "ok" &&
@@ -44,7 +31,7 @@ class CapturePluginKilledTest < Minitest::Test
     Process.kill("KILL", site.collectd_pid)
     site.wait_until("collectd is gone") { !site.collectd_alive? }
     site.start_collectd("CaptureDirectory \"#{@bench.captures}\"\n#{keys(1)}")
-    second_id = connection_id(w) # IDs count from 1 again in the new plugin
+    second_id = @bench.connection_id(w) # IDs count from 1 again in the new plugin
 
     assert site.ctl("capture", "connection_id=#{second_id}").ok?
     dir, m = @bench.wait_manifest(w, "the second capture ended", timeout: 3 * E2E::WAIT) do |x|

@@ -6,7 +6,7 @@
 require_relative "helper"
 require "time"
 
-class CaptureRestartInFlightTest < Minitest::Test
+class CaptureRestartInFlightTest < Capture::Test
   def setup
     # No CaptureSize and no NearLimit: nothing captures before the limit.
     @bench = Capture::Bench.new("capture-inflight", <<~KEYS)
@@ -15,10 +15,6 @@ class CaptureRestartInFlightTest < Minitest::Test
       RestartAfterCapture true
       DumpMode fork
     KEYS
-  end
-
-  def teardown
-    @bench&.cleanup
   end
 
   def test_one_dump_then_the_signal

@@ -5,17 +5,13 @@
 require_relative "helper"
 require "time"
 
-class CaptureRestartTest < Minitest::Test
+class CaptureRestartTest < Capture::Test
   def setup
     @bench = Capture::Bench.new("capture-restart", <<~KEYS)
       MemoryLimit "150M"
       RestartAfterCapture true
       CaptureInterval 30
     KEYS
-  end
-
-  def teardown
-    @bench&.cleanup
   end
 
   def test_signal_only_after_the_dump

@@ -3,16 +3,12 @@
 # say so, and the worker is left alone.
 require_relative "helper"
 
-class CaptureShutdownTest < Minitest::Test
+class CaptureShutdownTest < Capture::Test
   def setup
     @bench = Capture::Bench.new("capture-shutdown", <<~KEYS)
       CaptureSize "80M"
       CaptureInterval 60
     KEYS
-  end
-
-  def teardown
-    @bench&.cleanup
   end
 
   def test_manifest_closed_at_shutdown

@@ -5,7 +5,7 @@
 # complete.
 require_relative "stream_helper"
 
-class CaptureStreamBusyTest < Minitest::Test
+class CaptureStreamBusyTest < Capture::Test
   HEARTBEAT_MS = 1000
   # The plugin forgets a worker silent for three intervals, and a worker
   # that hears nothing back for three reconnects.
@@ -16,10 +16,6 @@ class CaptureStreamBusyTest < Minitest::Test
       DumpMode "fork"
       HeartbeatInterval "#{HEARTBEAT_MS}ms"
     KEYS
-  end
-
-  def teardown
-    @bench&.cleanup
   end
 
   # The second worker: md-test-worker, printing each heartbeat's answer.
@@ -40,7 +36,7 @@ class CaptureStreamBusyTest < Minitest::Test
   def test_heartbeats_and_operators_are_served_during_a_large_stream
     site = @bench.site
     w = StreamCapture.start_worker(@bench, "streambig")
-    worker_id = StreamCapture.connection_id(site, w)
+    worker_id = @bench.connection_id(w)
     beater_id = start_beater(site)
     before = answers.size
 

@@ -6,7 +6,7 @@
 # worker carry on (the worker answers the next request).
 require_relative "stream_helper"
 
-class CaptureStreamDiskFullTest < Minitest::Test
+class CaptureStreamDiskFullTest < Capture::Test
   # A few MiB: the first dump (about 6 MB once compressed) does not fit.
   TMPFS_SIZE = "2m"
 
@@ -27,13 +27,13 @@ class CaptureStreamDiskFullTest < Minitest::Test
   def teardown
     @bench&.site&.stop_collectd
     system("umount", @bench.captures) if @mounted
-    @bench&.cleanup
+    super
   end
 
   def test_full_disk_leaves_no_dump_and_no_debris
     site = @bench.site
     w = StreamCapture.start_worker(@bench, "streamfull")
-    id = StreamCapture.connection_id(site, w)
+    id = @bench.connection_id(w)
     dir, = StreamCapture.start_and_wait_streaming(@bench, w)
 
     _, m = @bench.wait_manifest(w, "the plan ended", timeout: 3 * E2E::WAIT) { |x| x["end"] }

@@ -31,20 +31,12 @@ module StreamCapture
     w
   end
 
-  def connection_id(site, worker)
-    entry = nil
-    site.wait_until("#{worker.name} (pid #{worker.pid}) is registered") do
-      entry = site.workers_json.find { |x| x["pid"] == worker.pid }
-    end
-    entry["connection_id"]
-  end
-
   # Starts the capture and waits until the first dump's bytes are arriving:
   # the hidden temporary file the plugin writes into holds some. Returns
   # the capture folder and that file.
   def start_and_wait_streaming(bench, worker)
     site = bench.site
-    r = site.ctl("capture", "connection_id=#{connection_id(site, worker)}")
+    r = bench.capture(worker)
     raise "memdiagctl capture failed: #{r}" unless r.ok?
 
     found = nil

@@ -5,13 +5,9 @@
 # no one reading its pipe, ends too.
 require_relative "stream_helper"
 
-class CaptureStreamKilledTest < Minitest::Test
+class CaptureStreamKilledTest < Capture::Test
   def setup
     @bench = StreamCapture.bench("stream-killed", "DumpMode \"fork\"\n")
-  end
-
-  def teardown
-    @bench&.cleanup
   end
 
   def test_killed_worker_leaves_no_dump_and_no_debris

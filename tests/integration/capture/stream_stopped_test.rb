@@ -6,21 +6,17 @@
 # and its next stream lands complete.
 require_relative "stream_helper"
 
-class CaptureStreamStoppedTest < Minitest::Test
+class CaptureStreamStoppedTest < Capture::Test
   KEYS = "DumpMode \"fork\"\n"
 
   def setup
     @bench = StreamCapture.bench("stream-stopped", KEYS)
   end
 
-  def teardown
-    @bench&.cleanup
-  end
-
   def test_stopped_collectd_leaves_no_dump_and_the_worker_comes_back
     site = @bench.site
     w = StreamCapture.start_worker(@bench, "streamstop")
-    first_id = StreamCapture.connection_id(site, w)
+    first_id = @bench.connection_id(w)
     dir, partial = StreamCapture.start_and_wait_streaming(@bench, w)
 
     Process.kill("TERM", site.collectd_pid)
@@ -43,7 +39,7 @@ class CaptureStreamStoppedTest < Minitest::Test
       StreamCapture.processes_naming(w.tick_file) == [w.pid]
     end
     site.start_collectd("CaptureDirectory \"#{@bench.captures}\"\n#{StreamCapture::KEYS}#{KEYS}")
-    second_id = StreamCapture.connection_id(site, w) # IDs count from 1 again in the new plugin
+    second_id = @bench.connection_id(w) # IDs count from 1 again in the new plugin
     assert_match(/connected .* as connection #{first_id}$.*connected .* as connection #{second_id}$/m, w.output)
 
     # Nothing of the broken stream is left in the hook: the next one works.

@@ -5,7 +5,7 @@
 # that will never come: it answers the next request.
 require_relative "stream_helper"
 
-class CaptureStreamTimeoutTest < Minitest::Test
+class CaptureStreamTimeoutTest < Capture::Test
   def setup
     @bench = StreamCapture.bench("stream-timeout", <<~KEYS)
       DumpMode "inline"
@@ -13,16 +13,12 @@ class CaptureStreamTimeoutTest < Minitest::Test
     KEYS
   end
 
-  def teardown
-    @bench&.cleanup
-  end
-
   def test_timed_out_stream_leaves_nothing_and_the_worker_answers_again
     site = @bench.site
     # Twice the usual ballast: a 750 MB dump outlives 1 s (plus the plugin's
     # grace of 1 s) on any machine.
     w = StreamCapture.start_worker(@bench, "streamslow", ballast: 2 * StreamCapture::BALLAST)
-    id = StreamCapture.connection_id(site, w)
+    id = @bench.connection_id(w)
     dir, = StreamCapture.start_and_wait_streaming(@bench, w)
 
     _, m = @bench.wait_manifest(w, "the plan ended") { |x| x["end"] }

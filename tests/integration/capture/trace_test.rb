@@ -3,7 +3,7 @@
 # leak's objects in heap-2.json carry the file and line that allocated them.
 require_relative "helper"
 
-class CaptureTraceTest < Minitest::Test
+class CaptureTraceTest < Capture::Test
   def setup
     @bench = Capture::Bench.new("capture-trace", <<~KEYS)
       CaptureSize "80M"
@@ -11,10 +11,6 @@ class CaptureTraceTest < Minitest::Test
       TraceAllocations true
       DumpShapes false
     KEYS
-  end
-
-  def teardown
-    @bench&.cleanup
   end
 
   def test_second_dump_carries_allocation_sites

@@ -458,9 +458,10 @@ module E2E
     end
   end
 
-  # Heap dumps are newline-delimited JSON: one object per line.
-  def self.parse_ndjson(path)
-    File.foreach(path).map.with_index(1) do |line, n|
+  # Heap dumps are newline-delimited JSON: one object per line. text: the
+  # file's content when it is not the file as stored (a decompressed dump).
+  def self.parse_ndjson(path, text: nil)
+    (text ? text.each_line : File.foreach(path)).map.with_index(1) do |line, n|
       JSON.parse(line)
     rescue JSON::ParserError => e
       raise "#{path}:#{n} is not JSON: #{e.message}"
