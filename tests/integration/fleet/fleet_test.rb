@@ -28,6 +28,24 @@ module Fleet
     s&.close
   end
 
+  # A process the test spawned (@pid) and its temp directory (@dir).
+  module Daemon
+    def alive?
+      Process.waitpid(@pid, Process::WNOHANG).nil?
+    rescue Errno::ECHILD
+      false
+    end
+
+    def stop
+      Process.kill("TERM", @pid)
+      Process.waitpid(@pid)
+    rescue Errno::ESRCH, Errno::ECHILD
+      nil
+    ensure
+      FileUtils.rm_rf(@dir) unless ENV["MEMDIAG_E2E_KEEP"]
+    end
+  end
+
   # A memdiag host: the e2e site with its own Hostname and a network Server.
   class Host < E2E::Site
     def initialize(hostname, port)
@@ -58,6 +76,8 @@ module Fleet
   # The central collectd: network Listen, csv, write_prometheus, logfile
   # (which logs the notifications network receives).
   class Central
+    include Daemon
+
     attr_reader :dir, :csv_dir, :metrics_port
 
     def initialize(port)
@@ -69,27 +89,10 @@ module Fleet
       %w[network csv logfile write_prometheus].each do |p|
         FileUtils.cp(File.join(E2E::STOCK_PLUGINS, "#{p}.so"), plugins)
       end
-      File.write(conf, <<~CONF)
-        Hostname "central"
-        FQDNLookup false
-        Interval 1
-        BaseDir "#{@dir}"
-        PluginDir "#{plugins}"
-        TypesDB "#{E2E::TYPES_DB}"
-        LoadPlugin logfile
-        <Plugin logfile>
-          LogLevel info
-          File "#{log_path}"
-          PrintSeverity true
-        </Plugin>
+      File.write(conf, E2E.collectd_conf("central", @dir, log_file: log_path, csv_dir: @csv_dir) + <<~CONF)
         LoadPlugin network
         <Plugin network>
           Listen "127.0.0.1" "#{port}"
-        </Plugin>
-        LoadPlugin csv
-        <Plugin csv>
-          DataDir "#{@csv_dir}"
-          StoreRates false
         </Plugin>
         LoadPlugin write_prometheus
         <Plugin write_prometheus>
@@ -104,31 +107,18 @@ module Fleet
     def log_path = File.join(@dir, "collectd.log")
     def log = File.exist?(log_path) ? File.read(log_path) : ""
 
-    def alive?
-      Process.waitpid(@pid, Process::WNOHANG).nil?
-    rescue Errno::ECHILD
-      false
-    end
-
     def metrics
       Net::HTTP.get(URI("http://127.0.0.1:#{@metrics_port}/metrics"))
     rescue SystemCallError, IOError, Net::HTTPBadResponse
       ""
-    end
-
-    def stop
-      Process.kill("TERM", @pid)
-      Process.waitpid(@pid)
-    rescue Errno::ESRCH, Errno::ECHILD
-      nil
-    ensure
-      FileUtils.rm_rf(@dir) unless ENV["MEMDIAG_E2E_KEEP"]
     end
   end
 
   # Debian's prometheus on 127.0.0.1 with a temp config and storage, and
   # the alert rules docs/fleet.md shows.
   class Prometheus
+    include Daemon
+
     attr_reader :port
 
     def initialize(target_port)
@@ -153,12 +143,6 @@ module Fleet
 
     def log = File.read(File.join(@dir, "prometheus.log"))
 
-    def alive?
-      Process.waitpid(@pid, Process::WNOHANG).nil?
-    rescue Errno::ECHILD
-      false
-    end
-
     # The result vector of an instant query, or nil while Prometheus is not up.
     def query(expr)
       uri = URI("http://127.0.0.1:#{@port}/api/v1/query")
@@ -174,15 +158,6 @@ module Fleet
       body["status"] == "success" ? body["data"]["groups"] : nil
     rescue SystemCallError, IOError, JSON::ParserError, Net::HTTPBadResponse
       nil
-    end
-
-    def stop
-      Process.kill("TERM", @pid)
-      Process.waitpid(@pid)
-    rescue Errno::ESRCH, Errno::ECHILD
-      nil
-    ensure
-      FileUtils.rm_rf(@dir) unless ENV["MEMDIAG_E2E_KEEP"]
     end
   end
 end

@@ -49,6 +49,31 @@ module E2E
     def to_s = "exit #{code}\n--- stdout\n#{out}\n--- stderr\n#{err}"
   end
 
+  # The head of every collectd.conf the tests write: collectd's own keys
+  # (plugins in dir/plugins), logfile into log_file and csv into csv_dir.
+  def self.collectd_conf(hostname, dir, log_file:, csv_dir:)
+    <<~CONF
+      Hostname "#{hostname}"
+      FQDNLookup false
+      Interval 1
+      BaseDir "#{dir}"
+      PluginDir "#{dir}/plugins"
+      TypesDB "#{TYPES_DB}"
+      LoadPlugin logfile
+      <Plugin logfile>
+        LogLevel info
+        File "#{log_file}"
+        Timestamp true
+        PrintSeverity true
+      </Plugin>
+      LoadPlugin csv
+      <Plugin csv>
+        DataDir "#{csv_dir}"
+        StoreRates false
+      </Plugin>
+    CONF
+  end
+
   # A hooked Ruby worker process.
   class Worker
     attr_reader :name, :pid, :tick_file, :dump_dir, :out_path, :err_path
@@ -159,26 +184,7 @@ module E2E
     # log_to: "stderr" sends collectd's log to collectd.out (see log_path).
     # socket: false leaves the Socket key out (the plugin's default name).
     def config(extra, log_to: nil, socket: true)
-      log_file = log_to || @log_path
-      <<~CONF
-        Hostname "#{HOSTNAME}"
-        FQDNLookup false
-        Interval 1
-        BaseDir "#{@dir}"
-        PluginDir "#{@dir}/plugins"
-        TypesDB "#{TYPES_DB}"
-        LoadPlugin logfile
-        <Plugin logfile>
-          LogLevel info
-          File "#{log_file}"
-          Timestamp true
-          PrintSeverity true
-        </Plugin>
-        LoadPlugin csv
-        <Plugin csv>
-          DataDir "#{@csv_dir}"
-          StoreRates false
-        </Plugin>
+      E2E.collectd_conf(HOSTNAME, @dir, log_file: log_to || @log_path, csv_dir: @csv_dir) + <<~CONF
         LoadPlugin memdiag
         <Plugin memdiag>
         #{socket ? %(  Socket "#{@socket}") : ''}
