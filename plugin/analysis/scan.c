@@ -393,6 +393,20 @@ static void scan_tail(const mdp_analysis_line *l, mdp_analysis_obj *o)
   }
 }
 
+/* After blanks, the next character must be ch (it is not consumed): 0, or
+ * 1 where the line ends first, or -1 with why. */
+static int expect_char(cur *c, char ch, const char *why)
+{
+  skip_ws(c);
+  if(c->p >= c->e)
+    return 1;
+  if(*c->p != ch) {
+    c->why = why;
+    return -1;
+  }
+  return 0;
+}
+
 int mdp_analysis_scan(const mdp_analysis_line *l, mdp_analysis_obj *o, const char **why)
 {
   cur c = {l->head, l->head + l->head_len, l->tail != NULL, NULL};
@@ -413,28 +427,12 @@ int mdp_analysis_scan(const mdp_analysis_line *l, mdp_analysis_obj *o, const cha
     goto end;
   }
   for(;;) {
-    skip_ws(&c);
-    if(c.p >= c.e) {
-      rc = 1;
+    if((rc = expect_char(&c, '"', "a key was expected")) != 0)
       break;
-    }
-    if(*c.p != '"') {
-      c.why = "a key was expected";
-      rc = -1;
-      break;
-    }
     if((rc = str(&c, &k, &kn)) != 0)
       break;
-    skip_ws(&c);
-    if(c.p >= c.e) {
-      rc = 1;
+    if((rc = expect_char(&c, ':', "':' was expected after a key")) != 0)
       break;
-    }
-    if(*c.p != ':') {
-      c.why = "':' was expected after a key";
-      rc = -1;
-      break;
-    }
     c.p++;
     if(kn == 0)
       rc = skip_value(&c);
