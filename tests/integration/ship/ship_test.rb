@@ -69,9 +69,8 @@ class ShipRcloneTest < Minitest::Test
   def test_a_capture_is_shipped_and_a_failed_upload_is_reported
     site = @bench.site
     w = @bench.start_leaker("shipper", rate: 1024 * 1024, max: 16 * Capture::MiB, uid: NOBODY)
-    id = site.workers_json.find { |x| x["pid"] == w.pid }["connection_id"]
 
-    assert site.ctl("capture", "connection_id=#{id}").ok?
+    assert @bench.capture(w).ok?
     folder, m = @bench.wait_manifest(w, "the plan ended") { |x| x["end"] }
     assert_equal true, m["complete"], JSON.pretty_generate(m)
     site.wait_until("the plugin logs CaptureCommand's exit") do
@@ -91,7 +90,7 @@ class ShipRcloneTest < Minitest::Test
 
     # The remote is gone: the next capture's upload fails and is reported.
     stop_webdav
-    assert site.ctl("capture", "connection_id=#{id}").ok?
+    assert @bench.capture(w).ok?
     note = @bench.wait_note("FAILURE", /CaptureCommand for the capture of worker shipper \(pid #{w.pid}\): exited with status [1-9]/)
     assert_match(/; folder #{Regexp.escape(@captures = @bench.captures)}\/shipper-#{w.pid}-/, note.message)
   end
