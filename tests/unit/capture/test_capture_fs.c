@@ -513,14 +513,13 @@ static void inside_checks_components(void **state)
 
 static void sanitize_names(void **state)
 {
+  static const char *const names[][2] = {
+      {"../etc/passwd", "_._etc_passwd"},
+      {"", "worker"},
+      {"puma.worker-1_a", "puma.worker-1_a"},
+  };
   (void)state;
-  char out[72];
-  mdp_capfs_sanitize("../etc/passwd", out, sizeof(out));
-  assert_string_equal(out, "_._etc_passwd");
-  mdp_capfs_sanitize("", out, sizeof(out));
-  assert_string_equal(out, "worker");
-  mdp_capfs_sanitize("puma.worker-1_a", out, sizeof(out));
-  assert_string_equal(out, "puma.worker-1_a");
+  mdt_assert_rewrites(mdp_capfs_sanitize, 72, names, sizeof(names) / sizeof(names[0]));
 }
 
 int main(void)

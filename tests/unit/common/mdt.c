@@ -66,6 +66,18 @@ void mdt_write_bytes(const char *dir, const char *name, size_t bytes)
   fclose(f);
 }
 
+void mdt_assert_rewrites(void (*fn)(const char *, char *, size_t), size_t outlen,
+                         const char *const (*pairs)[2], size_t n)
+{
+  char out[256];
+
+  assert_true(outlen <= sizeof(out));
+  for(size_t i = 0; i < n; i++) {
+    fn(pairs[i][0], out, outlen);
+    assert_string_equal(out, pairs[i][1]);
+  }
+}
+
 pid_t mdt_child_waiting(void)
 {
   pid_t pid = fork();

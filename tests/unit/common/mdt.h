@@ -33,6 +33,11 @@ void mdt_write_text(const char *path, const char *text);
 /* Writes bytes 'x' to dir/name (created or truncated). */
 void mdt_write_bytes(const char *dir, const char *name, size_t bytes);
 
+/* For each {input, expected} pair, fn(input, out, outlen) writes expected
+ * to out (outlen at most 256). For the name sanitisers. */
+void mdt_assert_rewrites(void (*fn)(const char *, char *, size_t), size_t outlen,
+                         const char *const (*pairs)[2], size_t n);
+
 /* Forks a child that waits in pause() until a signal ends it; the caller
  * reaps it. */
 pid_t mdt_child_waiting(void);
