@@ -1,4 +1,5 @@
 /* Heap-dump line scanner; see scan.h. */
+#include <stdbool.h>
 #include <string.h>
 
 #include "scan.h"
@@ -205,6 +206,23 @@ static int str_value(cur *c, const char **s, size_t *n)
   return str(c, s, n);
 }
 
+/* A string holding a hexadecimal address (0 only where zero_ok); why
+ * names the field when it is not one. */
+static int addr_value(cur *c, uint64_t *out, bool zero_ok, const char *why)
+{
+  const char *s;
+  size_t n;
+  int rc = str_value(c, &s, &n);
+
+  if(rc != 0)
+    return rc;
+  if(hex_addr(s, n, out) || (!zero_ok && !*out)) {
+    c->why = why;
+    return -1;
+  }
+  return 0;
+}
+
 static int num_value(cur *c, uint64_t *v)
 {
   skip_ws(c);
@@ -299,15 +317,8 @@ static int field(cur *c, mdp_analysis_obj *o, const char *k, size_t kn)
 #define KEY(lit) (kn == sizeof(lit) - 1 && memcmp(k, lit, kn) == 0)
   switch(k[0]) {
   case 'a':
-    if(KEY("address")) {
-      if((rc = str_value(c, &s, &n)) != 0)
-        return rc;
-      if(hex_addr(s, n, &o->address) || !o->address) {
-        c->why = "bad address";
-        return -1;
-      }
-      return 0;
-    }
+    if(KEY("address"))
+      return addr_value(c, &o->address, false, "bad address");
     break;
   case 't':
     if(KEY("type")) {
@@ -318,15 +329,8 @@ static int field(cur *c, mdp_analysis_obj *o, const char *k, size_t kn)
     }
     break;
   case 'c':
-    if(KEY("class")) {
-      if((rc = str_value(c, &s, &n)) != 0)
-        return rc;
-      if(hex_addr(s, n, &o->class_addr)) {
-        c->why = "bad class address";
-        return -1;
-      }
-      return 0;
-    }
+    if(KEY("class"))
+      return addr_value(c, &o->class_addr, true, "bad class address");
     break;
   case 'v':
     if(KEY("value")) {
