@@ -1,7 +1,7 @@
 /* memdiag plugin: collectd glue, and the one place that wires the plugin's
  * parts together. Registers the config, init, read and shutdown callbacks;
  * the work is in config.c, server/, workers/, capture/ and notify.c. The
- * server knows none of them: it gets a table of hooks from here. */
+ * server knows none of them: it gets a table of hooks (wiring.h). */
 #include "collectd/core/daemon/collectd.h"
 #include "collectd/core/daemon/plugin.h"
 #include "collectd/core/utils/common/common.h"
@@ -15,9 +15,9 @@
 #include "detector/detector.h"
 #include "loop/loop.h"
 #include "notify.h"
-#include "server/control.h"
 #include "server/relay.h"
 #include "server/server.h"
+#include "wiring.h"
 #include "workers/registry.h"
 #include "workers/sampler.h"
 
@@ -172,30 +172,6 @@ static int memdiag_read(user_data_t *ud)
   return 0;
 }
 
-/* ---------------------------------------------------------------- wiring */
-
-static int worker_hello(const mdp_worker_hello *hello, uint64_t *id, int *proc_err)
-{
-  return mdp_registry_add(hello, id, proc_err);
-}
-
-/* Forgotten first, so that nothing its requests' callbacks do finds it. */
-static void worker_gone(uint64_t id)
-{
-  mdp_registry_remove(id);
-  mdp_relay_worker_gone(id);
-  mdp_capture_worker_gone(id);
-}
-
-static const mdp_server_hooks server_hooks = {
-    .worker_hello = worker_hello,
-    .worker_gone = worker_gone,
-    .worker_reply = mdp_relay_on_reply,
-    .worker_stream = mdp_relay_on_stream,
-    .control = mdp_control_handle,
-    .stopping = mdp_relay_shutdown,
-};
-
 static void stop_parts(void)
 {
   mdp_capture_shutdown();
@@ -245,7 +221,7 @@ static int memdiag_init(void)
   }
   mdp_relay_init(loop, mdp_server_send_worker, cfg.dump_timeout_ms);
   mdp_rstream_init(loop, mdp_server_send_worker, store, 0);
-  rc = mdp_server_start(&cfg, loop, &server_hooks);
+  rc = mdp_server_start(&cfg, loop, &mdp_wiring_server_hooks);
   if(rc) {
     mdp_store_stop(store);
     store = NULL;

@@ -55,6 +55,8 @@ struct mdp_store {
   pthread_t thread;
   pthread_mutex_t mu;
   pthread_cond_t cond;
+  pthread_cond_t idle; /* signalled when the queue is empty and no job runs */
+  int busy;            /* the writer is running a job */
   job *head, *tail;
   size_t queued, max_queued;
   int stopping;
@@ -350,10 +352,14 @@ static void *writer_main(void *arg)
     s->head = j->next;
     if(!s->head)
       s->tail = NULL;
+    s->busy = 1;
     pthread_mutex_unlock(&s->mu);
     run_job(s, j);
     free(j);
     pthread_mutex_lock(&s->mu);
+    s->busy = 0;
+    if(!s->head)
+      pthread_cond_broadcast(&s->idle);
   }
   pthread_mutex_unlock(&s->mu);
   return NULL;
@@ -372,8 +378,10 @@ int mdp_store_start(mdp_store **out, size_t max_queued)
   s->max_queued = max_queued;
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->cond, NULL);
+  pthread_cond_init(&s->idle, NULL);
   rc = pthread_create(&s->thread, NULL, writer_main, s);
   if(rc) {
+    pthread_cond_destroy(&s->idle);
     pthread_cond_destroy(&s->cond);
     pthread_mutex_destroy(&s->mu);
     free(s);
@@ -524,9 +532,18 @@ void mdp_store_stop(mdp_store *s)
   pthread_cond_signal(&s->cond);
   pthread_mutex_unlock(&s->mu);
   pthread_join(s->thread, NULL);
+  pthread_cond_destroy(&s->idle);
   pthread_cond_destroy(&s->cond);
   pthread_mutex_destroy(&s->mu);
   free(s);
+}
+
+void mdp_store_wait_idle(mdp_store *s)
+{
+  pthread_mutex_lock(&s->mu);
+  while(s->head || s->busy)
+    pthread_cond_wait(&s->idle, &s->mu);
+  pthread_mutex_unlock(&s->mu);
 }
 
 int mdp_store_compress_file(mdp_store *s, mdp_store_stream **out, int dir_fd, const char *src,

@@ -102,6 +102,12 @@ int mdp_store_finish(mdp_store_stream *st, uint64_t size, const uint8_t *sha256,
  * the file is removed and done runs with ABORTED and `why`. */
 void mdp_store_abort(mdp_store_stream *st, const char *why);
 
+/* Wait until the writer has run every job queued so far (their events
+ * have been called, their memory released). For tests and the fuzz
+ * harness, which need a run's outcome not to depend on the threads'
+ * timing; the plugin never waits for the disk. */
+void mdp_store_wait_idle(mdp_store *s);
+
 #ifdef __cplusplus
 }
 #endif

@@ -29,7 +29,13 @@ struct mdp_rstream {
   int level;
   mdp_store_stream *st; /* NULL until opened */
   int store_ended;      /* finish or abort given to the store */
-  int store_done;       /* its done event has run */
+  /* The worker's DumpEnd (size, SHA-256): the store is told to finish only
+   * once the Reply says OK too, so that a failed request leaves no file. */
+  int end_seen;
+  uint64_t end_size;
+  uint8_t end_sha[32];
+  size_t end_sha_len;
+  int store_done; /* its done event has run */
   mdp_store_outcome outcome;
   uint64_t raw_bytes, stored_bytes;
   char store_error[256];
@@ -122,7 +128,7 @@ static void store_event_run(void *arg)
   mdp_rstream *rs = e->rs;
 
   if(!e->done) {
-    if(rs->streaming && !rs->store_ended)
+    if(rs->streaming && !rs->store_ended && !rs->end_seen)
       grant(rs, e->bytes);
   } else {
     rs->store_done = 1;
@@ -274,8 +280,8 @@ void mdp_rstream_on_frame(uint64_t connection_id, const Memdiag__V1__Frame *f)
   if(f->body_case == MEMDIAG__V1__FRAME__BODY_DUMP_CHUNK) {
     const Memdiag__V1__DumpChunk *c = f->dump_chunk;
     rs = find(connection_id, c->request_id);
-    if(!rs || !rs->streaming || rs->store_ended)
-      return; /* after a timeout or a failure: dropped */
+    if(!rs || !rs->streaming || rs->store_ended || rs->end_seen)
+      return; /* after a timeout, a failure or the end: dropped */
     rs->received += c->data.len;
     if(rs->received > rs->granted) {
       end_store(rs, "the worker sent more than the plugin allowed (flow control)");
@@ -288,7 +294,7 @@ void mdp_rstream_on_frame(uint64_t connection_id, const Memdiag__V1__Frame *f)
   if(f->body_case == MEMDIAG__V1__FRAME__BODY_DUMP_END) {
     const Memdiag__V1__DumpEnd *e = f->dump_end;
     rs = find(connection_id, e->request_id);
-    if(!rs || !rs->streaming || rs->store_ended)
+    if(!rs || !rs->streaming || rs->store_ended || rs->end_seen)
       return;
     if(e->error && e->error[0]) {
       char why[256];
@@ -296,9 +302,13 @@ void mdp_rstream_on_frame(uint64_t connection_id, const Memdiag__V1__Frame *f)
       end_store(rs, why);
       return;
     }
-    rs->store_ended = 1;
-    mdp_store_finish(rs->st, e->has_size ? e->size : 0, e->has_sha256 ? e->sha256.data : NULL,
-                     e->has_sha256 ? e->sha256.len : 0);
+    /* Kept until the Reply (mdp_rstream_settle): a worker may still fail
+     * the request, time out or go away after its stream ended. */
+    rs->end_seen = 1;
+    rs->end_size = e->has_size ? e->size : 0;
+    rs->end_sha_len = e->has_sha256 && e->sha256.len == sizeof rs->end_sha ? sizeof rs->end_sha : 0;
+    if(rs->end_sha_len)
+      memcpy(rs->end_sha, e->sha256.data, sizeof rs->end_sha);
   }
 }
 
@@ -347,9 +357,15 @@ void mdp_rstream_settle(mdp_rstream *rs, const Memdiag__V1__Reply *reply, mdp_rs
   if(!rs->reply) {
     end_store(rs, "out of memory");
   } else if(rs->streaming) {
-    /* a reply before the stream's end (an error, a timeout, the worker
-     * gone): nothing more will come that is worth keeping */
-    if(!rs->store_ended) {
+    if(rs->end_seen && !rs->store_ended && rs->reply->status == MEMDIAG__V1__STATUS__STATUS_OK) {
+      /* the stream and the request both succeeded: verify and name it */
+      rs->store_ended = 1;
+      mdp_store_finish(rs->st, rs->end_size, rs->end_sha_len ? rs->end_sha : NULL, rs->end_sha_len);
+    } else if(rs->end_seen && !rs->store_ended) {
+      end_store(rs, "the request failed after the end of its stream");
+    } else if(!rs->store_ended) {
+      /* a reply before the stream's end (an error, a timeout, the worker
+       * gone): nothing more will come that is worth keeping */
       end_store(rs, rs->reply->status == MEMDIAG__V1__STATUS__STATUS_OK
                         ? "the worker answered before the end of its stream"
                         : "the request failed before the end of the stream");

@@ -9,7 +9,8 @@
  * the sink says so, verified, and renamed into place; the caller's reply
  * callback runs once both the worker's Reply and the file are settled, with
  * `path` naming the stored file. A failure of either ends the request with
- * an error and leaves no file.
+ * an error and leaves no file: a streamed dump is verified and named only
+ * once its DumpEnd has come and the Reply says OK.
  *
  * Flow control: the worker may send `window` bytes; each time the store has
  * written a chunk the plugin grants that many again (StreamCredit), so a

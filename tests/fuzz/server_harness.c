@@ -4,7 +4,9 @@
 #include "collectd/core/daemon/utils_time.h"
 #include "collectd/core/utils/common/common.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -19,6 +21,7 @@
 #include "server/hello.h"
 #include "server/relay.h"
 #include "server_harness.h"
+#include "wiring.h"
 #include "workers/registry.h"
 
 /* ---------------------------------------------------------------- collectd */
@@ -147,20 +150,16 @@ static mdp_config cfg;
 static mdp_loop *loop;
 static mdp_conn_env env;
 
-/* The relay's and capture's way to a worker (memdiag.c gives the server's
- * mdp_server_send_worker): the harness has at most one worker. */
+/* The registered worker, kept from run to run (server_harness.h). */
 static mdp_conn *worker_conn;
 
-static int send_worker(uint64_t connection_id, const Memdiag__V1__Frame *f)
+/* The server's sends, which memdiag.c gives the relay and the rstreams:
+ * the harness has at most one worker. */
+int mdp_server_send_worker(uint64_t connection_id, const Memdiag__V1__Frame *f)
 {
   if(!worker_conn || worker_conn->dead || worker_conn->worker_id != connection_id)
     return -ENOENT;
   return mdp_conn_send(worker_conn, f);
-}
-
-int mdp_server_send_worker(uint64_t connection_id, const Memdiag__V1__Frame *f)
-{
-  return send_worker(connection_id, f);
 }
 
 int mdp_server_send_operator(uint64_t serial, const Memdiag__V1__Frame *f)
@@ -175,33 +174,23 @@ int mdp_server_send_operator(uint64_t serial, const Memdiag__V1__Frame *f)
 
 uint64_t mdp_server_started_at(void) { return 1790000000; }
 
-static int worker_hello(const mdp_worker_hello *hello, uint64_t *id, int *proc_err)
-{
-  return mdp_registry_add(hello, id, proc_err);
-}
-
-static void worker_gone(uint64_t id)
-{
-  mdp_registry_remove(id);
-  mdp_relay_worker_gone(id);
-  mdp_capture_worker_gone(id);
-}
-
 static void setup(void)
 {
+  static int ready;
+
+  if(ready)
+    return;
+  ready = 1;
   mdp_config_init(&cfg);
   /* a directory that cannot be made: a capture is refused, not written */
   if(mdp_capture_config_set(&cfg.capture, "CaptureDirectory", "/proc/memdiag-fuzz", NULL, 0) ||
      mdp_loop_new(&loop) || mdp_registry_init(&cfg.detector, cfg.memory) ||
      mdp_capture_init(&cfg.capture, loop))
     abort();
-  mdp_relay_init(loop, send_worker, cfg.dump_timeout_ms);
+  mdp_relay_init(loop, mdp_server_send_worker, cfg.dump_timeout_ms);
+  mdp_rstream_init(loop, mdp_server_send_worker, NULL, 0); /* fuzz_stream gives it a store */
   env.cfg = &cfg;
-  env.hooks.worker_hello = worker_hello;
-  env.hooks.worker_gone = worker_gone;
-  env.hooks.worker_reply = mdp_relay_on_reply;
-  env.hooks.control = mdp_control_handle;
-  env.hooks.stopping = mdp_relay_shutdown;
+  env.hooks = mdp_wiring_server_hooks;
 }
 
 static mdp_conn *conn_new(md_role role, uint64_t serial)
@@ -216,13 +205,12 @@ static mdp_conn *conn_new(md_role role, uint64_t serial)
   /* The peer's pid (SO_PEERCRED in the plugin): 1, which always exists,
    * so that a corpus Hello naming pid 1 registers on any machine. */
   c->pid = 1;
-  c->pidfd = -1; /* as on a kernel without pidfds: nothing is signalled */
   c->uid = getuid();
+  c->gid = getgid();
   /* No pidfd, as on a kernel without pidfd_open (server.c takes one at
    * accept): calloc's 0 would be taken for a pidfd on stdin. */
   c->pidfd = -1;
   c->pidfd_err = -ENOSYS;
-  c->gid = getgid();
   snprintf(c->who, sizeof c->who, "fuzz peer %llu", (unsigned long long)serial);
   return c;
 }
@@ -232,6 +220,8 @@ static void conn_free(mdp_conn *c)
 {
   if(!c)
     return;
+  if(c == worker_conn)
+    worker_conn = NULL;
   if(c->state == MDP_CONN_WORKER && c->worker_id)
     env.hooks.worker_gone(c->worker_id);
   for(unsigned i = 0; i < QUEUE_MAX; i++)
@@ -241,13 +231,16 @@ static void conn_free(mdp_conn *c)
 }
 
 /* Queue a frame for the connection as the wire would deliver it: encoded,
- * then decoded into memory the handlers may keep or free. */
-static void deliver(mdp_conn *c, const Memdiag__V1__Frame *f)
+ * then decoded into memory the handlers may keep or free; the server
+ * serves it. turn: then run the tasks it posted, as the loop's turn would. */
+static void deliver(mdp_conn *c, const Memdiag__V1__Frame *f, int turn)
 {
   uint8_t *bytes = NULL;
   size_t len = 0, used = 0;
   Memdiag__V1__Frame *copy = NULL;
 
+  if(c->mc->next_in == c->mc->n_in)
+    c->mc->n_in = c->mc->next_in = 0; /* all taken: the queue starts over */
   if(c->mc->n_in >= QUEUE_MAX)
     abort();
   if(md_frame_encode(f, MD_FRAME_MAX_DEFAULT, &bytes, &len) != MD_OK)
@@ -256,23 +249,25 @@ static void deliver(mdp_conn *c, const Memdiag__V1__Frame *f)
     c->mc->in[c->mc->n_in++] = copy;
   free(bytes);
   mdp_hello_service(c, POLLIN);
-  mdp_loop_run_tasks(loop);
+  if(turn)
+    mdp_loop_run_tasks(loop);
 }
 
-static void deliver_hello(mdp_conn *c, Memdiag__V1__Hello *h)
+/* The worker (registered once, again after a run ended its connection). */
+static mdp_conn *the_worker(void)
 {
+  static char *caps[] = {"ping", "memory_dump", "allocation_trace_stop", "garbage_profile_start",
+                         "thread_dump"};
   Memdiag__V1__Frame f = MEMDIAG__V1__FRAME__INIT;
-  f.body_case = MEMDIAG__V1__FRAME__BODY_HELLO;
-  f.hello = h;
-  deliver(c, &f);
-}
-
-static mdp_conn *registered_worker(void)
-{
-  static char *caps[] = {"ping", "memory_dump", "garbage_profile_start", "thread_dump"};
   Memdiag__V1__Hello h = MEMDIAG__V1__HELLO__INIT;
-  mdp_conn *c = conn_new(MD_ROLE_WORKER, 1);
 
+  if(worker_conn && worker_conn->state == MDP_CONN_WORKER && !worker_conn->dead &&
+     !worker_conn->closing) {
+    worker_conn->mc->last_request_id = 0;
+    return worker_conn;
+  }
+  conn_free(worker_conn);
+  worker_conn = conn_new(MD_ROLE_WORKER, 1);
   h.name = "fuzz-worker";
   h.has_pid = 1;
   h.pid = 1;
@@ -280,8 +275,37 @@ static mdp_conn *registered_worker(void)
   h.n_capabilities = sizeof caps / sizeof caps[0];
   h.capabilities = caps;
   h.dump_directory = "/proc/memdiag-fuzz";
-  deliver_hello(c, &h);
-  return c;
+  f.body_case = MEMDIAG__V1__FRAME__BODY_HELLO;
+  f.hello = &h;
+  deliver(worker_conn, &f, 1);
+  return worker_conn;
+}
+
+/* The worker answers the last request it was sent: the relay ends it if
+ * it is still pending and drops the reply otherwise. */
+static void answer_last(void)
+{
+  Memdiag__V1__Frame f = MEMDIAG__V1__FRAME__INIT;
+  Memdiag__V1__Reply reply = MEMDIAG__V1__REPLY__INIT;
+
+  if(!worker_conn || !worker_conn->mc->last_request_id)
+    return;
+  reply.has_request_id = 1;
+  reply.request_id = worker_conn->mc->last_request_id;
+  reply.note = "fuzz";
+  f.body_case = MEMDIAG__V1__FRAME__BODY_REPLY;
+  f.reply = &reply;
+  deliver(worker_conn, &f, 1);
+  if(worker_conn)
+    worker_conn->mc->last_request_id = 0;
+}
+
+/* A worker connection the run closed is swept as server.c would. */
+static void end_run(void)
+{
+  if(worker_conn && (worker_conn->dead || worker_conn->closing))
+    conn_free(worker_conn);
+  mdp_loop_run_tasks(loop);
 }
 
 static void reply_noop(const Memdiag__V1__Reply *reply, void *arg)
@@ -292,18 +316,14 @@ static void reply_noop(const Memdiag__V1__Reply *reply, void *arg)
 
 int md_fuzz_server_burst(unsigned n, unsigned *first_call, int *more, unsigned *calls)
 {
-  static int ready;
   Memdiag__V1__Frame f = MEMDIAG__V1__FRAME__INIT;
   Memdiag__V1__Heartbeat hb = MEMDIAG__V1__HEARTBEAT__INIT;
   mdp_conn *c;
 
-  if(!ready) {
-    setup();
-    ready = 1;
-  }
+  setup();
   if(n > QUEUE_MAX)
     return -1;
-  c = worker_conn = registered_worker();
+  c = the_worker();
   f.body_case = MEMDIAG__V1__FRAME__BODY_HEARTBEAT;
   f.heartbeat = &hb;
   hb.has_sequence = 1;
@@ -325,94 +345,269 @@ int md_fuzz_server_burst(unsigned n, unsigned *first_call, int *more, unsigned *
     mdp_hello_service(c, POLLIN);
     (*calls)++;
   }
-  conn_free(c);
-  worker_conn = NULL;
-  mdp_loop_run_tasks(loop);
+  end_run();
   return 0;
+}
+
+/* The input as the frame body of the target's kind, or NULL. */
+static ProtobufCMessage *decode_body(md_fuzz_kind kind, const uint8_t *data, size_t size,
+                                     Memdiag__V1__Frame *f)
+{
+  static const struct {
+    const ProtobufCMessageDescriptor *desc;
+    Memdiag__V1__Frame__BodyCase body;
+  } kinds[] = {
+      [MD_FUZZ_HELLO] = {&memdiag__v1__hello__descriptor, MEMDIAG__V1__FRAME__BODY_HELLO},
+      [MD_FUZZ_HEARTBEAT] = {&memdiag__v1__heartbeat__descriptor,
+                             MEMDIAG__V1__FRAME__BODY_HEARTBEAT},
+      [MD_FUZZ_REPLY] = {&memdiag__v1__reply__descriptor, MEMDIAG__V1__FRAME__BODY_REPLY},
+      [MD_FUZZ_CONTROL] = {&memdiag__v1__control__descriptor, MEMDIAG__V1__FRAME__BODY_CONTROL},
+  };
+  ProtobufCMessage *m = protobuf_c_message_unpack(kinds[kind].desc, NULL, size, data);
+
+  if(m) {
+    f->body_case = kinds[kind].body;
+    /* The bodies are one union of pointers to message structs, which all
+     * have one representation (C11 6.2.5p28): any member carries it. */
+    f->hello = (Memdiag__V1__Hello *)m;
+  }
+  return m;
+}
+
+/* Connection IDs count up as workers register: 1 in a Control names the
+ * worker of this run, so that the corpus reaches it on every run. */
+static void name_the_worker(Memdiag__V1__Control *ctl, uint64_t id)
+{
+  if(ctl->op_case == MEMDIAG__V1__CONTROL__OP_OPERATE && ctl->operate->connection_id == 1)
+    ctl->operate->connection_id = id;
+  if(ctl->op_case == MEMDIAG__V1__CONTROL__OP_CAPTURE_NOW && ctl->capture_now->connection_id == 1)
+    ctl->capture_now->connection_id = id;
 }
 
 int md_fuzz_server_run(md_fuzz_kind kind, const uint8_t *data, size_t size)
 {
-  static int ready;
   Memdiag__V1__Frame f = MEMDIAG__V1__FRAME__INIT;
-  mdp_conn *operator= NULL;
+  ProtobufCMessage *m;
+  mdp_conn *to, *worker;
 
-  if(!ready) {
-    setup();
-    ready = 1;
-  }
-
-  if(kind == MD_FUZZ_HELLO) {
-    Memdiag__V1__Hello *h = memdiag__v1__hello__unpack(NULL, size, data);
-    if(h) {
-      worker_conn = conn_new(MD_ROLE_WORKER, 1);
-      deliver_hello(worker_conn, h);
-      memdiag__v1__hello__free_unpacked(h, NULL);
-    }
-  } else {
-    worker_conn = registered_worker();
-  }
-
-  if(kind == MD_FUZZ_HEARTBEAT) {
-    Memdiag__V1__Heartbeat *hb = memdiag__v1__heartbeat__unpack(NULL, size, data);
-    if(hb) {
-      f.body_case = MEMDIAG__V1__FRAME__BODY_HEARTBEAT;
-      f.heartbeat = hb;
-      deliver(worker_conn, &f);
-      memdiag__v1__heartbeat__free_unpacked(hb, NULL);
-    }
-  } else if(kind == MD_FUZZ_REPLY) {
-    Memdiag__V1__Reply *r = memdiag__v1__reply__unpack(NULL, size, data);
-    if(r) {
-      Memdiag__V1__Request req = MEMDIAG__V1__REQUEST__INIT;
-      Memdiag__V1__Ping ping = MEMDIAG__V1__PING__INIT;
-      req.op_case = MEMDIAG__V1__REQUEST__OP_PING;
-      req.ping = &ping;
-      if(mdp_relay_request(worker_conn->worker_id, &req, 0, reply_noop, NULL) == 0)
-        mdp_loop_run_tasks(loop);
-      /* Half the inputs answer the pending request; the others name
-       * whatever request_id they carry. */
-      if(size % 2 == 0) {
-        r->has_request_id = 1;
-        r->request_id = worker_conn->mc->last_request_id;
-      }
-      f.body_case = MEMDIAG__V1__FRAME__BODY_REPLY;
-      f.reply = r;
-      deliver(worker_conn, &f);
-      memdiag__v1__reply__free_unpacked(r, NULL);
+  setup();
+  m = decode_body(kind, data, size, &f);
+  if(!m)
+    return 0;
+  /* A Hello comes on a connection of its own; the rest on the worker's,
+   * or (Control) an operator's. */
+  worker = kind == MD_FUZZ_HELLO ? NULL : the_worker();
+  to = kind == MD_FUZZ_HELLO     ? (worker_conn = conn_new(MD_ROLE_WORKER, 1))
+       : kind == MD_FUZZ_CONTROL ? conn_new(MD_ROLE_OPERATOR, 2)
+                                 : worker;
+  if(kind == MD_FUZZ_REPLY) {
+    Memdiag__V1__Request req = MEMDIAG__V1__REQUEST__INIT;
+    Memdiag__V1__Ping ping = MEMDIAG__V1__PING__INIT;
+    req.op_case = MEMDIAG__V1__REQUEST__OP_PING;
+    req.ping = &ping;
+    if(mdp_relay_request(worker->worker_id, &req, 0, reply_noop, NULL) == 0)
+      mdp_loop_run_tasks(loop);
+    /* Half the inputs answer the pending request; the others name
+     * whatever request_id they carry. */
+    if(size % 2 == 0) {
+      f.reply->has_request_id = 1;
+      f.reply->request_id = worker->mc->last_request_id;
     }
   } else if(kind == MD_FUZZ_CONTROL) {
-    Memdiag__V1__Control *ctl = memdiag__v1__control__unpack(NULL, size, data);
-    if(ctl) {
-      /* Connection IDs count up across runs: 1 in the input names this
-       * run's worker, so that the corpus reaches it on every run. */
-      if(ctl->op_case == MEMDIAG__V1__CONTROL__OP_OPERATE && ctl->operate->connection_id == 1)
-        ctl->operate->connection_id = worker_conn->worker_id;
-      if(ctl->op_case == MEMDIAG__V1__CONTROL__OP_CAPTURE_NOW &&
-         ctl->capture_now->connection_id == 1)
-        ctl->capture_now->connection_id = worker_conn->worker_id;
-      operator= conn_new(MD_ROLE_OPERATOR, 2);
-      f.body_case = MEMDIAG__V1__FRAME__BODY_CONTROL;
-      f.control = ctl;
-      deliver(operator, & f);
-      /* An operation relayed to the worker: the worker answers it. */
-      if(worker_conn->mc->last_request_id) {
-        Memdiag__V1__Frame rf = MEMDIAG__V1__FRAME__INIT;
-        Memdiag__V1__Reply reply = MEMDIAG__V1__REPLY__INIT;
-        reply.has_request_id = 1;
-        reply.request_id = worker_conn->mc->last_request_id;
-        reply.note = "fuzz";
-        rf.body_case = MEMDIAG__V1__FRAME__BODY_REPLY;
-        rf.reply = &reply;
-        deliver(worker_conn, &rf);
-      }
-      memdiag__v1__control__free_unpacked(ctl, NULL);
-    }
+    name_the_worker(f.control, worker->worker_id);
   }
-
-  conn_free(operator);
-  conn_free(worker_conn);
-  worker_conn = NULL;
-  mdp_loop_run_tasks(loop);
+  deliver(to, &f, 1);
+  /* An operation relayed to the worker, or the ping the input did not
+   * answer: the worker answers it. */
+  answer_last();
+  protobuf_c_message_free_unpacked(m, NULL);
+  if(to != worker)
+    conn_free(to);
+  end_run();
   return 0;
+}
+
+/* ---------------------------------------------------------------- streams */
+
+/* The store's writer thread runs, as in the plugin; its events reach the
+ * loop only when the harness turns it (md_fuzz_stream_turn), after
+ * waiting for the writer to run everything queued (mdp_store_wait_idle).
+ * So what a run does is the same whatever the threads' timing: the credit
+ * a stream has, when its end is seen, the order of events; and every
+ * allocation of a run is released within it (libFuzzer looks for leaks
+ * when a run's mallocs and frees differ). */
+static mdp_store *store;
+static int dir_fd = -1;
+static char dir_path[256];
+static const char *result_name;
+static md_fuzz_ask asked;
+static uint64_t stream_request;
+static unsigned replies;
+static int worker_answered;    /* a Reply frame was delivered this run */
+static int reply_names_result; /* the last reply is OK and names the stored file */
+
+#define WORKER_FILE "worker-dump.json"
+
+void md_fuzz_stream_turn(void)
+{
+  do
+    mdp_store_wait_idle(store);
+  while(mdp_loop_run_tasks(loop) > 0);
+}
+
+/* Every entry of the folder removed; returns a bit set: 1 the stored
+ * result, 2 the worker's file, 4 anything else (a temporary file). */
+static int empty_folder(void)
+{
+  DIR *d;
+  struct dirent *e;
+  int seen = 0, fd = dup(dir_fd);
+
+  if(fd < 0 || !(d = fdopendir(fd)))
+    abort();
+  rewinddir(d); /* the offset is shared with dir_fd's */
+  while((e = readdir(d))) {
+    if(!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+      continue;
+    seen |= !strcmp(e->d_name, result_name ? result_name : "") ? 1
+            : !strcmp(e->d_name, WORKER_FILE)                  ? 2
+                                                               : 4;
+    if(unlinkat(dir_fd, e->d_name, 0) != 0)
+      abort();
+  }
+  closedir(d);
+  return seen;
+}
+
+static void stream_cleanup(void)
+{
+  mdp_store_stop(store);
+  empty_folder();
+  rmdir(dir_path);
+}
+
+static void stream_setup(void)
+{
+  const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+
+  setup();
+  if(store)
+    return;
+  /* on tmpfs when there is one: a stored result is fsynced */
+  if(access("/dev/shm", W_OK) == 0)
+    base = "/dev/shm";
+  snprintf(dir_path, sizeof dir_path, "%s/memdiag-fuzz-XXXXXX", base);
+  if(!mkdtemp(dir_path) || (dir_fd = open(dir_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+     mdp_store_start(&store, 1u << 20) != 0) {
+    fprintf(stderr, "fuzz harness: cannot make a folder for results in %s\n", base);
+    abort();
+  }
+  atexit(stream_cleanup);
+}
+
+static void stream_done(const Memdiag__V1__Reply *reply, void *arg)
+{
+  char want[sizeof dir_path + 32];
+
+  (void)arg;
+  replies++;
+  snprintf(want, sizeof want, "%s/%s", dir_path, result_name);
+  reply_names_result =
+      reply->status == MEMDIAG__V1__STATUS__STATUS_OK && reply->path && !strcmp(reply->path, want);
+}
+
+uint64_t md_fuzz_stream_begin(md_fuzz_ask ask, uint32_t window, int zstd_level)
+{
+  Memdiag__V1__Request req = MEMDIAG__V1__REQUEST__INIT;
+  Memdiag__V1__MemoryDump md = MEMDIAG__V1__MEMORY_DUMP__INIT;
+  Memdiag__V1__AllocationTraceStop tp = MEMDIAG__V1__ALLOCATION_TRACE_STOP__INIT;
+  Memdiag__V1__ThreadDump td = MEMDIAG__V1__THREAD_DUMP__INIT;
+  mdp_relay_sink sink = {.dir_path = dir_path, .zstd_level = zstd_level};
+
+  stream_setup();
+  mdp_rstream_init(loop, mdp_server_send_worker, store, window);
+  asked = ask;
+  replies = 0;
+  worker_answered = 0;
+  reply_names_result = 0;
+  stream_request = 0;
+  result_name = zstd_level ? "result.zst" : "result";
+  sink.dir_fd = dir_fd;
+  sink.name = result_name;
+  req.op_case = MEMDIAG__V1__REQUEST__OP_MEMORY_DUMP;
+  req.memory_dump = &md;
+  if(ask == MD_FUZZ_ASK_TRACE) {
+    req.op_case = MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_STOP;
+    req.allocation_trace_stop = &tp;
+  } else if(ask == MD_FUZZ_ASK_THREADS) {
+    req.op_case = MEMDIAG__V1__REQUEST__OP_THREAD_DUMP;
+    req.thread_dump = &td;
+  } else if(ask == MD_FUZZ_ASK_TRANSFER) {
+    sink.compress_from = WORKER_FILE;
+    sink.compress_owner = getuid();
+  }
+  /* on the loop's thread: submitted (or failed) within the call */
+  if(mdp_relay_request_to(the_worker()->worker_id, &req, 0, &sink, stream_done, NULL) != 0)
+    abort();
+  if(worker_conn)
+    stream_request = worker_conn->mc->last_request_id;
+  return stream_request;
+}
+
+void md_fuzz_stream_frame(const Memdiag__V1__Frame *f)
+{
+  if(f->body_case == MEMDIAG__V1__FRAME__BODY_REPLY)
+    worker_answered = 1;
+  if(worker_conn)
+    deliver(worker_conn, f, 0);
+}
+
+void md_fuzz_stream_worker_gone(void) { conn_free(worker_conn); }
+
+/* Only before the worker answers, as the hook writes it: afterwards the
+ * store's writer may be compressing it (the two would race). */
+void md_fuzz_stream_worker_file(const uint8_t *data, size_t len)
+{
+  int fd;
+
+  if(worker_answered)
+    return;
+  fd = openat(dir_fd, WORKER_FILE, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if(fd < 0 || write(fd, data, len) != (ssize_t)len)
+    abort();
+  close(fd);
+}
+
+int md_fuzz_stream_end(void)
+{
+  int seen;
+
+  /* a connection the input closed is swept; a live worker answers */
+  if(worker_conn && (worker_conn->dead || worker_conn->closing))
+    conn_free(worker_conn);
+  md_fuzz_stream_turn();
+  if(!replies)
+    answer_last();
+  md_fuzz_stream_turn();
+  if(replies != 1 || mdp_rstream_live() != 0) {
+    fprintf(stderr, "fuzz harness: %u replies for one request, %u streams left\n", replies,
+            mdp_rstream_live());
+    abort();
+  }
+  seen = empty_folder();
+  if(getenv("MD_FUZZ_LOG"))
+    fprintf(stderr, "stream: %s; folder had%s%s%s%s\n",
+            reply_names_result ? "stored, the reply names it" : "not stored",
+            seen & 1 ? " result" : "", seen & 2 ? " worker-file" : "", seen & 4 ? " temporary" : "",
+            seen ? "" : " nothing");
+  /* Nothing of a stream stays but its result, and only when the reply
+   * names it; a compressed transfer leaves no copy of the worker's file. */
+  if((seen & 4) || ((seen & 1) && !reply_names_result) ||
+     (reply_names_result && asked == MD_FUZZ_ASK_TRANSFER && (seen & 2))) {
+    fprintf(stderr, "fuzz harness: folder after the request: %s%s%s(reply %s the result)\n",
+            seen & 1 ? "result " : "", seen & 2 ? "worker file " : "",
+            seen & 4 ? "temporary file " : "", reply_names_result ? "names" : "does not name");
+    abort();
+  }
+  return reply_names_result;
 }

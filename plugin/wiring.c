@@ -1,0 +1,29 @@
+/* memdiag plugin: the server's hooks table; see wiring.h. */
+#include "wiring.h"
+
+#include "capture/capture.h"
+#include "server/control.h"
+#include "server/relay.h"
+#include "workers/registry.h"
+
+static int worker_hello(const mdp_worker_hello *hello, uint64_t *id, int *proc_err)
+{
+  return mdp_registry_add(hello, id, proc_err);
+}
+
+/* Forgotten first, so that nothing its requests' callbacks do finds it. */
+static void worker_gone(uint64_t id)
+{
+  mdp_registry_remove(id);
+  mdp_relay_worker_gone(id);
+  mdp_capture_worker_gone(id);
+}
+
+const mdp_server_hooks mdp_wiring_server_hooks = {
+    .worker_hello = worker_hello,
+    .worker_gone = worker_gone,
+    .worker_reply = mdp_relay_on_reply,
+    .worker_stream = mdp_relay_on_stream,
+    .control = mdp_control_handle,
+    .stopping = mdp_relay_shutdown,
+};
