@@ -97,7 +97,7 @@ static void trigger(mdp_worker *w, const mdp_decision *d, uint64_t v)
     snprintf(reason, sizeof(reason), "%s", d->reason);
   INFO("memdiag plugin: detector fired for worker %" PRIu64 " ('%s' pid %ld): %s", w->id, w->name,
        (long)w->pid, reason);
-  rc = mdp_capture_start(&cw, reason, samples, w->history_n, 0, NULL, 0, err, sizeof(err));
+  rc = mdp_capture_start(&cw, reason, samples, w->history_n, 0, NULL, NULL, err, sizeof(err));
   if(rc < 0)
     INFO("memdiag plugin: no capture for worker %" PRIu64 ": %s", w->id,
          err[0] ? err : mdp_capture_outcome_name(rc));

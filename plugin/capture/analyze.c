@@ -28,22 +28,10 @@
  * itself is dropped as soon as the plan ends. */
 typedef struct job {
   struct job *next;
-  uint64_t conn;
-  char worker[128];
-  char instance[128]; /* the worker's plugin_instance for the notification */
-  pid_t pid;
-  uid_t uid;
-  gid_t gid;
-  bool manual;
-  char plan_text[512];
-  int restart_signal;
-  int64_t signalled_ms;
-  char signal_error[128];
-  char restart_wait[240];
-  char dir[MDP_CAPTURE_PATH_MAX];
+  mdp_caprun_record rec; /* what its manifest says */
+  char instance[128];    /* the worker's plugin_instance for the notification */
   uint64_t max_memory;
   unsigned slot; /* its entry in recent[] */
-  mdp_plan_t plan;
 } job_t;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* guards all below */
@@ -82,26 +70,12 @@ static int fill_analysis(FILE *f, void *arg) { return mdp_analysis_write_json(f,
 
 static void rewrite_manifest(const job_t *j, const char *analysis)
 {
-  mdp_manifest_info_t info = {
-      .worker = j->worker,
-      .pid = j->pid,
-      .connection_id = j->conn,
-      .uid = j->uid,
-      .gid = j->gid,
-      .directory = j->dir,
-      .plan_text = j->plan_text,
-      .manual = j->manual,
-      .restart_signal = j->restart_signal,
-      .signalled_ms = j->signalled_ms,
-      .signal_error = j->signal_error[0] ? j->signal_error : NULL,
-      .restart_wait = j->restart_wait[0] ? j->restart_wait : NULL,
-      .analysis = analysis,
-  };
+  mdp_manifest_info_t info = mdp_caprun_record_info(&j->rec, analysis);
   /* The run's last manifest may still wait on the fs thread: after it. */
   mdp_fsq_wait_idle();
-  int rc = mdp_capfs_write_manifest(j->dir, &info, &j->plan);
+  int rc = mdp_capfs_write_manifest(j->rec.dir, &info, &j->rec.plan);
   if(rc)
-    ERROR("memdiag plugin: cannot add the analysis to %s/%s: %s", j->dir, MDP_CAPFS_MANIFEST,
+    ERROR("memdiag plugin: cannot add the analysis to %s/%s: %s", j->rec.dir, MDP_CAPFS_MANIFEST,
           strerror(-rc));
 }
 
@@ -113,10 +87,10 @@ static void rewrite_manifest(const job_t *j, const char *analysis)
 static size_t notify_head(const job_t *j, size_t want, char *buf, size_t len)
 {
   int n = snprintf(buf, len, "capture of worker %s (pid %d): capture complete; folder %s; ",
-                   j->worker, (int)j->pid, j->dir);
+                   j->rec.worker, (int)j->rec.pid, j->rec.dir);
   if(n < 0 || ((size_t)n + want >= len && (size_t)n + 90 >= len))
-    n = snprintf(buf, len, "capture of worker %.60s (pid %d): capture complete; ", j->worker,
-                 (int)j->pid);
+    n = snprintf(buf, len, "capture of worker %.60s (pid %d): capture complete; ", j->rec.worker,
+                 (int)j->rec.pid);
   return n < 0 ? 0 : (size_t)n;
 }
 
@@ -141,18 +115,18 @@ static void notify_unanalysed(const job_t *j)
  * it; run.c left that to this module. */
 static void ship(const job_t *j)
 {
-  mdp_command_job_t cj = {.folder = j->dir,
-                          .worker = j->worker,
+  mdp_command_job_t cj = {.folder = j->rec.dir,
+                          .worker = j->rec.worker,
                           .instance = j->instance,
-                          .pid = j->pid,
-                          .reason = j->plan.reason,
+                          .pid = j->rec.pid,
+                          .reason = j->rec.plan.reason,
                           .complete = true};
   int rc = mdp_command_submit(&cj);
   if(rc == -ENOSPC || rc == -ENOMEM)
     mdp_notify(NOTIF_FAILURE, j->instance,
                "CaptureCommand not run for the capture of worker %s (pid %d): %s; folder %s",
-               j->worker, (int)j->pid,
-               rc == -ENOSPC ? "too many commands already wait" : "out of memory", j->dir);
+               j->rec.worker, (int)j->rec.pid,
+               rc == -ENOSPC ? "too many commands already wait" : "out of memory", j->rec.dir);
 }
 
 static void analyse(job_t *j, uint64_t my_gen)
@@ -170,9 +144,9 @@ static void analyse(job_t *j, uint64_t my_gen)
   set_recent(j, my_gen, "analysing");
   /* A worker that is not root could plant a hard link to a file it cannot
    * read in its folder: read only what it owns. */
-  opts.check_owner = j->uid != 0;
-  opts.owner = j->uid;
-  rc = mdp_analysis_find_dumps(j->dir, paths, &n, err, sizeof(err));
+  opts.check_owner = j->rec.uid != 0;
+  opts.owner = j->rec.uid;
+  rc = mdp_analysis_find_dumps(j->rec.dir, paths, &n, err, sizeof(err));
   if(!rc) {
     rc = mdp_analysis_run((const char *const *)paths, n, &opts, &res, err, sizeof(err));
     for(unsigned i = 0; i < n; i++)
@@ -183,7 +157,7 @@ static void analyse(job_t *j, uint64_t my_gen)
     return;
   }
   if(rc) {
-    ERROR("memdiag plugin: analysis of %s failed: %s", j->dir, err);
+    ERROR("memdiag plugin: analysis of %s failed: %s", j->rec.dir, err);
     snprintf(what, sizeof(what), "analysis failed: %.200s", err);
     head = notify_head(j, strlen(what), msg, sizeof(msg));
     snprintf(msg + head, sizeof(msg) - head, "%s", what);
@@ -204,9 +178,9 @@ static void analyse(job_t *j, uint64_t my_gen)
     head = notify_head(j, strlen(line), msg, sizeof(msg));
     if(!mdp_analysis_summary(&res, msg + head, sizeof(msg) - head))
       snprintf(msg + head, sizeof(msg) - head, "no retained objects");
-    rc = mdp_capfs_write_file(j->dir, ANALYSIS_FILE, fill_analysis, &res);
+    rc = mdp_capfs_write_file(j->rec.dir, ANALYSIS_FILE, fill_analysis, &res);
     if(rc)
-      ERROR("memdiag plugin: cannot write %s/%s: %s", j->dir, ANALYSIS_FILE, strerror(-rc));
+      ERROR("memdiag plugin: cannot write %s/%s: %s", j->rec.dir, ANALYSIS_FILE, strerror(-rc));
     FILE *f = open_memstream(&brief, &brief_len);
     if(f) {
       bool bad = mdp_analysis_write_brief(f, &res, line, 3) != 0;
@@ -215,7 +189,7 @@ static void analyse(job_t *j, uint64_t my_gen)
         brief = NULL;
       }
     }
-    INFO("memdiag plugin: analysed %s in %.1f s (%.0f MiB at most): %s", j->dir, res.seconds,
+    INFO("memdiag plugin: analysed %s in %.1f s (%.0f MiB at most): %s", j->rec.dir, res.seconds,
          (double)res.peak_memory / (1 << 20), line);
     mdp_analysis_result_free(&res);
   }
@@ -272,22 +246,10 @@ bool mdp_capana_submit(const mdp_caprun *r, const mdp_capture_config_t *cfg)
   job_t *j = calloc(1, sizeof(*j));
   if(!j)
     return false;
-  j->conn = r->conn;
-  snprintf(j->worker, sizeof(j->worker), "%s", r->name);
+  mdp_caprun_record_of(&j->rec, r, cfg);
   if(mdp_registry_info(r->conn, &info) == 0)
     snprintf(j->instance, sizeof(j->instance), "%s", info.instance);
-  j->pid = r->pid;
-  j->uid = r->uid;
-  j->gid = r->gid;
-  j->manual = r->manual;
-  snprintf(j->plan_text, sizeof(j->plan_text), "%s", cfg->plan);
-  j->restart_signal = cfg->restart_after_capture ? cfg->restart_signal : 0;
-  j->signalled_ms = r->signalled_ms;
-  snprintf(j->signal_error, sizeof(j->signal_error), "%s", r->signal_error);
-  snprintf(j->restart_wait, sizeof(j->restart_wait), "%s", r->restart_wait);
-  snprintf(j->dir, sizeof(j->dir), "%s", r->dir);
   j->max_memory = cfg->analyze_max_memory;
-  j->plan = r->plan;
 
   pthread_mutex_lock(&lock);
   if(!running) {
@@ -307,9 +269,9 @@ bool mdp_capana_submit(const mdp_caprun *r, const mdp_capture_config_t *cfg)
       n_recent++;
     mdp_capture_recent_t *e = &recent[j->slot];
     memset(e, 0, sizeof(*e));
-    e->connection_id = j->conn;
-    snprintf(e->worker, sizeof(e->worker), "%s", j->worker);
-    snprintf(e->directory, sizeof(e->directory), "%s", j->dir);
+    e->connection_id = j->rec.conn;
+    snprintf(e->worker, sizeof(e->worker), "%s", j->rec.worker);
+    snprintf(e->directory, sizeof(e->directory), "%s", j->rec.dir);
     snprintf(e->analysis, sizeof(e->analysis), "queued");
     e->finished_at = (uint64_t)time(NULL);
     recent_gen[j->slot] = ++gen;

@@ -86,9 +86,11 @@ int mdp_capture_config_check(const mdp_capture_config_t *cfg, char *err, size_t 
 /* ---------------------------------------------------------------- lifecycle */
 
 /* Copy the config and get ready; timers go on `loop` (borrowed: it must
- * outlive mdp_capture_shutdown). CaptureDirectory is created (0711) at the
- * first capture. Call from the plugin's init callback, after the server is
- * up. Returns 0 or a negative errno (logged). */
+ * outlive mdp_capture_shutdown). CaptureDirectory is opened, checked and
+ * created (0711) if missing right away, on the capture module's
+ * file-system thread: a misconfigured one is logged at startup (captures
+ * check it again). Call from the plugin's init callback, after the server
+ * is up. Returns 0 or a negative errno (logged). */
 int mdp_capture_init(const mdp_capture_config_t *cfg, struct mdp_loop *loop);
 
 /* Ends every plan (manifests say "complete": false, "plugin shutdown"). */
@@ -130,17 +132,29 @@ typedef enum mdp_capture_outcome {
   MDP_CAPTURE_NO_MEMORY = -7,
 } mdp_capture_outcome;
 
+/* How a started capture went, once its folder was made or not (see
+ * mdp_capture_start): STARTED with its folder in dir, or FAILED / OUTSIDE
+ * with err saying why. Runs on the server's loop thread, without the
+ * module's lock; the strings are borrowed for the call. */
+typedef void (*mdp_capture_started_fn)(void *arg, mdp_capture_outcome rc, const char *dir,
+                                       const char *err);
+
 /* "cooldown", "busy", ... for logs and replies. */
 const char *mdp_capture_outcome_name(mdp_capture_outcome o);
 
 /* Start the plan on a worker (the detector fired, or an operator asked).
- * Returns STARTED, QUEUED, or a negative outcome with a message in err. On
- * STARTED, dir (if not NULL) receives the capture folder; on QUEUED it is
- * "". */
+ * Returns STARTED, QUEUED, or a negative outcome with a message in err.
+ * STARTED means its folder is being made on the file-system thread (the
+ * disk may be slow: the caller's thread never waits for it); cb (may be
+ * NULL) then learns, later and on the loop thread, whether the capture
+ * began (STARTED, its folder) or not (FAILED, or OUTSIDE when DumpTransfer
+ * is file and CaptureDirectory lies outside the worker's dump directory).
+ * cb runs exactly once after a STARTED return (unless the loop closes
+ * first), never otherwise. */
 mdp_capture_outcome mdp_capture_start(const mdp_capture_worker_t *w, const char *reason,
                                       const mdp_capture_sample_t *samples, size_t n_samples,
-                                      unsigned flags, char *dir, size_t dirlen, char *err,
-                                      size_t errlen);
+                                      unsigned flags, mdp_capture_started_fn cb, void *arg,
+                                      char *err, size_t errlen);
 
 /* Call for every worker on every sample. Keeps the RSS used by the space
  * check current and, when limit_reached (RSS >= MemoryLimit) and
@@ -151,13 +165,21 @@ void mdp_capture_observe(const mdp_capture_worker_t *w, bool limit_reached);
 /* The worker's connection is gone (exit, disconnect, heartbeat loss). */
 void mdp_capture_worker_gone(uint64_t connection_id);
 
+/* The answer to mdp_capture_manual_folder, on the loop thread: rc 0 with
+ * the folder's path and an open descriptor (borrowed for the call: dup it
+ * to keep it) and the zstd level to use (0: none), or a negative errno
+ * with err saying why. Strings are borrowed for the call. */
+typedef void (*mdp_capture_folder_fn)(void *arg, int rc, const char *dir, int dir_fd,
+                                      int zstd_level, const char *err);
+
 /* A new folder for an operator's dump without a path:
- * CaptureDirectory/manual/<worker>-<pid>-<UTC>/ (the plugin's, 0700). Its
- * path goes to dir, an open descriptor to *dir_fd (the caller closes it),
- * the zstd level to use (0: none) to *zstd_level. Returns 0, or a negative
- * errno with err saying why. Any thread. */
-int mdp_capture_manual_folder(const char *worker, pid_t pid, char *dir, size_t dirlen, int *dir_fd,
-                              int *zstd_level, char *err, size_t errlen);
+ * CaptureDirectory/manual/<worker>-<pid>-<UTC>/ (the plugin's, 0700), made
+ * on the capture module's file-system thread. Returns 0 and cb runs once,
+ * later, on the loop thread (unless the loop closes first); or a negative
+ * errno with err saying why (no cb: the module is not running or too much
+ * file-system work waits). Any thread. */
+int mdp_capture_manual_folder(const char *worker, pid_t pid, mdp_capture_folder_fn cb, void *arg,
+                              char *err, size_t errlen);
 
 /* ---------------------------------------------------------------- status */
 

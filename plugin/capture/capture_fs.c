@@ -21,8 +21,9 @@ void (*mdp_capfs_test_before_remove)(const char *name);
 #endif
 
 /* Tests only: tests/integration/server/slow_fs.c defines this to stand for
- * a hung disk (a delay before each write, prune and statvfs). No build of
- * memdiag.so defines it, so there it is NULL and nothing can enable it. */
+ * a hung disk (a delay before each walk to CaptureDirectory, folder made,
+ * manifest written, prune and statvfs). No build of memdiag.so defines it,
+ * so there it is NULL and nothing can enable it. */
 extern void mdp_capfs_test_delay(const char *what) __attribute__((weak));
 
 static void test_delay(const char *what)
@@ -131,6 +132,7 @@ static int use_root(const char *root, char *err, size_t errlen)
 
 int mdp_capfs_open_root(const char *root, char *err, size_t errlen)
 {
+  test_delay("open");
   pthread_mutex_lock(&fs_lock);
   int rc = use_root(root, err, errlen);
   pthread_mutex_unlock(&fs_lock);
@@ -139,6 +141,7 @@ int mdp_capfs_open_root(const char *root, char *err, size_t errlen)
 
 int mdp_capfs_root_fd(const char *root, char *err, size_t errlen)
 {
+  test_delay("open");
   pthread_mutex_lock(&fs_lock);
   int rc = use_root(root, err, errlen);
   if(!rc) {
@@ -150,6 +153,20 @@ int mdp_capfs_root_fd(const char *root, char *err, size_t errlen)
   }
   pthread_mutex_unlock(&fs_lock);
   return rc;
+}
+
+int mdp_capfs_check_root(const char *root, char *err, size_t errlen)
+{
+  char norm[PATH_MAX];
+  test_delay("open");
+  int rc = mdp_capfs_normalise(root, norm, sizeof(norm), err, errlen);
+  if(rc)
+    return rc;
+  int fd = mdp_capfs_walk(norm, err, errlen);
+  if(fd < 0)
+    return fd;
+  close(fd);
+  return 0;
 }
 
 int mdp_capfs_ensure_root(const char *root) { return mdp_capfs_open_root(root, NULL, 0); }
@@ -199,6 +216,7 @@ int mdp_capfs_make_folder(const char *root, const char *worker, pid_t pid, int64
   strftime(when, sizeof(when), "%Y%m%dT%H%M%SZ", &tm);
   snprintf(base, sizeof(base), "%s-%d-%s", safe, (int)pid, when);
 
+  test_delay("mkdir");
   pthread_mutex_lock(&fs_lock);
   rc = use_root(root, NULL, 0);
   if(rc)
@@ -240,6 +258,21 @@ void mdp_capfs_release(const char *dir)
   if(l)
     drop_live(l);
   pthread_mutex_unlock(&fs_lock);
+}
+
+int mdp_capfs_discard(const char *dir)
+{
+  char name[NAME_MAX + 1];
+  int rc = -EINVAL;
+  pthread_mutex_lock(&fs_lock);
+  if(folder_of(dir, name, sizeof(name))) {
+    live_t *l = find_live(name);
+    if(l)
+      drop_live(l);
+    rc = unlinkat(root_fd, name, AT_REMOVEDIR) == 0 ? 0 : -errno;
+  }
+  pthread_mutex_unlock(&fs_lock);
+  return rc;
 }
 
 int mdp_capfs_avail(const char *path, uint64_t *avail)

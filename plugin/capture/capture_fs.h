@@ -56,6 +56,11 @@ int mdp_capfs_open_root(const char *root, char *err, size_t errlen);
  * negative errno with a message in err. */
 int mdp_capfs_root_fd(const char *root, char *err, size_t errlen);
 
+/* The same walk and checks (creating what is missing), but nothing is kept:
+ * the check at startup, so that what is mounted there afterwards is what
+ * the first capture opens. 0 or a negative errno with a message in err. */
+int mdp_capfs_check_root(const char *root, char *err, size_t errlen);
+
 /* mdp_capfs_open_root without the message. */
 int mdp_capfs_ensure_root(const char *root);
 
@@ -79,6 +84,13 @@ int mdp_capfs_folder_fd(const char *dir);
  * descriptor, and let prune consider it. Writing a manifest whose plan has
  * finished does the same. Unknown paths are ignored. */
 void mdp_capfs_release(const char *dir);
+
+/* A capture folder made by mdp_capfs_make_folder whose capture never began:
+ * released as by mdp_capfs_release, and removed if it is still empty (below
+ * the CaptureDirectory descriptor). Returns 0 or a negative errno
+ * (-ENOTEMPTY: something is in it, and it stays; -EINVAL: not a folder of
+ * the open CaptureDirectory). */
+int mdp_capfs_discard(const char *dir);
 
 /* Bytes available to unprivileged users on the filesystem of path (root or
  * a capture folder: asked of the open CaptureDirectory). */

@@ -59,8 +59,6 @@ int mdp_capture_init(const mdp_capture_config_t *c, mdp_loop *loop)
     ERROR("memdiag plugin: %s", err);
     goto out;
   }
-  /* CaptureDirectory is made at the first capture, not here: a plugin that
-   * never captures leaves the file system alone. */
   mdp_sched_init(&st->sched, st->cfg.concurrency, st->cfg.cooldown_ms,
                  st->cfg.restart_after_capture);
   memset(&st->counters, 0, sizeof(st->counters));
@@ -70,15 +68,19 @@ int mdp_capture_init(const mdp_capture_config_t *c, mdp_loop *loop)
     mdp_sched_free(&st->sched);
     goto out;
   }
-  /* Manifests and space checks leave the server thread (fs_queue.h); if
-   * the thread cannot start they are done in place, as before. */
+  /* Everything the module does on CaptureDirectory happens on this thread
+   * (fs_queue.h): without it there are no captures, rather than a server
+   * thread that a slow disk can stop. */
   rc = mdp_fsq_start(loop);
   if(rc) {
-    WARNING("memdiag plugin: cannot start the capture file-system thread: %s; capture files "
-            "are written on the server thread",
-            strerror(-rc));
-    rc = 0;
+    ERROR("memdiag plugin: cannot start the capture file-system thread: %s", strerror(-rc));
+    mdp_command_stop();
+    mdp_sched_free(&st->sched);
+    goto out;
   }
+  /* CaptureDirectory is checked (and made) now, so that a misconfigured
+   * one shows in collectd's log at startup, not at the first capture. */
+  mdp_caprun_check_root(st->cfg.directory);
   st->ready = true;
 out:
   pthread_mutex_unlock(&st->lock);
@@ -147,8 +149,8 @@ static mdp_capture_outcome admitted(int rc)
 
 mdp_capture_outcome mdp_capture_start(const mdp_capture_worker_t *w, const char *reason,
                                       const mdp_capture_sample_t *samples, size_t n_samples,
-                                      unsigned flags, char *dir, size_t dirlen, char *err,
-                                      size_t errlen)
+                                      unsigned flags, mdp_capture_started_fn cb, void *arg,
+                                      char *err, size_t errlen)
 {
   mdp_plan_sample_t ps[MDP_PLAN_SAMPLES_MAX];
   char why[256] = "";
@@ -167,21 +169,13 @@ mdp_capture_outcome mdp_capture_start(const mdp_capture_worker_t *w, const char 
     rc = MDP_CAPTURE_NO_WORKER;
     goto out;
   }
-  if(st->cfg.dump_transfer == MDP_TRANSFER_FILE && info.dump_directory[0] &&
-     !mdp_capfs_inside(st->cfg.directory, info.dump_directory)) {
-    /* Every file step would be refused by the hook: say why once. */
-    if(snprintf(why, sizeof(why),
-                "CaptureDirectory %s is outside the worker's dump directory %s "
-                "(MEMDIAG_DUMP_DIRECTORY): the worker may not write there (DumpTransfer file)",
-                st->cfg.directory, info.dump_directory) >= (int)sizeof(why))
-      snprintf(why, sizeof(why), "CaptureDirectory is outside the worker's dump directory");
-    rc = MDP_CAPTURE_OUTSIDE;
-  } else {
-    char id[MDP_SCHED_ID_MAX];
-    mdp_sched_identity(id, sizeof(id), (unsigned long)info.uid, info.certificate, info.name);
-    rc = admitted(mdp_sched_admit(&st->sched, w->connection_id, id, mdp_caprun_now_ms(), manual,
-                                  why, sizeof(why)));
-  }
+  /* With DumpTransfer file, whether the worker may write into
+   * CaptureDirectory is asked on the fs thread (realpath): an OUTSIDE
+   * refusal reaches cb. */
+  char id[MDP_SCHED_ID_MAX];
+  mdp_sched_identity(id, sizeof(id), (unsigned long)info.uid, info.certificate, info.name);
+  rc = admitted(mdp_sched_admit(&st->sched, w->connection_id, id, mdp_caprun_now_ms(), manual, why,
+                                sizeof(why)));
   if(rc < 0) {
     md_seterr(err, errlen, "%s", why);
     st->counters.skipped++;
@@ -213,23 +207,17 @@ mdp_capture_outcome mdp_capture_start(const mdp_capture_worker_t *w, const char 
   mdp_plan_fit(&r->plan, mdp_caprun_now_ms(), w->time_left_s);
   if(rc == MDP_CAPTURE_QUEUED) {
     NOTICE("memdiag plugin: capture of worker %s (pid %d) queued: %s", r->name, (int)r->pid, why);
-    if(dir && dirlen)
-      dir[0] = '\0';
     goto out;
   }
-  if(mdp_caprun_begin(r, err, errlen) != 0) {
+  if(mdp_caprun_begin(r, cb, arg, err, errlen) != 0)
     rc = MDP_CAPTURE_FAILED;
-    goto out;
-  }
-  if(dir && dirlen)
-    snprintf(dir, dirlen, "%s", r->dir);
-  mdp_caprun_settle(r);
 out:
   pthread_mutex_unlock(&st->lock);
   return rc;
 }
 
-/* MemoryLimit with nothing captured yet: one dump, then the signal. */
+/* MemoryLimit with nothing captured yet: one dump, then the signal (also
+ * when its folder cannot be made: limit_signal). */
 static void limit_dump(mdp_caprun *r, const mdp_capture_worker_t *w)
 {
   char err[256];
@@ -243,15 +231,9 @@ static void limit_dump(mdp_caprun *r, const mdp_capture_worker_t *w)
     mdp_caprun_identity(r, w);
   }
   mdp_plan_params_t p = mdp_caprun_params();
-  mdp_caprun who = *r; /* mdp_caprun_begin frees r when it fails */
   mdp_plan_init_limit(&r->plan, &p, w->rss);
-  if(mdp_caprun_begin(r, err, sizeof(err)) == 0) {
-    mdp_caprun_settle(r);
-  } else {
-    /* No evidence can be taken; the restart that was asked for still
-     * happens, or the worker would grow on. */
-    mdp_caprun_signal(&who, err);
-  }
+  r->limit_signal = true;
+  mdp_caprun_begin(r, NULL, NULL, err, sizeof(err));
 }
 
 /* The identity cooldowns are kept under (plan_sched.h): the registry's
@@ -283,6 +265,8 @@ void mdp_capture_observe(const mdp_capture_worker_t *w, bool limit_reached)
   case MDP_LIMIT_IGNORE: break;
   case MDP_LIMIT_PLAN: {
     mdp_actions_t acts = {.n = 0};
+    if(r && r->opening)
+      r->limit_pending = true; /* told to the plan when it begins */
     if(!r || !r->begun)
       break;
     NOTICE("memdiag plugin: worker %s (pid %d) reached MemoryLimit during its "
@@ -321,8 +305,9 @@ void mdp_capture_worker_gone(uint64_t connection_id)
     mdp_sched_finished(&st->sched, r->conn, mdp_caprun_dump_taken(&r->plan));
     mdp_caprun_drop(r);
   } else if(r) {
-    INFO("memdiag plugin: worker %s (pid %d) left before its queued capture began", r->name,
-         (int)r->pid);
+    /* An opening run's folder job finds it gone, and removes the folder. */
+    INFO("memdiag plugin: worker %s (pid %d) left before its %s capture began", r->name,
+         (int)r->pid, r->opening ? "starting" : "queued");
     mdp_caprun_drop(r);
   }
   mdp_sched_gone(&st->sched, connection_id);
@@ -336,7 +321,7 @@ out:
 static void describe_step(const mdp_caprun *r, char *buf, size_t len)
 {
   if(!r->begun) {
-    snprintf(buf, len, "queued");
+    snprintf(buf, len, r->opening ? "starting" : "queued");
     return;
   }
   const mdp_plan_t *p = &r->plan;

@@ -83,7 +83,7 @@ void mdp_fsq_stop(void)
   pthread_mutex_unlock(&lock);
 }
 
-int mdp_fsq_submit(mdp_fsq_job *j)
+static int submit(mdp_fsq_job *j, bool bounded)
 {
   int rc = 0;
 
@@ -91,7 +91,7 @@ int mdp_fsq_submit(mdp_fsq_job *j)
   pthread_mutex_lock(&lock);
   if(!running || stopping)
     rc = -ESHUTDOWN;
-  else if(queued >= MDP_FSQ_MAX)
+  else if(bounded && queued >= MDP_FSQ_MAX)
     rc = -EAGAIN;
   if(!rc) {
     if(tail)
@@ -105,6 +105,18 @@ int mdp_fsq_submit(mdp_fsq_job *j)
   }
   pthread_mutex_unlock(&lock);
   return rc;
+}
+
+int mdp_fsq_submit(mdp_fsq_job *j) { return submit(j, true); }
+
+int mdp_fsq_continue(mdp_fsq_job *j) { return submit(j, false); }
+
+unsigned mdp_fsq_waiting(void)
+{
+  pthread_mutex_lock(&lock);
+  unsigned n = queued;
+  pthread_mutex_unlock(&lock);
+  return n;
 }
 
 void mdp_fsq_wait_idle(void)

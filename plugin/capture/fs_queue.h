@@ -1,11 +1,28 @@
 /* memdiag plugin: file-system work of the capture runs on a thread of its
  * own (prefix mdp_fsq_).
  *
- * Manifest writes (write, fsync, rename), MaxUse prune scans and statvfs
- * can block for as long as the disk does (a hung NFS mount: forever); on
- * the server thread that would stop every connection. run.c hands them to
- * this one "memdiag fs" thread as jobs, in order, through a bounded queue;
- * a job's `done` runs afterwards on the loop thread.
+ * Everything the capture module does on CaptureDirectory can block for as
+ * long as the disk does (a hung NFS mount: forever): the walk that opens
+ * and checks it, making and opening a capture folder or an operator's
+ * manual folder, manifest writes (write, fsync, rename), MaxUse prune
+ * scans, statvfs, realpath. On the server thread that would stop every
+ * connection, so run_fs.c and manual.c hand all of it to this one "memdiag
+ * fs" thread as jobs, in order; a job's `done` runs afterwards on the loop
+ * thread. The server thread never waits for this thread, nor for the lock
+ * capture_fs.c holds while it writes.
+ *
+ * Bound: new work (a capture's folder, a manual folder) is refused beyond
+ * MDP_FSQ_MAX waiting jobs, and the caller reports the refusal (the
+ * capture fails, the operator is told): on a hung disk that is what stops
+ * new work piling up. Work that continues a capture already begun (its
+ * space check, its manifest) comes in through mdp_fsq_continue, which is
+ * never refused for the bound, because it is bounded otherwise: a plan
+ * waits for its space check before it goes on, and manifest writes are
+ * coalesced (run_fs.c: one queued write per capture, always of its newest
+ * state), so each capture has at most two jobs waiting; and captures
+ * begin only once their folder job has run, which on a hung disk never
+ * happens. Refusing a manifest instead would lose the record of what the
+ * capture did; writing it in place would block the loop.
  *
  * Threading: mdp_fsq_submit and mdp_fsq_wait_idle from any thread;
  * mdp_fsq_start and mdp_fsq_stop from the thread that owns the capture
@@ -37,9 +54,17 @@ int mdp_fsq_start(mdp_loop *loop);
 /* Run what is queued, then end the thread. */
 void mdp_fsq_stop(void);
 
-/* Queue a job. 0; -EAGAIN when MDP_FSQ_MAX wait already; -ESHUTDOWN when
- * the thread is not running. On error the job stays the caller's. */
+/* Queue a job of new work. 0; -EAGAIN when MDP_FSQ_MAX wait already;
+ * -ESHUTDOWN when the thread is not running. On error the job stays the
+ * caller's. */
 int mdp_fsq_submit(mdp_fsq_job *j);
+
+/* Queue a job that continues a capture already begun (see Bound above):
+ * as mdp_fsq_submit, but never -EAGAIN. */
+int mdp_fsq_continue(mdp_fsq_job *j);
+
+/* Jobs waiting now (for tests and the refusal message). */
+unsigned mdp_fsq_waiting(void);
 
 /* Wait until every job queued before this call has run (another thread
  * writing the same files keeps their order). */

@@ -4,12 +4,15 @@
  * without `path` is stored by the plugin, not the worker:
  * CaptureDirectory/manual/<worker>-<pid>-<UTC>/, root's, 0700, made and
  * opened relative to descriptors so that nothing a worker or local user
- * controls can redirect it. Manual folders hold no capture.json: pruning
- * never removes them (they are the operator's). */
+ * controls can redirect it, on the fs thread (fs_queue.h): the operator's
+ * request waits for the disk, the server thread does not. Manual folders
+ * hold no capture.json: pruning never removes them (they are the
+ * operator's). */
 #include "collectd/core/daemon/collectd.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -18,6 +21,7 @@
 
 #include "capture.h"
 #include "capture_fs.h"
+#include "fs_queue.h"
 #include "md/text.h"
 #include "run.h"
 
@@ -48,55 +52,105 @@ static int sub_dir(int dir_fd, const char *name, char *err, size_t errlen)
   return fd;
 }
 
-int mdp_capture_manual_folder(const char *worker, pid_t pid, char *dir, size_t dirlen, int *dir_fd,
-                              int *zstd_level, char *err, size_t errlen)
+/* One request's folder: made by work on the fs thread, handed to the
+ * caller by done on the loop thread. */
+typedef struct {
+  mdp_fsq_job job;
+  mdp_capture_folder_fn cb;
+  void *arg;
+  char worker[128], root[MDP_CAPTURE_PATH_MAX], err[600];
+  char dir[MDP_CAPTURE_PATH_MAX + 200]; /* root, "/manual/" and the name */
+  pid_t pid;
+  int level, rc, dir_fd;
+} manual_job;
+
+static void manual_work(mdp_fsq_job *job)
 {
-  char root[MDP_CAPTURE_PATH_MAX], safe[96], name[160], why[512];
+  manual_job *j = (manual_job *)job;
+  char safe[96], name[160], why[512];
+  const char *root = j->root;
   int root_fd = -1, manual_fd = -1, rc;
   struct timespec ts;
   struct tm tm;
 
-  *dir_fd = -1;
-  pthread_mutex_lock(&mdp_capst.lock);
-  snprintf(root, sizeof(root), "%s", mdp_capst.cfg.directory);
-  *zstd_level = mdp_capst.cfg.dump_compression ? mdp_capst.cfg.dump_compression_level : 0;
-  pthread_mutex_unlock(&mdp_capst.lock);
-
+  j->dir_fd = -1;
   /* The descriptor capture_fs checked, not the path again. */
   root_fd = mdp_capfs_root_fd(root, why, sizeof(why));
   if(root_fd < 0) {
-    md_seterr(err, errlen, "%s", why);
-    return root_fd;
+    md_seterr(j->err, sizeof(j->err), "%s", why);
+    rc = root_fd;
+    goto out;
   }
   manual_fd = sub_dir(root_fd, "manual", why, sizeof(why));
   if(manual_fd < 0) {
     rc = manual_fd;
-    md_seterr(err, errlen, "CaptureDirectory %s: %s", root, why);
+    md_seterr(j->err, sizeof(j->err), "CaptureDirectory %s: %s", root, why);
     goto out;
   }
   clock_gettime(CLOCK_REALTIME, &ts);
   gmtime_r(&ts.tv_sec, &tm);
-  mdp_capfs_sanitize(worker, safe, sizeof(safe));
-  snprintf(name, sizeof(name), "%s-%ld-%04d%02d%02dT%02d%02d%02d.%03ldZ", safe, (long)pid,
+  mdp_capfs_sanitize(j->worker, safe, sizeof(safe));
+  snprintf(name, sizeof(name), "%s-%ld-%04d%02d%02dT%02d%02d%02d.%03ldZ", safe, (long)j->pid,
            tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
            ts.tv_nsec / 1000000);
   if(mkdirat(manual_fd, name, 0700) < 0) {
     rc = -errno;
-    md_seterr(err, errlen, "cannot make %s/manual/%s: %s", root, name, strerror(errno));
+    md_seterr(j->err, sizeof(j->err), "cannot make %s/manual/%s: %s", root, name, strerror(errno));
     goto out;
   }
-  *dir_fd = openat(manual_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if(*dir_fd < 0) {
+  j->dir_fd = openat(manual_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if(j->dir_fd < 0) {
     rc = -errno;
-    md_seterr(err, errlen, "cannot open %s/manual/%s: %s", root, name, strerror(errno));
+    md_seterr(j->err, sizeof(j->err), "cannot open %s/manual/%s: %s", root, name, strerror(errno));
     goto out;
   }
-  snprintf(dir, dirlen, "%s/manual/%s", root, name);
+  snprintf(j->dir, sizeof(j->dir), "%s/manual/%s", root, name);
   rc = 0;
 out:
   if(manual_fd >= 0)
     close(manual_fd);
   if(root_fd >= 0)
     close(root_fd);
+  j->rc = rc;
+}
+
+static void manual_done(mdp_fsq_job *job)
+{
+  manual_job *j = (manual_job *)job;
+
+  j->cb(j->arg, j->rc, j->dir, j->dir_fd, j->level, j->err);
+  if(j->dir_fd >= 0)
+    close(j->dir_fd);
+  free(j);
+}
+
+int mdp_capture_manual_folder(const char *worker, pid_t pid, mdp_capture_folder_fn cb, void *arg,
+                              char *err, size_t errlen)
+{
+  manual_job *j = calloc(1, sizeof(*j));
+  int rc;
+
+  if(!j) {
+    md_seterr(err, errlen, "plugin out of memory");
+    return -ENOMEM;
+  }
+  j->cb = cb;
+  j->arg = arg;
+  j->pid = pid;
+  snprintf(j->worker, sizeof(j->worker), "%s", worker);
+  pthread_mutex_lock(&mdp_capst.lock);
+  snprintf(j->root, sizeof(j->root), "%s", mdp_capst.cfg.directory);
+  j->level = mdp_capst.cfg.dump_compression ? mdp_capst.cfg.dump_compression_level : 0;
+  pthread_mutex_unlock(&mdp_capst.lock);
+  j->job.work = manual_work;
+  j->job.done = manual_done;
+  rc = mdp_fsq_submit(&j->job);
+  if(rc) {
+    free(j);
+    md_seterr(err, errlen,
+              rc == -EAGAIN ? "the capture file-system thread is busy (is the disk of "
+                              "CaptureDirectory slow or hung?): try again later"
+                            : "the capture module is not running");
+  }
   return rc;
 }

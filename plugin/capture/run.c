@@ -79,6 +79,7 @@ mdp_caprun *mdp_caprun_add(uint64_t conn)
     return NULL;
   r->conn = conn;
   r->gen = ++st->next_gen;
+  r->dir_fd = -1;
   st->runs[st->n_runs++] = r;
   return r;
 }
@@ -92,6 +93,7 @@ void mdp_caprun_drop(mdp_caprun *r)
       break;
     }
   }
+  mdp_caprun_release_fs(r);
   free(r);
 }
 
@@ -157,67 +159,6 @@ static void submit_command(const mdp_caprun *r, bool complete)
                       rc == -ENOSPC ? "too many commands already wait" : "out of memory", r->dir);
 }
 
-/* A manifest write for the fs thread (fs_queue.h): everything it names is
- * copied, since the run may be gone before it is written. */
-typedef struct {
-  mdp_fsq_job job;
-  mdp_manifest_info_t info;
-  mdp_plan_t plan;
-  char worker[128], dir[MDP_CAPTURE_PATH_MAX], plan_text[512];
-  char signal_error[128], restart_wait[240];
-} manifest_job;
-
-static void manifest_work(mdp_fsq_job *j)
-{
-  manifest_job *m = (manifest_job *)j;
-  int rc = mdp_capfs_write_manifest(m->dir, &m->info, &m->plan);
-  if(rc)
-    ERROR("memdiag plugin: cannot write %s/%s: %s", m->dir, MDP_CAPFS_MANIFEST, strerror(-rc));
-}
-
-static void write_manifest(mdp_caprun *r)
-{
-  const mdp_capture_config_t *cfg = &mdp_capst.cfg;
-  manifest_job *m = calloc(1, sizeof(*m));
-  int rc;
-
-  if(!m) {
-    ERROR("memdiag plugin: cannot write %s/%s: out of memory", r->dir, MDP_CAPFS_MANIFEST);
-    return;
-  }
-  snprintf(m->worker, sizeof(m->worker), "%s", r->name);
-  snprintf(m->dir, sizeof(m->dir), "%s", r->dir);
-  snprintf(m->plan_text, sizeof(m->plan_text), "%s", cfg->plan);
-  snprintf(m->signal_error, sizeof(m->signal_error), "%s", r->signal_error);
-  snprintf(m->restart_wait, sizeof(m->restart_wait), "%s", r->restart_wait);
-  m->plan = r->plan;
-  m->info = (mdp_manifest_info_t){
-      .worker = m->worker,
-      .pid = r->pid,
-      .connection_id = r->conn,
-      .uid = r->uid,
-      .gid = r->gid,
-      .directory = m->dir,
-      .plan_text = m->plan_text,
-      .manual = r->manual,
-      .restart_signal = cfg->restart_after_capture ? cfg->restart_signal : 0,
-      .signalled_ms = r->signalled_ms,
-      .signal_error = m->signal_error[0] ? m->signal_error : NULL,
-      .restart_wait = m->restart_wait[0] ? m->restart_wait : NULL,
-  };
-  m->job.work = manifest_work;
-  /* Written in order by the fs thread; if it is not running (or a hung disk
-   * has filled its queue), here, as before. */
-  if(mdp_fsq_submit(&m->job) == 0)
-    return;
-  rc = mdp_capfs_write_manifest(m->dir, &m->info, &m->plan);
-  if(rc && !r->manifest_failed) {
-    r->manifest_failed = true;
-    ERROR("memdiag plugin: cannot write %s/%s: %s", r->dir, MDP_CAPFS_MANIFEST, strerror(-rc));
-  }
-  free(m);
-}
-
 void mdp_caprun_signal(mdp_caprun *r, const char *why)
 {
   mdp_worker_info info;
@@ -253,11 +194,13 @@ void mdp_caprun_signal(mdp_caprun *r, const char *why)
 
 /* ---------------------------------------------------------------- callbacks */
 
-static mdp_caprun *claim(const token_t *t)
+mdp_caprun *mdp_caprun_claim(uint64_t conn, uint64_t gen)
 {
-  mdp_caprun *r = mdp_caprun_find(t->conn);
-  return r && r->gen == t->gen && r->begun ? r : NULL;
+  mdp_caprun *r = mdp_caprun_find(conn);
+  return r && r->gen == gen && r->begun ? r : NULL;
 }
+
+static mdp_caprun *claim(const token_t *t) { return mdp_caprun_claim(t->conn, t->gen); }
 
 static void on_reply(const Memdiag__V1__Reply *reply, void *arg)
 {
@@ -388,12 +331,13 @@ static int send_stored(mdp_caprun *r, mdp_capreq_t *cr, const mdp_step_t *s, tok
     sink.compress_from = s->file;
     sink.compress_owner = r->uid;
   }
-  /* The folder's own descriptor (capture_fs), not its path again. */
-  sink.dir_fd = mdp_capfs_folder_fd(r->dir);
+  /* The folder's own descriptor, taken when it was made (the relay keeps a
+   * copy): neither its path again nor capture_fs, whose lock a slow write
+   * on the fs thread may hold. */
+  sink.dir_fd = r->dir_fd;
   if(sink.dir_fd < 0)
-    return sink.dir_fd;
+    return -EBADF;
   rc = mdp_relay_request_past(r->conn, &cr->req, cfg->step_timeout_ms, extra, &sink, on_reply, t);
-  close(sink.dir_fd);
   return rc;
 }
 
@@ -429,81 +373,31 @@ static void send_step(mdp_caprun *r, size_t idx)
   mdp_caprun_actions(r, &acts);
 }
 
-/* capture_fs keeps CaptureDirectory open once it has checked it; every
- * later call names it only to say which one. */
-static const char *root_dir(void) { return mdp_capst.cfg.directory; }
-
-/* The space check before a dump, on the fs thread: MaxUse's prune scan and
- * statvfs; the answer goes to the plan back on the loop thread. */
-typedef struct {
-  mdp_fsq_job job;
-  token_t t;
-  uint64_t need, max_use, avail, used;
-  char root[MDP_CAPTURE_PATH_MAX], dir[MDP_CAPTURE_PATH_MAX];
-} space_job;
-
-static void space_work(mdp_fsq_job *j)
+/* The space check's answer (run_fs.c), on the loop thread. */
+static void space_answer(mdp_caprun *r, uint64_t avail, uint64_t used)
 {
-  space_job *sj = (space_job *)j;
-  int rc;
-
-  if(sj->max_use) {
-    /* Make room under MaxUse before the dump, oldest captures first;
-     * capture_fs never removes a capture still in progress. */
-    unsigned removed = 0;
-    uint64_t limit = sj->max_use > sj->need ? sj->max_use - sj->need : 0;
-    rc = mdp_capfs_prune(sj->root, limit, NULL, 0, &sj->used, &removed);
-    if(rc)
-      WARNING("memdiag plugin: pruning %s: %s", sj->root, strerror(-rc));
-    if(removed)
-      NOTICE("memdiag plugin: MaxUse: removed the %u oldest capture(s) under %s", removed,
-             sj->root);
-  }
-  rc = mdp_capfs_avail(sj->dir, &sj->avail);
-  if(rc)
-    WARNING("memdiag plugin: statvfs %s: %s", sj->dir, strerror(-rc));
+  mdp_actions_t acts = {.n = 0};
+  mdp_plan_space(&r->plan, mdp_caprun_now_ms(), avail, used, &acts);
+  mdp_caprun_actions(r, &acts);
 }
 
-static void space_done(mdp_fsq_job *j)
+static void on_space(uint64_t conn, uint64_t gen, uint64_t avail, uint64_t used)
 {
-  space_job *sj = (space_job *)j;
-
   pthread_mutex_lock(&mdp_capst.lock);
-  mdp_caprun *r = mdp_capst.ready ? claim(&sj->t) : NULL;
+  mdp_caprun *r = mdp_capst.ready ? mdp_caprun_claim(conn, gen) : NULL;
   if(r) {
-    mdp_actions_t acts = {.n = 0};
-    mdp_plan_space(&r->plan, mdp_caprun_now_ms(), sj->avail, sj->used, &acts);
-    mdp_caprun_actions(r, &acts);
+    space_answer(r, avail, used);
     mdp_caprun_settle(r);
   }
   pthread_mutex_unlock(&mdp_capst.lock);
-  free(sj);
 }
 
 static void check_space(mdp_caprun *r, uint64_t need)
 {
-  const mdp_capture_config_t *cfg = &mdp_capst.cfg;
-  space_job *sj = calloc(1, sizeof(*sj));
-  mdp_actions_t acts = {.n = 0};
-
-  if(sj) {
-    sj->t = (token_t){.conn = r->conn, .gen = r->gen};
-    sj->need = need;
-    sj->max_use = cfg->max_use;
-    snprintf(sj->root, sizeof(sj->root), "%s", root_dir());
-    snprintf(sj->dir, sizeof(sj->dir), "%s", r->dir);
-    sj->job.work = space_work;
-    sj->job.done = space_done;
-    if(mdp_fsq_submit(&sj->job) == 0)
-      return;
-    /* the fs thread is not running, or its queue is full: here, as before */
-    space_work(&sj->job);
-    mdp_plan_space(&r->plan, mdp_caprun_now_ms(), sj->avail, sj->used, &acts);
-    free(sj);
-  } else {
-    mdp_plan_space(&r->plan, mdp_caprun_now_ms(), 0, 0, &acts);
-  }
-  mdp_caprun_actions(r, &acts);
+  /* Out of memory, or the fs thread has stopped (shutdown): no space is
+   * known, and the plan says the dump did not fit rather than wait. */
+  if(mdp_caprun_check_space(r, &mdp_capst.cfg, need, on_space) != 0)
+    space_answer(r, 0, 0);
 }
 
 static int set_timer(mdp_caprun *r, uint64_t ms, uint64_t timer_id)
@@ -533,7 +427,7 @@ void mdp_caprun_actions(mdp_caprun *r, const mdp_actions_t *acts)
         mdp_caprun_actions(r, &more);
       }
       break;
-    case MDP_ACT_MANIFEST: write_manifest(r); break;
+    case MDP_ACT_MANIFEST: mdp_caprun_write_manifest(r, &mdp_capst.cfg); break;
     case MDP_ACT_NOTIFY:
       /* A completed capture is analysed first; the analysis sends the OKAY
        * notification, naming the suspect. */
@@ -546,7 +440,7 @@ void mdp_caprun_actions(mdp_caprun *r, const mdp_actions_t *acts)
       break;
     case MDP_ACT_SIGNAL:
       mdp_caprun_signal(r, "after its capture");
-      write_manifest(r);
+      mdp_caprun_write_manifest(r, &mdp_capst.cfg);
       break;
     case MDP_ACT_DONE:
       if(a->complete)
@@ -570,45 +464,81 @@ bool mdp_caprun_dump_taken(const mdp_plan_t *p)
   return false;
 }
 
-int mdp_caprun_begin(mdp_caprun *r, char *err, size_t errlen)
+/* A run that will not begin: counted, reported, its slot given back. */
+static void not_begun(mdp_caprun *r, bool skipped, const char *why)
+{
+  if(skipped)
+    mdp_capst.counters.skipped++;
+  else
+    mdp_capst.counters.failed++;
+  mdp_caprun_notify(NOTIF_FAILURE, r, "capture of worker %s (pid %d) %s: %s", r->name, (int)r->pid,
+                    skipped ? "skipped" : "failed", why);
+  mdp_sched_finished(&mdp_capst.sched, r->conn, false);
+  /* No evidence can be taken; the restart that was asked for still
+   * happens, or the worker would grow on. */
+  if(r->limit_signal)
+    mdp_caprun_signal(r, why);
+  mdp_caprun_drop(r);
+}
+
+/* The folder job's answer (run_fs.c), on the loop thread. */
+static mdp_capture_outcome on_folder(uint64_t conn, uint64_t gen, mdp_caprun_folder *f)
+{
+  mdp_capture_outcome rc = MDP_CAPTURE_FAILED;
+
+  pthread_mutex_lock(&mdp_capst.lock);
+  mdp_caprun *r = mdp_capst.ready ? mdp_caprun_find(conn) : NULL;
+  if(r && r->gen == gen && r->opening) {
+    rc = mdp_caprun_opened(r, f);
+  } else {
+    md_seterr(f->err, sizeof(f->err), "%s before its capture folder was made",
+              mdp_capst.ready ? "the worker left" : "the capture module stopped");
+    if(f->dir_fd >= 0) {
+      close(f->dir_fd);
+      mdp_caprun_discard(f->dir);
+    }
+  }
+  pthread_mutex_unlock(&mdp_capst.lock);
+  return rc;
+}
+
+int mdp_caprun_begin(mdp_caprun *r, mdp_capture_started_fn cb, void *arg, char *err, size_t errlen)
+{
+  if(mdp_caprun_open_folder(r, &mdp_capst.cfg, on_folder, cb, arg, err, errlen) == 0) {
+    r->opening = true;
+    return 0;
+  }
+  not_begun(r, false, err);
+  return -1;
+}
+
+mdp_capture_outcome mdp_caprun_opened(mdp_caprun *r, mdp_caprun_folder *f)
 {
   mdp_actions_t acts = {.n = 0};
-  int64_t now = mdp_caprun_now_ms();
-  char why[512];
-  mdp_worker_info info;
-  int rc;
 
-  /* Decided once per capture, from what the kernel says of the worker
-   * (its mount namespace) and where it may write. */
-  if(mdp_registry_info(r->conn, &info) == 0)
-    r->streams = mdp_capreq_streams(mdp_capst.cfg.dump_transfer, info.same_mnt_ns,
-                                    info.dump_directory, root_dir());
-  else
-    r->streams = mdp_capst.cfg.dump_transfer != MDP_TRANSFER_FILE;
-  /* A folder the plugin alone writes stays root's; one the worker writes
-   * into is handed to the worker's user. */
-  rc = mdp_capfs_open_root(root_dir(), why, sizeof(why));
-  if(!rc &&
-     (rc = mdp_capfs_make_folder(root_dir(), r->name, r->pid, now, r->streams ? geteuid() : r->uid,
-                                 r->streams ? getegid() : r->gid, r->dir, sizeof(r->dir))) != 0)
-    md_seterr(why, sizeof(why), "cannot create a capture folder under %s: %s",
-              mdp_capst.cfg.directory, strerror(-rc));
-  if(rc) {
-    md_seterr(err, errlen, "%s", why);
-    mdp_capst.counters.failed++;
-    mdp_caprun_notify(NOTIF_FAILURE, r, "capture of worker %s (pid %d) failed: %s", r->name,
-                      (int)r->pid, err);
-    mdp_sched_finished(&mdp_capst.sched, r->conn, false);
-    mdp_caprun_drop(r);
-    return -1;
+  r->opening = false;
+  if(f->rc) {
+    not_begun(r, f->outside, f->err);
+    mdp_caprun_pump(); /* its slot is free */
+    return f->outside ? MDP_CAPTURE_OUTSIDE : MDP_CAPTURE_FAILED;
   }
+  snprintf(r->dir, sizeof(r->dir), "%s", f->dir);
+  r->dir_fd = f->dir_fd;
+  f->dir_fd = -1;
+  r->streams = f->streams;
   r->begun = true;
   mdp_capst.counters.started++;
   INFO("memdiag plugin: capturing worker %s (pid %d, connection %" PRIu64 ") into %s%s", r->name,
        (int)r->pid, r->conn, r->dir, r->streams ? " (streamed through the plugin)" : "");
-  mdp_plan_begin(&r->plan, now, &acts);
+  mdp_plan_begin(&r->plan, mdp_caprun_now_ms(), &acts);
   mdp_caprun_actions(r, &acts);
-  return 0;
+  if(r->limit_pending && !r->plan.finished) {
+    mdp_actions_t more = {.n = 0};
+    mdp_plan_limit(&r->plan, mdp_caprun_now_ms(), &more);
+    mdp_caprun_actions(r, &more);
+  }
+  mdp_caprun_settle(r);
+  return MDP_CAPTURE_STARTED;
 }
 
 void mdp_caprun_settle(mdp_caprun *r)
@@ -639,7 +569,6 @@ void mdp_caprun_pump(void)
       mdp_caprun_drop(r);
       continue;
     }
-    if(mdp_caprun_begin(r, err, sizeof(err)) == 0)
-      mdp_caprun_settle(r);
+    mdp_caprun_begin(r, NULL, NULL, err, sizeof(err));
   }
 }

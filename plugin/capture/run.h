@@ -2,13 +2,21 @@
  *
  * Internal to plugin/capture/: the table of runs, and what carries a run's
  * plan out into the world: requests to its worker (relay), timers (loop),
- * folders and manifest (capture_fs), notifications, the restart signal.
- * capture_glue.c implements capture.h on top of it.
+ * folders and manifest (capture_fs, through the fs thread: run_fs.c),
+ * notifications, the restart signal. capture_glue.c implements capture.h
+ * on top of it.
  *
- * Threading: every function here expects mdp_capst.lock held; reply and
- * timer callbacks take it themselves.
+ * A run the scheduler lets start is first `opening`: its folder is made on
+ * the fs thread (fs_queue.h), and only when that answers, back on the loop
+ * thread, does it begin (or fail). No step, timer or manifest exists before
+ * that, so events keep their order; MemoryLimit reached meanwhile is kept
+ * and told to the plan when it begins.
  *
- * Ownership: the table owns every run (mdp_caprun_add to mdp_caprun_drop);
+ * Threading: every function here expects mdp_capst.lock held; reply, timer
+ * and fs-thread callbacks take it themselves. The fs thread never takes it.
+ *
+ * Ownership: the table owns every run (mdp_caprun_add to mdp_caprun_drop),
+ * with its folder descriptor and its reference to its manifest slot;
  * mdp_capst is the module's one state.
  */
 #ifndef MDP_CAPTURE_RUN_H
@@ -20,6 +28,7 @@
 #include <sys/types.h>
 
 #include "capture.h"
+#include "capture_fs.h"
 #include "loop/loop.h"
 #include "plan.h"
 #include "plan_sched.h"
@@ -43,9 +52,13 @@ typedef struct mdp_caprun {
   int64_t dump_sent_ms;
   uint32_t dump_told_ms;
   char restart_wait[240];
-  bool manifest_failed;
-  bool analysing; /* handed to analyze.c, which then starts CaptureCommand */
-  bool streams;   /* results go through the plugin (DumpTransfer), decided at start */
+  bool opening;       /* its folder is being made on the fs thread */
+  bool limit_pending; /* MemoryLimit reached while opening: the plan is told once begun */
+  bool limit_signal;  /* a MemoryLimit dump: signal even if no folder can be made */
+  int dir_fd;         /* its folder once made, else -1 (the run's) */
+  struct mdp_caprun_manifest *manifest; /* coalesced manifest writes (run_fs.c) */
+  bool analysing;                       /* handed to analyze.c, which then starts CaptureCommand */
+  bool streams; /* results go through the plugin (DumpTransfer), decided at start */
   mdp_plan_t plan;
 } mdp_caprun;
 
@@ -90,10 +103,32 @@ void mdp_caprun_dump_ended(mdp_caprun *r, const char *how);
 
 bool mdp_caprun_dump_taken(const mdp_plan_t *p);
 
-/* Start a run whose slot the scheduler granted. Returns 0, or -1 when its
- * folder could not be made: the run was counted as failed, reported and
- * dropped, and err says why. */
-int mdp_caprun_begin(mdp_caprun *r, char *err, size_t errlen);
+/* A begun run of this connection and generation (a callback's token), or
+ * NULL when it has gone since. */
+mdp_caprun *mdp_caprun_claim(uint64_t conn, uint64_t gen);
+
+/* Start a run whose slot the scheduler granted: its folder is made on the
+ * fs thread, then it begins, and cb (may be NULL) learns on the loop thread
+ * how that went (exactly once, after this call returned; never if the loop
+ * closes first). Returns 0, or -1 when the job could not even be queued:
+ * the run was counted as failed, reported and dropped, err says why and cb
+ * is not called. */
+int mdp_caprun_begin(mdp_caprun *r, mdp_capture_started_fn cb, void *arg, char *err, size_t errlen);
+
+/* What the fs thread made of an opening run's folder. */
+typedef struct mdp_caprun_folder {
+  int rc;       /* 0 or a negative errno */
+  bool outside; /* refused: DumpTransfer file, CaptureDirectory outside the dump directory */
+  bool streams; /* results go through the plugin */
+  int dir_fd;   /* the folder's descriptor (rc 0) */
+  char dir[MDP_CAPTURE_PATH_MAX];
+  char err[512]; /* why, when rc != 0 */
+} mdp_caprun_folder;
+
+/* The folder of an opening run is made (or not): the run begins (STARTED;
+ * it takes f->dir_fd) or is counted, reported and dropped (FAILED, or
+ * OUTSIDE counted as skipped; f->err says why). */
+mdp_capture_outcome mdp_caprun_opened(mdp_caprun *r, mdp_caprun_folder *f);
 
 /* Carry out what the plan asked for. */
 void mdp_caprun_actions(mdp_caprun *r, const mdp_actions_t *acts);
@@ -102,5 +137,65 @@ void mdp_caprun_actions(mdp_caprun *r, const mdp_actions_t *acts);
  * runs that may start now begin. */
 void mdp_caprun_settle(mdp_caprun *r);
 void mdp_caprun_pump(void);
+
+/* ---- run_fs.c: the runs' file-system jobs. They never reach into run.c:
+ * what a job needs is passed in, and its answer goes, on the loop thread
+ * and without any lock held, to the callback given. */
+
+/* The answer to mdp_caprun_open_folder: the run of conn/gen may be gone.
+ * Returns what became of the capture (f->err says why when not STARTED). */
+typedef mdp_capture_outcome (*mdp_caprun_opened_fn)(uint64_t conn, uint64_t gen,
+                                                    mdp_caprun_folder *f);
+
+/* Queue the making of r's folder below cfg->directory (the realpath check
+ * of DumpTransfer file and the streams decision included); opened, then cb
+ * (may be NULL), run afterwards. 0, or a negative errno with err saying
+ * why (-EAGAIN: MDP_FSQ_MAX jobs wait) and neither runs. */
+int mdp_caprun_open_folder(const mdp_caprun *r, const mdp_capture_config_t *cfg,
+                           mdp_caprun_opened_fn opened, mdp_capture_started_fn cb, void *arg,
+                           char *err, size_t errlen);
+
+/* An empty folder whose run went before it began: released and removed on
+ * the fs thread (logged when it cannot be). */
+void mdp_caprun_discard(const char *dir);
+
+/* MaxUse prune and statvfs for a dump of `need` bytes; answer gets the
+ * bytes available and those the captures use. 0, or a negative errno (no
+ * answer will come). */
+typedef void (*mdp_caprun_space_fn)(uint64_t conn, uint64_t gen, uint64_t avail, uint64_t used);
+int mdp_caprun_check_space(const mdp_caprun *r, const mdp_capture_config_t *cfg, uint64_t need,
+                           mdp_caprun_space_fn answer);
+
+/* What a capture's manifest says besides the analysis, copied from its run
+ * (the run may be gone by the time it is written): the coalesced writes
+ * here and analyze.c's last one. */
+typedef struct mdp_caprun_record {
+  mdp_plan_t plan;
+  uint64_t conn;
+  pid_t pid;
+  uid_t uid;
+  gid_t gid;
+  bool manual;
+  int restart_signal; /* 0: RestartAfterCapture off */
+  int64_t signalled_ms;
+  char worker[128], dir[MDP_CAPTURE_PATH_MAX], plan_text[512];
+  char signal_error[128], restart_wait[240];
+} mdp_caprun_record;
+
+void mdp_caprun_record_of(mdp_caprun_record *rec, const mdp_caprun *r,
+                          const mdp_capture_config_t *cfg);
+/* The manifest's info, its strings borrowed from rec; analysis may be NULL. */
+mdp_manifest_info_t mdp_caprun_record_info(const mdp_caprun_record *rec, const char *analysis);
+
+/* Queue a write of r's manifest as it is now (coalesced: see fs_queue.h). */
+void mdp_caprun_write_manifest(mdp_caprun *r, const mdp_capture_config_t *cfg);
+
+/* Check (and make) CaptureDirectory on the fs thread, keeping nothing
+ * open, and log the outcome (at init). */
+void mdp_caprun_check_root(const char *root);
+
+/* Close the run's folder descriptor, drop its manifest slot (a queued write
+ * still happens). mdp_caprun_drop calls it. */
+void mdp_caprun_release_fs(mdp_caprun *r);
 
 #endif

@@ -298,29 +298,64 @@ static bool stored_by_plugin(const Memdiag__V1__Request *req)
   return false;
 }
 
+/* A stored request waits for its folder (made on the capture module's
+ * file-system thread, so a slow disk does not stop the server): the
+ * request is kept packed, since the frame it came in is gone by then. */
+typedef struct {
+  relay_ctx *ctx;
+  bool heap;
+  size_t len;
+  uint8_t req[]; /* the request, packed */
+} stored_op;
+
+static void stored_folder(void *arg, int rc, const char *dir, int dir_fd, int level,
+                          const char *err)
+{
+  stored_op *so = arg;
+  relay_ctx *ctx = so->ctx;
+  Memdiag__V1__Request *req = NULL;
+  const char *why = "plugin out of memory";
+  char name[64];
+
+  if(rc) {
+    ERROR("memdiag plugin: no folder for a manual dump: %s", err);
+    why = err;
+  } else if((req = memdiag__v1__request__unpack(NULL, so->len, so->req)) != NULL) {
+    snprintf(name, sizeof(name), "%s.json%s", so->heap ? "heap" : "allocations",
+             level ? ".zst" : "");
+    mdp_relay_sink sink = {.dir_fd = dir_fd, .dir_path = dir, .name = name, .zstd_level = level};
+    if(mdp_relay_request_to(ctx->connection_id, req, 0, &sink, relay_done, ctx) == 0)
+      why = NULL;
+    memdiag__v1__request__free_unpacked(req, NULL);
+  }
+  if(why) {
+    mdp_control_refuse(ctx->serial, ctx->control_id, MEMDIAG__V1__STATUS__STATUS_ERROR, why);
+    free(ctx);
+  }
+  free(so);
+}
+
 static void operate_stored(uint64_t serial, uint64_t request_id, const Memdiag__V1__Operate *op,
                            const mdp_worker_info *info, relay_ctx *ctx)
 {
-  char dir[MDP_CAPTURE_PATH_MAX], name[64], err[600];
-  int dir_fd, level, rc;
-  bool heap = op->request->op_case == MEMDIAG__V1__REQUEST__OP_MEMORY_DUMP;
+  size_t len = memdiag__v1__request__get_packed_size(op->request);
+  stored_op *so = malloc(sizeof(*so) + len);
+  char err[600];
 
-  rc = mdp_capture_manual_folder(info->name, info->pid, dir, sizeof(dir), &dir_fd, &level, err,
-                                 sizeof(err));
-  if(rc) {
-    free(ctx);
-    ERROR("memdiag plugin: no folder for a manual dump: %s", err);
-    mdp_control_refuse(serial, request_id, MEMDIAG__V1__STATUS__STATUS_ERROR, err);
-    return;
-  }
-  snprintf(name, sizeof(name), "%s.json%s", heap ? "heap" : "allocations", level ? ".zst" : "");
-  mdp_relay_sink sink = {.dir_fd = dir_fd, .dir_path = dir, .name = name, .zstd_level = level};
-  rc = mdp_relay_request_to(op->connection_id, op->request, 0, &sink, relay_done, ctx);
-  close(dir_fd);
-  if(rc != 0) {
+  if(!so) {
     free(ctx);
     mdp_control_refuse(serial, request_id, MEMDIAG__V1__STATUS__STATUS_ERROR,
                        "plugin out of memory");
+    return;
+  }
+  so->ctx = ctx;
+  so->heap = op->request->op_case == MEMDIAG__V1__REQUEST__OP_MEMORY_DUMP;
+  so->len = memdiag__v1__request__pack(op->request, so->req);
+  if(mdp_capture_manual_folder(info->name, info->pid, stored_folder, so, err, sizeof(err)) != 0) {
+    free(so);
+    free(ctx);
+    ERROR("memdiag plugin: no folder for a manual dump: %s", err);
+    mdp_control_refuse(serial, request_id, MEMDIAG__V1__STATUS__STATUS_ERROR, err);
   }
 }
 
@@ -390,19 +425,62 @@ static void operate(uint64_t serial, const char *who, uint64_t request_id,
 
 /* ------------------------------------------------------------ capture now */
 
+/* An operator's capture, answered once its folder is made (or not). */
+typedef struct {
+  uint64_t serial, request_id, connection_id;
+  char worker[128];
+} capture_ctx;
+
+static void capture_reply(const capture_ctx *c, mdp_capture_outcome rc, const char *dir,
+                          const char *err)
+{
+  Memdiag__V1__ControlReply r = MEMDIAG__V1__CONTROL_REPLY__INIT;
+  Memdiag__V1__CaptureInfo ci;
+
+  if(rc < 0) {
+    mdp_control_refuse(c->serial, c->request_id,
+                       rc == MDP_CAPTURE_BUSY || rc == MDP_CAPTURE_COOLDOWN
+                           ? MEMDIAG__V1__STATUS__STATUS_REFUSED
+                           : MEMDIAG__V1__STATUS__STATUS_ERROR,
+                       err[0] ? err : mdp_capture_outcome_name(rc));
+    return;
+  }
+  capture_info(&ci, c->connection_id, (char *)c->worker, (char *)dir);
+  ci.reason = "operator request";
+  ci.step = rc == MDP_CAPTURE_QUEUED ? "queued" : "started";
+  ci.has_started_at = rc == MDP_CAPTURE_STARTED;
+  ci.started_at = (uint64_t)time(NULL);
+  r.body_case = MEMDIAG__V1__CONTROL_REPLY__BODY_CAPTURE;
+  r.capture = &ci;
+  send_ok(c->serial, c->request_id, &r);
+}
+
+static void capture_started(void *arg, mdp_capture_outcome rc, const char *dir, const char *err)
+{
+  capture_reply(arg, rc, dir, err);
+  free(arg);
+}
+
 static void capture_now(uint64_t serial, const char *who, uint64_t request_id,
                         const Memdiag__V1__CaptureNow *cn)
 {
-  Memdiag__V1__ControlReply r = MEMDIAG__V1__CONTROL_REPLY__INIT;
-  Memdiag__V1__CaptureInfo ci = MEMDIAG__V1__CAPTURE_INFO__INIT;
   mdp_capture_worker_t cw;
   mdp_worker_info info;
-  char dir[MDP_CAPTURE_PATH_MAX] = "";
   char err[256] = "";
+  capture_ctx *c;
   mdp_capture_outcome rc;
 
   if(worker_or_refuse(serial, request_id, cn->has_connection_id, cn->connection_id, &info))
     return;
+  c = calloc(1, sizeof(*c));
+  if(!c) {
+    mdp_control_refuse(serial, request_id, MEMDIAG__V1__STATUS__STATUS_ERROR,
+                       "plugin out of memory");
+    return;
+  }
+  *c = (capture_ctx){
+      .serial = serial, .request_id = request_id, .connection_id = info.connection_id};
+  snprintf(c->worker, sizeof(c->worker), "%s", info.name);
   memset(&cw, 0, sizeof(cw));
   cw.connection_id = info.connection_id;
   cw.name = info.name;
@@ -412,27 +490,13 @@ static void capture_now(uint64_t serial, const char *who, uint64_t request_id,
   cw.rss = info.rss;
   INFO("memdiag plugin: %s asks for a capture of worker %" PRIu64 " ('%s' pid %ld)", who,
        info.connection_id, info.name, (long)info.pid);
-  rc = mdp_capture_start(&cw, "operator request", NULL, 0, MDP_CAPTURE_MANUAL, dir, sizeof(dir),
+  /* STARTED: the folder is being made, and capture_started answers. */
+  rc = mdp_capture_start(&cw, "operator request", NULL, 0, MDP_CAPTURE_MANUAL, capture_started, c,
                          err, sizeof(err));
-  if(rc < 0) {
-    mdp_control_refuse(serial, request_id,
-                       rc == MDP_CAPTURE_BUSY || rc == MDP_CAPTURE_COOLDOWN
-                           ? MEMDIAG__V1__STATUS__STATUS_REFUSED
-                           : MEMDIAG__V1__STATUS__STATUS_ERROR,
-                       err[0] ? err : mdp_capture_outcome_name(rc));
+  if(rc == MDP_CAPTURE_STARTED)
     return;
-  }
-  ci.has_connection_id = 1;
-  ci.connection_id = info.connection_id;
-  ci.worker = info.name;
-  ci.reason = "operator request";
-  ci.directory = dir;
-  ci.step = rc == MDP_CAPTURE_QUEUED ? "queued" : "started";
-  ci.has_started_at = rc == MDP_CAPTURE_STARTED;
-  ci.started_at = (uint64_t)time(NULL);
-  r.body_case = MEMDIAG__V1__CONTROL_REPLY__BODY_CAPTURE;
-  r.capture = &ci;
-  send_ok(serial, request_id, &r);
+  capture_reply(c, rc, "", err);
+  free(c);
 }
 
 void mdp_control_handle(uint64_t serial, const char *who, const Memdiag__V1__Control *ctl)

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "capture/capture.h"
+#include "capture/fs_queue.h"
 #include "config.h"
 #include "loop/loop.h"
 #include "server/conn.h"
@@ -230,6 +231,17 @@ static void conn_free(mdp_conn *c)
   free(c);
 }
 
+/* The loop's tasks until none is left, each time after the capture
+ * module's file-system thread has run what it was given (capture folders,
+ * manual folders: their answers reach the loop as tasks), so that a run's
+ * allocations are released within it whatever the threads' timing. */
+static void turn_loop(void)
+{
+  do
+    mdp_fsq_wait_idle();
+  while(mdp_loop_run_tasks(loop) > 0);
+}
+
 /* Queue a frame for the connection as the wire would deliver it: encoded,
  * then decoded into memory the handlers may keep or free; the server
  * serves it. turn: then run the tasks it posted, as the loop's turn would. */
@@ -250,7 +262,7 @@ static void deliver(mdp_conn *c, const Memdiag__V1__Frame *f, int turn)
   free(bytes);
   mdp_hello_service(c, POLLIN);
   if(turn)
-    mdp_loop_run_tasks(loop);
+    turn_loop();
 }
 
 /* The worker (registered once, again after a run ended its connection). */
@@ -305,7 +317,7 @@ static void end_run(void)
 {
   if(worker_conn && (worker_conn->dead || worker_conn->closing))
     conn_free(worker_conn);
-  mdp_loop_run_tasks(loop);
+  turn_loop();
 }
 
 static void reply_noop(const Memdiag__V1__Reply *reply, void *arg)

@@ -16,9 +16,12 @@ module Capture
 
     # link: make CaptureDirectory a symbolic link to the real captures
     # directory (which the workers are given as their dump directory).
+    # A block gets the captures path before collectd starts (which checks
+    # and makes CaptureDirectory).
     def initialize(label, keys, link: false)
       @site = E2E::Site.new(label)
       @captures = File.join(@site.dir, "captures")
+      yield @captures if block_given?
       configured = @captures
       if link
         FileUtils.mkdir_p(@captures, mode: 0o711)
