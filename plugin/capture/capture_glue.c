@@ -89,10 +89,11 @@ out:
 
 void mdp_capture_shutdown(void)
 {
+  bool was_ready;
+
   pthread_mutex_lock(&st->lock);
-  if(!st->ready)
-    goto out;
-  while(st->n_runs) {
+  was_ready = st->ready;
+  while(was_ready && st->n_runs) {
     mdp_caprun *r = st->runs[st->n_runs - 1];
     if(r->begun) {
       mdp_actions_t acts = {.n = 0};
@@ -101,17 +102,22 @@ void mdp_capture_shutdown(void)
     }
     mdp_caprun_drop(r);
   }
-  free(st->runs);
-  st->runs = NULL;
-  st->cap_runs = 0;
-  mdp_sched_free(&st->sched);
-  /* The final manifests are queued: written before the directory closes.
-   * The fs thread takes no capture lock, so waiting here is safe. */
-  mdp_fsq_stop();
-  mdp_capfs_close(); /* a restarted module checks CaptureDirectory again */
-  st->ready = false;
-out:
+  if(was_ready) {
+    free(st->runs);
+    st->runs = NULL;
+    st->cap_runs = 0;
+    mdp_sched_free(&st->sched);
+    st->ready = false;
+  }
   pthread_mutex_unlock(&st->lock);
+  if(was_ready) {
+    /* The final manifests are queued: written before the directory closes.
+     * Without the lock: the loop still runs, and its answers to earlier
+     * jobs take it (to find the module stopped); a hung disk must not stop
+     * the loop with it. */
+    mdp_fsq_stop();
+    mdp_capfs_close(); /* a restarted module checks CaptureDirectory again */
+  }
   mdp_capana_stop();
   /* After the runs and their analyses ended (their commands are queued,
    * then reported as not run), and without the lock: it may wait for a

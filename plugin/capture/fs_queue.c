@@ -111,6 +111,14 @@ int mdp_fsq_submit(mdp_fsq_job *j) { return submit(j, true); }
 
 int mdp_fsq_continue(mdp_fsq_job *j) { return submit(j, false); }
 
+bool mdp_fsq_stopping(void)
+{
+  pthread_mutex_lock(&lock);
+  bool s = stopping;
+  pthread_mutex_unlock(&lock);
+  return s;
+}
+
 unsigned mdp_fsq_waiting(void)
 {
   pthread_mutex_lock(&lock);

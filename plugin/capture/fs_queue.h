@@ -36,6 +36,8 @@
 #ifndef MDP_FS_QUEUE_H
 #define MDP_FS_QUEUE_H
 
+#include <stdbool.h>
+
 #include "loop/loop.h"
 
 #define MDP_FSQ_MAX 64 /* jobs waiting; beyond that submit refuses */
@@ -62,6 +64,10 @@ int mdp_fsq_submit(mdp_fsq_job *j);
 /* Queue a job that continues a capture already begun (see Bound above):
  * as mdp_fsq_submit, but never -EAGAIN. */
 int mdp_fsq_continue(mdp_fsq_job *j);
+
+/* True once mdp_fsq_stop has begun: a job about to make something that
+ * nobody will use (a capture folder) may give up. */
+bool mdp_fsq_stopping(void);
 
 /* Jobs waiting now (for tests and the refusal message). */
 unsigned mdp_fsq_waiting(void);

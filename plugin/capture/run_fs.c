@@ -100,6 +100,11 @@ static void folder_work(mdp_fsq_job *j)
   char why[512];
 
   f->dir_fd = -1;
+  if(mdp_fsq_stopping()) { /* the module stops: no capture will begin */
+    f->rc = -ESHUTDOWN;
+    md_seterr(f->err, sizeof(f->err), "the capture module stopped");
+    return;
+  }
   f->rc = mdp_capfs_open_root(fj->root, why, sizeof(why));
   if(f->rc) {
     md_seterr(f->err, sizeof(f->err), "%s", why);
