@@ -13,11 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "analyze.h"
-#include "capture_fs.h"
 #include "capture_request.h"
-#include "fs_queue.h"
 #include "md/text.h"
 #include "md/wire.h"
 #include "notify.h"
