@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -63,15 +64,15 @@ char *sstrncpy(char *dest, const char *src, size_t n)
  * reached). */
 void plugin_log(int level, const char *format, ...)
 {
-  static int print = -1;
+  static atomic_int print = -1; /* the capture module's threads log too */
   char buf[1024];
   va_list ap;
   va_start(ap, format);
   vsnprintf(buf, sizeof buf, format, ap);
   va_end(ap);
-  if(print < 0)
-    print = getenv("MD_FUZZ_LOG") != NULL;
-  if(print)
+  if(atomic_load(&print) < 0)
+    atomic_store(&print, getenv("MD_FUZZ_LOG") != NULL);
+  if(atomic_load(&print))
     fprintf(stderr, "log %d: %s\n", level, buf);
 }
 
