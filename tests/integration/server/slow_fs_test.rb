@@ -4,12 +4,15 @@
 # made, manifest write, prune scan and statvfs first waits for a gate file
 # the test creates, then takes 2 s more.
 #
-# While the gate is shut (the plugin's check of CaptureDirectory at startup
-# and the new capture's folder are held on the disk): another worker's
-# heartbeats are answered, `memdiagctl workers` answers, `memdiagctl status`
-# shows the capture starting, and `memdiagctl capture` has not answered (it
-# answers once the folder exists). Once the gate opens the capture runs to
-# its end, each heartbeat answered before the next one is sent.
+# While the gate is shut (the plugin's check of CaptureDirectory at startup,
+# the new capture's folder and an operator's manual dump folder are held on
+# the disk): another worker's heartbeats are answered, `memdiagctl workers`
+# answers, `memdiagctl status` shows the capture starting, and neither
+# `memdiagctl capture` nor `memdiagctl memory_dump` (no path: stored by the
+# plugin under manual/) has answered (they answer once their folder
+# exists). Once the gate opens both do, the dump is in its folder, and the
+# capture runs to its end, each heartbeat answered before the next one is
+# sent.
 #
 # Before the capture's folder was made on the capture module's file-system
 # thread, the held mkdir stopped the server loop: no heartbeat answer, no
@@ -56,6 +59,7 @@ class SlowFsTest < Minitest::Test
 
     # The capture's folder is held on the shut gate.
     capture = Thread.new { @site.ctl("capture", "connection_id=#{id}", "--json") }
+    manual = Thread.new { @site.ctl("--json", "memory_dump", "connection_id=#{id}") }
     @site.wait_until("a walk to CaptureDirectory is held at the gate") { delayed.include?("wait open") }
     held = answers(beater).size
     @site.wait_until("beater's heartbeats are answered while the capture folder is held") do
@@ -67,6 +71,7 @@ class SlowFsTest < Minitest::Test
     cap = status["captures"].to_a.find { |c| c["worker"] == "captured" }
     assert_equal "starting", cap && cap["step"], status.inspect
     assert capture.alive?, "memdiagctl capture answered before its folder could be made"
+    assert manual.alive?, "memdiagctl memory_dump answered before its folder could be made"
     assert_empty Dir.glob(File.join(@captures, "captured-*")), "a folder was made through the shut gate"
 
     File.write(@gate, "")
@@ -74,6 +79,11 @@ class SlowFsTest < Minitest::Test
     assert r.ok?, "memdiagctl capture: #{r}"
     dir = JSON.parse(r.out)["directory"]
     assert File.directory?(dir), "the folder memdiagctl capture named: #{dir}"
+    r = manual.value
+    assert r.ok?, "memdiagctl memory_dump: #{r}"
+    path = JSON.parse(r.out)["path"]
+    assert_match(%r{\A#{Regexp.escape(@captures)}/manual/captured-\d+-[0-9T.]+Z/heap\.json(\.zst)?\z}, path)
+    assert File.file?(path), path
 
     before = answers(beater).size
     manifest = nil
