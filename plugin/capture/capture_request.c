@@ -15,7 +15,7 @@ int mdp_capreq_build(mdp_capreq_t *out, const mdp_step_t *s, const char *dir,
   memdiag__v1__request__init(req);
   /* Files always go into the capture folder, under the plan's own names:
    * the worker is never asked to write anywhere a trigger chose. */
-  snprintf(out->path, sizeof(out->path), "%s/%s", dir, s->file);
+  snprintf(out->path, sizeof(out->path), "%s/%.*s", dir, (int)mdp_step_plain_len(s), s->file);
   switch(s->kind) {
   case MDP_STEP_DUMP:
     memdiag__v1__memory_dump__init(&out->op.md);

@@ -45,6 +45,23 @@ bool mdp_step_is_dump(mdp_step_kind_t kind)
   return kind == MDP_STEP_DUMP || kind == MDP_STEP_TRACE_STOP;
 }
 
+size_t mdp_step_plain_len(const mdp_step_t *s)
+{
+  size_t n = strlen(s->file);
+  return n > 4 && !strcmp(s->file + n - 4, ".zst") ? n - 4 : n;
+}
+
+uint64_t mdp_plan_dump_need(const mdp_plan_params_t *p, uint64_t rss)
+{
+  double raw = (double)rss * p->space_factor;
+
+  if(!p->zstd_dumps)
+    return (uint64_t)raw;
+  if(p->streamed)
+    return (uint64_t)(raw * MDP_PLAN_ZSTD_SHARE);
+  return (uint64_t)(raw * (1 + MDP_PLAN_ZSTD_SHARE));
+}
+
 int mdp_plan_parse(const char *text, mdp_step_kind_t *kinds, size_t max, size_t *n, char *err,
                    size_t errlen)
 {
@@ -132,7 +149,8 @@ static void name_file(mdp_plan_t *plan, mdp_step_t *s)
   switch(s->kind) {
   case MDP_STEP_DUMP:
   case MDP_STEP_TRACE_STOP:
-    snprintf(s->file, sizeof(s->file), "heap-%u.json", ++plan->dumps);
+    snprintf(s->file, sizeof(s->file), "heap-%u.json%s", ++plan->dumps,
+             plan->p.zstd_dumps ? ".zst" : "");
     return;
   case MDP_STEP_GC_STOP: counter = &plan->gc_files, base = "gc"; break;
   case MDP_STEP_SCHEDULER: counter = &plan->sched_files, base = "scheduler"; break;
@@ -442,7 +460,7 @@ static void advance(mdp_plan_t *plan, int64_t now_ms, mdp_actions_t *out)
       mdp_action_t *a = emit(out, MDP_ACT_CHECK_SPACE);
       if(a) {
         a->step = plan->cur;
-        a->bytes = (uint64_t)((double)plan->rss * plan->p.space_factor);
+        a->bytes = mdp_plan_dump_need(&plan->p, plan->rss);
       }
       return;
     }
@@ -486,18 +504,22 @@ void mdp_plan_space(mdp_plan_t *plan, int64_t now_ms, uint64_t avail, uint64_t u
   if(plan->finished || !plan->waiting_space)
     return;
   plan->waiting_space = false;
-  uint64_t need = (uint64_t)((double)plan->rss * plan->p.space_factor);
-  char why[256], b1[16], b2[16], b3[16], b4[16];
+  uint64_t need = mdp_plan_dump_need(&plan->p, plan->rss);
+  char why[256], b1[16], b2[16], b3[16], b4[16], zstd[64] = "";
 
   if(avail < need || avail - need < plan->p.keep_free) {
     fmt_bytes(need, b1, sizeof(b1));
     fmt_bytes(plan->p.keep_free, b2, sizeof(b2));
     fmt_bytes(avail, b3, sizeof(b3));
     fmt_bytes(plan->rss, b4, sizeof(b4));
+    if(plan->p.zstd_dumps)
+      snprintf(zstd, sizeof(zstd), " x %.2f, zstd%s",
+               plan->p.streamed ? MDP_PLAN_ZSTD_SHARE : 1 + MDP_PLAN_ZSTD_SHARE,
+               plan->p.streamed ? "" : " beside the worker's file");
     snprintf(why, sizeof(why),
-             "not enough free space: dump needs %s (RSS %s x %.1f) + KeepFree %s, "
+             "not enough free space: dump needs %s (RSS %s x %.1f%s) + KeepFree %s, "
              "%s available",
-             b1, b4, plan->p.space_factor, b2, b3);
+             b1, b4, plan->p.space_factor, zstd, b2, b3);
   } else if(plan->p.max_use && used + need > plan->p.max_use) {
     fmt_bytes(need, b1, sizeof(b1));
     fmt_bytes(used, b2, sizeof(b2));

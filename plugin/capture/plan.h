@@ -56,7 +56,9 @@ typedef struct mdp_step {
 
 typedef struct mdp_plan_params {
   uint64_t interval_ms;   /* length of a wait step */
-  double space_factor;    /* dump needs RSS x factor */
+  double space_factor;    /* a dump is RSS x factor bytes (mdp_plan_dump_need) */
+  bool zstd_dumps;        /* heap dumps stored as heap-N.json.zst (DumpCompression) */
+  bool streamed;          /* dumps come through the plugin (DumpTransfer), known at begin */
   uint64_t keep_free;     /* bytes that must stay free after a dump */
   uint64_t max_use;       /* bytes all captures may take; 0 = unbounded */
   bool trace_allocations; /* false: trace_start dropped, trace_stop = dump */
@@ -173,6 +175,22 @@ void mdp_plan_worker_gone(mdp_plan_t *plan, int64_t now_ms, mdp_actions_t *out);
 void mdp_plan_limit(mdp_plan_t *plan, int64_t now_ms, mdp_actions_t *out);
 void mdp_plan_abort(mdp_plan_t *plan, int64_t now_ms, const char *why, mdp_actions_t *out);
 void mdp_plan_set_rss(mdp_plan_t *plan, uint64_t rss);
+
+/* Disk a heap dump needs at its peak, for the space check: the dump is
+ * rss x space_factor bytes. zstd-compressed, it is assumed to take
+ * MDP_PLAN_ZSTD_SHARE of that, a conservative share (real dumps compress
+ * about 13x at level 1). A streamed dump is compressed as it arrives, so
+ * only the compressed file is on disk; one the worker writes itself
+ * (DumpTransfer file) is whole on disk before the plugin writes its
+ * compressed copy beside it and removes it, so it needs both. */
+#define MDP_PLAN_ZSTD_SHARE 0.25
+uint64_t mdp_plan_dump_need(const mdp_plan_params_t *p, uint64_t rss);
+
+/* A heap dump the plugin compresses is named with its ".zst" suffix (the
+ * file the folder will hold, as every message names it); the worker writing
+ * it itself (DumpTransfer file) writes the plain dump, the name without it.
+ * Returns the length of that plain name. */
+size_t mdp_step_plain_len(const mdp_step_t *s);
 
 const char *mdp_step_name(mdp_step_kind_t kind);
 const char *mdp_step_status_name(mdp_step_status_t st);

@@ -45,6 +45,7 @@ mdp_plan_params_t mdp_caprun_params(void)
   mdp_plan_params_t p = {
       .interval_ms = cfg->interval_ms,
       .space_factor = cfg->dump_space_factor,
+      .zstd_dumps = cfg->dump_compression,
       .keep_free = cfg->keep_free,
       .max_use = cfg->max_use,
       .trace_allocations = cfg->trace_allocations,
@@ -228,13 +229,14 @@ static void on_reply(const Memdiag__V1__Reply *reply, void *arg)
       md_printable_inplace(error, MD_TEXT_PLAIN);
       rep.error = error;
     }
-    /* A stored result may carry a suffix (heap-1.json.zst): the manifest
-     * names the file that exists. */
+    /* The manifest names the file that exists: a dump the plugin could not
+     * compress stays as the worker wrote it (heap-1.json, not .zst). */
     if(reply->path && r->plan.cur < r->plan.n_steps) {
       mdp_step_t *s = &r->plan.steps[r->plan.cur];
       const char *base = strrchr(reply->path, '/');
       base = base ? base + 1 : reply->path;
-      if(s->file[0] && !strncmp(base, s->file, strlen(s->file)) && strlen(base) < sizeof(s->file))
+      if(s->file[0] && !strncmp(base, s->file, mdp_step_plain_len(s)) &&
+         strlen(base) < sizeof(s->file))
         snprintf(s->file, sizeof(s->file), "%s", base);
     }
     mdp_caprun_dump_ended(r, reply->status == MEMDIAG__V1__STATUS__STATUS_TIMEOUT
@@ -274,7 +276,7 @@ static bool plugin_stores(const mdp_caprun *r, const mdp_step_t *s)
 {
   if(!s->file[0])
     return false;
-  return r->streams || (mdp_step_is_dump(s->kind) && mdp_capst.cfg.dump_compression);
+  return r->streams || mdp_step_plain_len(s) < strlen(s->file);
 }
 
 /* RestartAfterCapture: a dump past its timeout may still be being written
@@ -319,15 +321,18 @@ static int send_stored(mdp_caprun *r, mdp_capreq_t *cr, const mdp_step_t *s, tok
                        uint32_t extra)
 {
   const mdp_capture_config_t *cfg = &mdp_capst.cfg;
-  int heap = r->streams ? mdp_capreq_for_stream(cr) : 1;
-  int level = heap && cfg->dump_compression ? cfg->dump_compression_level : 0;
-  char name[80];
-  mdp_relay_sink sink = {.dir_path = r->dir, .name = name, .zstd_level = level};
+  /* the plan named the dumps to compress (heap-1.json.zst) */
+  size_t plain = mdp_step_plain_len(s);
+  int level = plain < strlen(s->file) ? cfg->dump_compression_level : 0;
+  char from[sizeof(s->file)];
+  mdp_relay_sink sink = {.dir_path = r->dir, .name = s->file, .zstd_level = level};
   int rc;
 
-  snprintf(name, sizeof(name), "%s%s", s->file, level ? ".zst" : "");
-  if(!r->streams) {
-    sink.compress_from = s->file;
+  snprintf(from, sizeof(from), "%.*s", (int)plain, s->file);
+  if(r->streams) {
+    (void)mdp_capreq_for_stream(cr); /* results come inline or streamed */
+  } else {
+    sink.compress_from = from;
     sink.compress_owner = r->uid;
   }
   /* The folder's own descriptor, taken when it was made (the relay keeps a
@@ -525,6 +530,7 @@ mdp_capture_outcome mdp_caprun_opened(mdp_caprun *r, mdp_caprun_folder *f)
   r->dir_fd = f->dir_fd;
   f->dir_fd = -1;
   r->streams = f->streams;
+  r->plan.p.streamed = r->streams; /* for the space check */
   r->begun = true;
   mdp_capst.counters.started++;
   INFO("memdiag plugin: capturing worker %s (pid %d, connection %" PRIu64 ") into %s%s", r->name,

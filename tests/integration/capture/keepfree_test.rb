@@ -21,13 +21,14 @@ class CaptureKeepFreeTest < Capture::Test
     assert_equal 3, dumps.size
     dumps.each do |s|
       assert_equal "skipped", s["status"]
+      assert_match(/\Aheap-\d\.json\.zst\z/, s["file"]) # what the folder would hold
       assert_match(/not enough free space: dump needs .* \+ KeepFree 1000\.0G, .* available/, s["error"])
     end
     others = m["steps"].reject { |s| s["step"] == "dump" }
     others.each { |s| assert_equal "ok", s["status"], s.inspect }
     assert_empty Dir.glob(File.join(dir, "heap-*"))
 
-    note = @bench.wait_note("FAILURE", /leaky-keepfree .*dump \(heap-1\.json\) skipped: not enough free space/)
+    note = @bench.wait_note("FAILURE", /leaky-keepfree .*dump \(heap-1\.json\.zst\) skipped: not enough free space/)
     assert_includes note.message, "KeepFree"
     @bench.wait_note("FAILURE", /leaky-keepfree .*capture incomplete \(finished\)/)
     assert w.alive?

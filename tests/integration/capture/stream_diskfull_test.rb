@@ -40,10 +40,12 @@ class CaptureStreamDiskFullTest < Capture::Test
     assert_equal false, m["complete"], JSON.pretty_generate(m)
     step = m["steps"].first
     assert_equal %w[dump error], [step["step"], step["status"]], JSON.pretty_generate(m)
+    # named as the file it would have been (DumpCompression zstd)
+    assert_equal "heap-1.json.zst", step["file"]
     assert_match(/could not be stored: writing heap-1\.json\.zst failed: No space left on device/,
                  step["error"])
     @bench.wait_note("FAILURE",
-                     /capture of worker streamfull .*: dump \(heap-1\.json\) failed: .*No space left on device/)
+                     /capture of worker streamfull .*: dump \(heap-1\.json\.zst\) failed: .*No space left on device/)
     @bench.wait_note("FAILURE", /capture of worker streamfull .*capture incomplete/)
     assert_empty StreamCapture.heap_files(dir), Dir.children(dir).inspect
     assert_empty StreamCapture.debris(@bench)

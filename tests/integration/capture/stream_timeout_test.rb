@@ -26,7 +26,7 @@ class CaptureStreamTimeoutTest < Capture::Test
     step = m["steps"].first
     assert_equal %w[dump error], [step["step"], step["status"]], JSON.pretty_generate(m)
     assert_match(/timeout/, step["error"])
-    @bench.wait_note("FAILURE", /capture of worker streamslow .*: dump \(heap-1\.json\) failed: timeout/)
+    @bench.wait_note("FAILURE", /capture of worker streamslow .*: dump \(heap-1\.json\.zst\) failed: timeout/)
     site.wait_until("the temporary file is removed") { StreamCapture.debris(@bench).empty? }
     assert_empty StreamCapture.heap_files(dir), Dir.children(dir).inspect
 

@@ -15,7 +15,7 @@ class PeerTextTest < PluginTest::Case
     capture = site.control("capture", id)
     assert capture.ok?, "capture was not started: #{capture}"
     # "?" stands for the newline the worker sent.
-    site.wait_log(/heap-1\.json\) failed: unsupported: no.FORGED error line/)
+    site.wait_log(/heap-1\.json\.zst\) failed: unsupported: no.FORGED error line/)
     site.test_worker("leaving", "--goodbye", "bye\nFORGED goodbye line")
     site.wait_log("FORGED goodbye line")
     forged = site.log.lines.grep(/^FORGED/)
