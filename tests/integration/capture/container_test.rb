@@ -41,7 +41,8 @@ class CaptureContainerTest < Minitest::Test
       "LEAK_BYTES_PER_SECOND" => rate.to_s, "LEAK_MAX_BYTES" => max.to_s
     }
     script = "mount -t tmpfs -o size=4m memdiag-private #{@bench.captures} && " \
-             "exec #{E2E::RUBY} -I #{E2E::HOOK_LIB} -r memdiag/hook/auto " \
+             "exec #{TestPreload.env_words.join(' ')} " \
+             "#{E2E::RUBY} -I #{E2E::HOOK_LIB} -r memdiag/hook/auto " \
              "#{File.join(Capture::HERE, 'leaker.rb')} #{marker}"
     pid = Process.spawn(env, "unshare", "--pid", "--mount", "--fork", "--kill-child", "--mount-proc",
                         "--propagation", "private", "sh", "-c", script,

@@ -53,7 +53,7 @@ module Capture
         FileUtils.chown_R(uid, uid, own)
         prefix = ["setpriv", "--reuid=#{uid}", "--regid=#{uid}", "--clear-groups", "--"]
       end
-      env = {
+      env = TestPreload.env.merge(
         "MEMDIAG_SOCKET" => @site.socket,
         "MEMDIAG_CERT" => cert,
         "MEMDIAG_KEY" => key,
@@ -62,8 +62,8 @@ module Capture
         "MEMDIAG_DUMP_DIRECTORY" => dump_dir,
         "LEAK_BYTES_PER_SECOND" => rate.to_s,
         "LEAK_MAX_BYTES" => max.to_s,
-        "LEAK_BALLAST_OBJECTS" => ballast.to_s,
-      }
+        "LEAK_BALLAST_OBJECTS" => ballast.to_s
+      )
       pid = Process.spawn(env, *prefix, E2E::RUBY, "-I", E2E::HOOK_LIB, "-r", "memdiag/hook/auto",
                           File.join(HERE, "leaker.rb"), marker, out: [out, "w"], err: [:child, :out])
       w = E2E::Worker.new(name: name, pid: pid, tick_file: marker, dump_dir: @captures, out_path: out)

@@ -14,6 +14,7 @@ require "open3"
 require "rbconfig"
 require "socket"
 require "tmpdir"
+require_relative "preload"
 
 module E2E
   HERE = File.expand_path(__dir__)
@@ -212,7 +213,7 @@ module E2E
       text = yield(text) if block_given?
       File.write(conf, text)
       @log_path = File.join(@dir, "collectd.out") if log_to == "stderr"
-      @collectd = Process.spawn(COLLECTD, "-f", "-C", conf,
+      @collectd = Process.spawn(TestPreload.env, COLLECTD, "-f", "-C", conf,
                                 out: [File.join(@dir, "collectd.out"), "a"],
                                 err: [:child, :out])
       return unless wait
@@ -296,14 +297,14 @@ module E2E
       FileUtils.mkdir_p(dump_dir, mode: 0o700)
       tick = File.join(@dir, "#{name}.tick")
       out = File.join(@dir, "#{name}.out")
-      hook_env = {
+      hook_env = TestPreload.env.merge(
         "MEMDIAG_SOCKET" => @socket,
         "MEMDIAG_CERT" => cert("worker"),
         "MEMDIAG_KEY" => key("worker"),
         "MEMDIAG_CA" => ca,
         "MEMDIAG_NAME" => name,
-        "MEMDIAG_DUMP_DIRECTORY" => dump_dir,
-      }.merge(env)
+        "MEMDIAG_DUMP_DIRECTORY" => dump_dir
+      ).merge(env)
       err = stderr ? File.join(@dir, "#{name}.err") : nil
       script = code ? ["-e", code] : [File.join(HERE, "worker.rb"), tick]
       pid = Process.spawn(hook_env, RUBY, "-I", HOOK_LIB, "-r", "memdiag/hook/auto", *script,

@@ -9,6 +9,7 @@ require "tmpdir"
 require "fileutils"
 require "timeout"
 require "rbconfig"
+require_relative "../harness/preload"
 
 module HookTest
   SERVER = ENV.fetch("MEMDIAG_TEST_SERVER")
@@ -158,8 +159,10 @@ module HookTest
         File.write(path, script)
         cmd = [RUBY, path, *args]
       end
-      @pid = Process.spawn(env, *cmd, in: stdin, out: [@out_path, "w"], err: [@err_path, "w"], pgroup: true,
-                                          chdir: chdir)
+      # Every worker here is hooked Ruby or the C core (linked with the
+      # runtime itself, so the preload changes nothing for it).
+      @pid = Process.spawn(TestPreload.env.merge(env), *cmd, in: stdin, out: [@out_path, "w"],
+                                                                   err: [@err_path, "w"], pgroup: true, chdir: chdir)
     end
 
     def out

@@ -111,7 +111,7 @@ module SidekiqSite
     def start_sidekiq
       FileUtils.mkdir_p(dump_dir, mode: 0o700)
       out = File.join(site.dir, "sidekiq.out")
-      env = hook_env.merge("REDIS_URL" => redis_url, "SIDEKIQ_TEST_PER_JOB" => PER_JOB.to_s)
+      env = TestPreload.env.merge(hook_env).merge("REDIS_URL" => redis_url, "SIDEKIQ_TEST_PER_JOB" => PER_JOB.to_s)
       # -t: the harness waits 10 s for a TERM'd process before it kills it.
       pid = Process.spawn(env, SIDEKIQ, "-r", "./app.rb", "-c", CONCURRENCY.to_s, "-t", "5",
                           chdir: @app_dir, out: [out, "w"], err: %i[child out])

@@ -29,7 +29,10 @@ LoadPlugin logfile
 Include "$dir/memdiag.conf"
 CONF
 status=0
-out=$("$collectd" -T -C "$dir/collectd.conf" 2>&1) || status=$?
+# make check-tsan: the sanitizer runtime goes to collectd alone
+# (tests/integration/harness/preload.rb), not to this shell.
+out=$(env ${MEMDIAG_TEST_PRELOAD:+LD_PRELOAD="$MEMDIAG_TEST_PRELOAD"} \
+  "$collectd" -T -C "$dir/collectd.conf" 2>&1) || status=$?
 echo "$out"
 if [ "$status" != 0 ] || echo "$out" | grep -q "Parsing the config file failed\|memdiag plugin:.*\(unknown\|invalid\|rejected\|not started\)"; then
   echo "FAIL: collectd did not accept conf/memdiag.conf (exit $status)"; exit 1
