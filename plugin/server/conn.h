@@ -57,6 +57,7 @@ typedef struct mdp_conn {
    * hello hands it to the registry. */
   int pidfd;
   int pidfd_err;
+  int stray_warned; /* a stream frame of no stream was logged (once) */
   char who[192];
 } mdp_conn;
 

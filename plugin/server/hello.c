@@ -167,6 +167,24 @@ static void echo_heartbeat(mdp_conn *c, const Memdiag__V1__Heartbeat *in)
   mdp_conn_send(c, &f);
 }
 
+/* A DumpChunk or DumpEnd of no stream the plugin knows is dropped; the
+ * worker (an old hook, a bug) keeps its connection, and its log says so
+ * once, not once per chunk. */
+static void on_stream_frame(mdp_conn *c, const Memdiag__V1__Frame *f)
+{
+  uint64_t id = f->body_case == MEMDIAG__V1__FRAME__BODY_DUMP_CHUNK ? f->dump_chunk->request_id
+                                                                    : f->dump_end->request_id;
+  int rc = c->env->hooks.worker_stream(c->worker_id, f);
+
+  if(rc == 0 || c->stray_warned)
+    return;
+  c->stray_warned = 1;
+  mdp_conn_warn("memdiag plugin: dropped a %s from %s (connection %" PRIu64 ") for request %" PRIu64
+                ", %s; further ones on this connection are dropped without a word",
+                md_frame_kind(f), c->who, c->worker_id, id,
+                rc == -EINVAL ? "which is not a stream" : "which the plugin does not know");
+}
+
 static void on_operator_frame(mdp_conn *c, const Memdiag__V1__Frame *f)
 {
   if(f->body_case == MEMDIAG__V1__FRAME__BODY_CONTROL) {
@@ -224,7 +242,7 @@ static void on_frame(mdp_conn *c, const Memdiag__V1__Frame *f)
   case MEMDIAG__V1__FRAME__BODY_DUMP_CHUNK:
   case MEMDIAG__V1__FRAME__BODY_DUMP_END:
     if(c->state == MDP_CONN_WORKER) {
-      c->env->hooks.worker_stream(c->worker_id, f);
+      on_stream_frame(c, f);
       return;
     }
     break;

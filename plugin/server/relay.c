@@ -252,9 +252,9 @@ unsigned mdp_relay_shutdown(void)
          mdp_rstream_live();
 }
 
-void mdp_relay_on_stream(uint64_t connection_id, const Memdiag__V1__Frame *f)
+int mdp_relay_on_stream(uint64_t connection_id, const Memdiag__V1__Frame *f)
 {
-  mdp_rstream_on_frame(connection_id, f);
+  return mdp_rstream_on_frame(connection_id, f);
 }
 
 /* ------------------------------------------------------------ any thread */

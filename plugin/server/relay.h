@@ -70,8 +70,9 @@ int mdp_relay_request_past(uint64_t connection_id, const Memdiag__V1__Request *r
                            uint32_t timeout_ms, uint32_t extra_ms, const mdp_relay_sink *sink,
                            mdp_reply_fn done, void *arg);
 
-/* A DumpChunk or DumpEnd from this worker (the server's worker_stream hook). */
-void mdp_relay_on_stream(uint64_t connection_id, const Memdiag__V1__Frame *f);
+/* A DumpChunk or DumpEnd from this worker (the server's worker_stream hook);
+ * returns as mdp_rstream_on_frame. */
+int mdp_relay_on_stream(uint64_t connection_id, const Memdiag__V1__Frame *f);
 
 /* Default timeout for an operation: seconds for ping and *_start, minutes
  * for dumps (DumpTimeout, 10 min unless configured). */

@@ -35,6 +35,7 @@ struct mdp_rstream {
   uint64_t end_size;
   uint8_t end_sha[32];
   size_t end_sha_len;
+  int end_frame;  /* a DumpEnd came, with or without an error */
   int store_done; /* its done event has run */
   mdp_store_outcome outcome;
   uint64_t raw_bytes, stored_bytes;
@@ -51,6 +52,24 @@ static mdp_rstream_send_fn send_frame;
 static mdp_store *store;
 static uint32_t window = DEFAULT_WINDOW;
 static mdp_rstream *streams;
+
+/* Streams freed before the worker sent their DumpEnd (a timeout, a failed
+ * store): the rest of their bytes still comes, drained and dropped without
+ * a word. The last few are enough (a worker has one stream at a time);
+ * one that fell out is merely reported as unexpected. */
+#define ENDED_MAX 32
+static struct {
+  uint64_t connection_id, request_id;
+} ended[ENDED_MAX];
+static unsigned ended_next;
+
+static int was_stream(uint64_t connection_id, uint64_t request_id)
+{
+  for(unsigned i = 0; i < ENDED_MAX; i++)
+    if(ended[i].connection_id == connection_id && ended[i].request_id == request_id)
+      return 1;
+  return 0;
+}
 
 void mdp_rstream_init(mdp_loop *l, mdp_rstream_send_fn send, mdp_store *s, uint32_t w)
 {
@@ -88,6 +107,11 @@ static void unlink_rs(mdp_rstream *rs)
 static void free_rs(mdp_rstream *rs)
 {
   unlink_rs(rs);
+  if(rs->streaming && !rs->end_frame) {
+    ended[ended_next].connection_id = rs->connection_id;
+    ended[ended_next].request_id = rs->request_id;
+    ended_next = (ended_next + 1) % ENDED_MAX;
+  }
   if(rs->dir_fd >= 0)
     close(rs->dir_fd);
   if(rs->reply)
@@ -273,34 +297,51 @@ static void end_store(mdp_rstream *rs, const char *why)
   }
 }
 
-void mdp_rstream_on_frame(uint64_t connection_id, const Memdiag__V1__Frame *f)
+/* A frame of no stream of ours: -ENOENT for an unknown request (neither
+ * pending nor a stream recently given up), -EINVAL for a request that is
+ * not a stream. */
+static int stray(uint64_t connection_id, uint64_t request_id, const mdp_rstream *rs)
+{
+  if(rs)
+    return -EINVAL;
+  return was_stream(connection_id, request_id) ? 0 : -ENOENT;
+}
+
+int mdp_rstream_on_frame(uint64_t connection_id, const Memdiag__V1__Frame *f)
 {
   mdp_rstream *rs;
 
   if(f->body_case == MEMDIAG__V1__FRAME__BODY_DUMP_CHUNK) {
     const Memdiag__V1__DumpChunk *c = f->dump_chunk;
     rs = find(connection_id, c->request_id);
-    if(!rs || !rs->streaming || rs->store_ended || rs->end_seen)
-      return; /* after a timeout, a failure or the end: dropped */
+    if(!rs || !rs->streaming)
+      return stray(connection_id, c->request_id, rs);
+    if(rs->store_ended || rs->end_seen)
+      return 0; /* after a timeout, a failure or the end: dropped */
     rs->received += c->data.len;
     if(rs->received > rs->granted) {
       end_store(rs, "the worker sent more than the plugin allowed (flow control)");
-      return;
+      return 0;
     }
     if(mdp_store_write(rs->st, c->data.data, c->data.len) != 0)
       end_store(rs, "the plugin could not queue the dump's bytes (out of memory)");
-    return;
+    return 0;
   }
   if(f->body_case == MEMDIAG__V1__FRAME__BODY_DUMP_END) {
     const Memdiag__V1__DumpEnd *e = f->dump_end;
     rs = find(connection_id, e->request_id);
-    if(!rs || !rs->streaming || rs->store_ended || rs->end_seen)
-      return;
+    if(!rs || !rs->streaming)
+      return stray(connection_id, e->request_id, rs);
+    if(rs->end_frame)
+      return 0;
+    rs->end_frame = 1;
+    if(rs->store_ended || rs->end_seen)
+      return 0;
     if(e->error && e->error[0]) {
       char why[256];
       md_printable(why, sizeof why, e->error, MD_TEXT_UTF8);
       end_store(rs, why);
-      return;
+      return 0;
     }
     /* Kept until the Reply (mdp_rstream_settle): a worker may still fail
      * the request, time out or go away after its stream ended. */
@@ -310,6 +351,7 @@ void mdp_rstream_on_frame(uint64_t connection_id, const Memdiag__V1__Frame *f)
     if(rs->end_sha_len)
       memcpy(rs->end_sha, e->sha256.data, sizeof rs->end_sha);
   }
+  return 0;
 }
 
 static Memdiag__V1__Reply *copy_reply(const Memdiag__V1__Reply *r)

@@ -67,8 +67,11 @@ mdp_rstream *mdp_rstream_new(uint64_t connection_id, uint64_t request_id,
 void mdp_rstream_settle(mdp_rstream *rs, const Memdiag__V1__Reply *reply, mdp_rstream_reply_fn done,
                         void *arg);
 
-/* A DumpChunk or DumpEnd from this worker. */
-void mdp_rstream_on_frame(uint64_t connection_id, const Memdiag__V1__Frame *f);
+/* A DumpChunk or DumpEnd from this worker. Returns 0 when it belongs to a
+ * stream (taken, or dropped because the stream is over: a timeout, a
+ * failure), -ENOENT when its request is unknown, -EINVAL when the request
+ * is not a stream: the frame is dropped, the caller reports it. */
+int mdp_rstream_on_frame(uint64_t connection_id, const Memdiag__V1__Frame *f);
 
 /* rstreams not yet finished (shutdown waits for them). */
 unsigned mdp_rstream_live(void);

@@ -35,8 +35,10 @@ typedef struct mdp_server_hooks {
   void (*worker_gone)(uint64_t connection_id);
   /* A Reply from a registered worker (borrowed for the call). */
   void (*worker_reply)(uint64_t connection_id, const Memdiag__V1__Reply *reply);
-  /* A DumpChunk or DumpEnd from a registered worker (borrowed). */
-  void (*worker_stream)(uint64_t connection_id, const Memdiag__V1__Frame *f);
+  /* A DumpChunk or DumpEnd from a registered worker (borrowed). Returns 0,
+   * or a negative errno when it belongs to no stream (-ENOENT: unknown
+   * request, -EINVAL: not a stream): dropped, the server reports it. */
+  int (*worker_stream)(uint64_t connection_id, const Memdiag__V1__Frame *f);
   /* A Control frame from an operator; `serial` names the connection for
    * mdp_server_send_operator, `who` describes it for logs. */
   void (*control)(uint64_t serial, const char *who, const Memdiag__V1__Control *ctl);
