@@ -133,6 +133,11 @@ static void fail(mdp_store_stream *st, const char *fmt, const char *detail)
   if(!st->failed) {
     st->failed = 1;
     md_seterr(st->error, sizeof st->error, fmt, st->name, detail);
+    discard(st);
+    /* the rest of the stream is dropped: its sender may stop now */
+    if(st->events.failed)
+      st->events.failed(st->arg, st->error);
+    return;
   }
   discard(st);
 }

@@ -59,6 +59,10 @@ typedef struct {
   void (*consumed)(void *arg, size_t bytes);
   /* the stream is over; `r` is borrowed for the call. Runs exactly once. */
   void (*done)(void *arg, const mdp_store_result *r);
+  /* Optional (NULL: none): the first failure of the stream (a write, the
+   * compression), before done and while bytes may still be queued, which
+   * are dropped; `why` is borrowed for the call. */
+  void (*failed)(void *arg, const char *why);
 } mdp_store_events;
 
 /* Start the writer thread. max_queued: bytes accepted but not yet written,

@@ -41,6 +41,7 @@ struct mdp_rstream {
   uint64_t raw_bytes, stored_bytes;
   char store_error[256];
   uint64_t granted, received; /* bytes of credit given, bytes of chunks taken */
+  int cancelled;              /* the worker was told to stop (the store failed) */
   int settled;
   Memdiag__V1__Reply *reply; /* deep copy, owned */
   mdp_rstream_reply_fn done;
@@ -124,36 +125,49 @@ static void free_rs(mdp_rstream *rs)
 typedef struct {
   mdp_rstream *rs;
   size_t bytes;
-  int done;
+  int done, failed;
   mdp_store_result r;
   char name[128], error[256];
 } store_event;
 
 static void try_complete(mdp_rstream *rs);
 
-static void grant(mdp_rstream *rs, uint64_t bytes)
+/* More credit, or with `cancel` none: the worker is to stop the stream. */
+static void grant(mdp_rstream *rs, uint64_t bytes, const char *cancel)
 {
   Memdiag__V1__Frame f = MEMDIAG__V1__FRAME__INIT;
   Memdiag__V1__StreamCredit c = MEMDIAG__V1__STREAM_CREDIT__INIT;
 
   c.has_request_id = 1;
   c.request_id = rs->request_id;
-  c.has_bytes = 1;
+  c.has_bytes = !cancel;
   c.bytes = bytes;
+  c.cancel = (char *)cancel;
   f.body_case = MEMDIAG__V1__FRAME__BODY_STREAM_CREDIT;
   f.stream_credit = &c;
   if(send_frame(rs->connection_id, &f) == 0)
     rs->granted += bytes;
 }
 
+static void end_store(mdp_rstream *rs, const char *why);
+
 static void store_event_run(void *arg)
 {
   store_event *e = arg;
   mdp_rstream *rs = e->rs;
 
-  if(!e->done) {
+  if(e->failed) {
+    /* The store drops the rest: a worker still sending is told to stop
+     * rather than send the whole dump for nothing (an older one ignores
+     * it and its bytes are dropped here). */
+    if(rs->streaming && !rs->store_ended && !rs->end_frame) {
+      rs->cancelled = 1;
+      grant(rs, 0, e->error);
+      end_store(rs, e->error);
+    }
+  } else if(!e->done) {
     if(rs->streaming && !rs->store_ended && !rs->end_seen)
-      grant(rs, e->bytes);
+      grant(rs, e->bytes, NULL);
   } else {
     rs->store_done = 1;
     rs->outcome = e->r.outcome;
@@ -203,7 +217,19 @@ static void on_done(void *arg, const mdp_store_result *r)
   post_event(e);
 }
 
-static const mdp_store_events events = {.consumed = on_consumed, .done = on_done};
+static void on_failed(void *arg, const char *why)
+{
+  store_event *e = calloc(1, sizeof *e);
+  if(e) {
+    e->rs = arg;
+    e->failed = 1;
+    snprintf(e->error, sizeof e->error, "%s", why);
+  }
+  post_event(e); /* out of memory: the worker sends the rest, dropped */
+}
+
+static const mdp_store_events events = {
+    .consumed = on_consumed, .done = on_done, .failed = on_failed};
 
 static int open_store(mdp_rstream *rs, char *err, size_t errlen)
 {
@@ -316,9 +342,9 @@ int mdp_rstream_on_frame(uint64_t connection_id, const Memdiag__V1__Frame *f)
     rs = find(connection_id, c->request_id);
     if(!rs || !rs->streaming)
       return stray(connection_id, c->request_id, rs);
+    rs->received += c->data.len; /* dropped ones too: the reply tells */
     if(rs->store_ended || rs->end_seen)
       return 0; /* after a timeout, a failure or the end: dropped */
-    rs->received += c->data.len;
     if(rs->received > rs->granted) {
       end_store(rs, "the worker sent more than the plugin allowed (flow control)");
       return 0;
@@ -414,7 +440,7 @@ void mdp_rstream_settle(mdp_rstream *rs, const Memdiag__V1__Reply *reply, mdp_rs
       /* After a timeout the worker is still writing the dump and would wait
        * for credit forever, serving no other request: let it send the rest,
        * which is dropped on arrival. */
-      grant(rs, DRAIN_CREDIT);
+      grant(rs, DRAIN_CREDIT, NULL);
     }
   } else if(rs->compress_from[0]) {
     if(rs->reply->status != MEMDIAG__V1__STATUS__STATUS_OK) {
@@ -456,8 +482,18 @@ static void try_complete(mdp_rstream *rs)
   } else {
     out = *rs->reply;
   }
-  if(out.status == MEMDIAG__V1__STATUS__STATUS_OK && rs->compress_from[0] &&
-     (!rs->st || rs->outcome != MDP_STORE_OK)) {
+  if(rs->cancelled && out.status != MEMDIAG__V1__STATUS__STATUS_UNKNOWN_CONNECTION) {
+    /* the worker's failure, if any, is the cancel's echo: name the cause */
+    snprintf(error, sizeof error,
+             "the result could not be stored: %s; the plugin stopped the stream after %" PRIu64
+             " bytes",
+             rs->store_error[0] ? rs->store_error : "unknown error", rs->received);
+    out.has_status = 1;
+    out.status = MEMDIAG__V1__STATUS__STATUS_ERROR;
+    out.error = error;
+    out.path = NULL;
+  } else if(out.status == MEMDIAG__V1__STATUS__STATUS_OK && rs->compress_from[0] &&
+            (!rs->st || rs->outcome != MDP_STORE_OK)) {
     /* compression is a saving, not the evidence: the worker's file stays */
     snprintf(note, sizeof note, "%s%snot compressed: %s", out.note && out.note[0] ? out.note : "",
              out.note && out.note[0] ? "; " : "",

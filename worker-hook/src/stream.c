@@ -182,12 +182,26 @@ int mdh_stream_wants_turn(mdh_hook *h)
   return yes;
 }
 
+/* A cancel ends the stream as a lost connection does: the read end closes,
+ * so the writer (the runtime's thread, or a fork child, which then exits
+ * and is reaped by the runtime) gets EPIPE instead of writing the whole
+ * dump for nothing, and mdh_stream_finish reports the plugin's reason. */
 void mdh_stream_on_credit(mdh_hook *h, uint64_t connection_id, const Memdiag__V1__StreamCredit *c)
 {
+  mdh_stream *st;
+
   pthread_mutex_lock(&h->mu);
-  if(h->stream && h->stream->connection_id == connection_id &&
-     h->stream->request_id == c->request_id && c->has_bytes)
-    h->stream->credit += c->bytes;
+  st = h->stream;
+  if(st && st->connection_id == connection_id && st->request_id == c->request_id) {
+    if(c->cancel && c->cancel[0] && !st->ended) {
+      char why[sizeof st->error];
+      snprintf(why, sizeof why, "the plugin stopped the stream: %s", c->cancel);
+      md_printable_inplace(why, MD_TEXT_PLAIN);
+      end_locked(h, st, 1, why);
+    } else if(c->has_bytes) {
+      st->credit += c->bytes;
+    }
+  }
   pthread_mutex_unlock(&h->mu);
 }
 

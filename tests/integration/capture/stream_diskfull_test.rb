@@ -3,20 +3,28 @@
 # temporary file at the first failed write, so nothing is left under a final
 # name and no debris; the dump step fails naming the cause, the capture ends
 # incomplete with FAILURE notifications, and collectd, the plugin and the
-# worker carry on (the worker answers the next request).
+# worker carry on (the worker answers the next request). The plugin tells
+# the worker to stop the stream (StreamCredit cancel): it is not sent the
+# rest of a dump it can only drop.
 require_relative "stream_helper"
 
 class CaptureStreamDiskFullTest < Capture::Test
   # A few MiB: the first dump (about 6 MB once compressed) does not fit.
   TMPFS_SIZE = "2m"
+  # A ballast object dumps to about 190 bytes of JSON; 100 is a floor.
+  DUMP_AT_LEAST = StreamCapture::BALLAST * 100
 
   def setup
     skip "mounting a tmpfs needs root" unless Process.uid.zero?
     # The space check before the dump would refuse it outright: let it start.
-    @bench = StreamCapture.bench("stream-diskfull", <<~KEYS)
-      DumpMode "inline"
+    # Uncompressed, the disk fills after its first 2 MB of the dump; that
+    # test dumps from a fork child.
+    plain = name.include?("uncompressed")
+    @bench = StreamCapture.bench(plain ? "stream-diskfull-plain" : "stream-diskfull", <<~KEYS)
+      DumpMode "#{plain ? "fork" : "inline"}"
       KeepFree 0
       DumpSpaceFactor 0
+      DumpCompression "#{plain ? "none" : "zstd"}"
     KEYS
     FileUtils.mkdir_p(@bench.captures)
     @bench.site.run!("mount", "-t", "tmpfs", "-o", "size=#{TMPFS_SIZE},mode=0711",
@@ -30,32 +38,55 @@ class CaptureStreamDiskFullTest < Capture::Test
     super
   end
 
-  def test_full_disk_leaves_no_dump_and_no_debris
-    site = @bench.site
-    w = StreamCapture.start_worker(@bench, "streamfull")
+  # Runs the capture of a new worker until its plan ends; returns the
+  # worker, its connection, the capture folder and the failed dump step.
+  def failed_dump(name, file)
+    w = StreamCapture.start_worker(@bench, name)
     id = @bench.connection_id(w)
     dir, = StreamCapture.start_and_wait_streaming(@bench, w)
-
     _, m = @bench.wait_manifest(w, "the plan ended", timeout: 3 * E2E::WAIT) { |x| x["end"] }
     assert_equal false, m["complete"], JSON.pretty_generate(m)
     step = m["steps"].first
-    assert_equal %w[dump error], [step["step"], step["status"]], JSON.pretty_generate(m)
-    # named as the file it would have been (DumpCompression zstd)
-    assert_equal "heap-1.json.zst", step["file"]
-    assert_match(/could not be stored: writing heap-1\.json\.zst failed: No space left on device/,
+    # named as the file it would have been (heap-1.json.zst with zstd)
+    assert_equal ["dump", "error", file], [step["step"], step["status"], step["file"]],
+                 JSON.pretty_generate(m)
+    assert_match(/could not be stored: writing #{Regexp.escape(file)} failed: No space left on device/,
                  step["error"])
-    @bench.wait_note("FAILURE",
-                     /capture of worker streamfull .*: dump \(heap-1\.json\.zst\) failed: .*No space left on device/)
-    @bench.wait_note("FAILURE", /capture of worker streamfull .*capture incomplete/)
-    assert_empty StreamCapture.heap_files(dir), Dir.children(dir).inspect
+    @bench.wait_note("FAILURE", /capture of worker #{name} .*: dump \(#{Regexp.escape(file)}\) failed: .*No space left on device/)
     assert_empty StreamCapture.debris(@bench)
     assert_equal %w[capture.json], Dir.children(dir)
+    [w, id, dir, step]
+  end
 
-    # Everyone carries on: collectd, the plugin and the worker's connection.
+  # Everyone carries on: collectd, the plugin and the worker's connection.
+  def assert_carry_on(w, id)
+    site = @bench.site
     assert site.collectd_alive?
     ping = site.ctl("ping", "connection_id=#{id}")
     assert ping.ok?, ping.to_s
     assert_equal [id], site.workers_json.map { |x| x["connection_id"] }
     assert w.alive?
+  end
+
+  def test_full_disk_leaves_no_dump_and_no_debris
+    w, id, _, step = failed_dump("streamfull", "heap-1.json.zst")
+    assert_match(/the plugin stopped the stream after \d+ bytes/, step["error"])
+    @bench.wait_note("FAILURE", /capture of worker streamfull .*capture incomplete/)
+    assert_carry_on(w, id)
+  end
+
+  # Uncompressed, the disk is full after 2 MB of the dump: the worker stops
+  # within its credit window (4 MiB) and what was in flight, far below the
+  # hundreds of MB it would otherwise send, and fails the request; its dump
+  # child met a closed pipe and is gone (reaped before the reply).
+  def test_uncompressed_full_disk_stops_the_worker_early
+    w, id, _, step = failed_dump("streamstop", "heap-1.json")
+    sent = step["error"][/the plugin stopped the stream after (\d+) bytes/, 1]
+    refute_nil sent, step["error"]
+    puts "bytes the plugin received before the worker stopped: #{sent} " \
+         "(the dump is at least #{DUMP_AT_LEAST})"
+    assert_operator Integer(sent), :<, DUMP_AT_LEAST / 10, step["error"]
+    assert_equal [w.pid], StreamCapture.processes_naming(w.tick_file)
+    assert_carry_on(w, id)
   end
 end
