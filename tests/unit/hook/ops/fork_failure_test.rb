@@ -49,8 +49,8 @@ class ForkFailureTest < Minitest::Test
 
   def test_child_over_its_timeout_is_killed
     stopper = when_child_appears { |pid| Process.kill(:STOP, pid) }
-    reply = assert_status(:error, call("memory_dump", path: "slow.json", mode: "fork", timeout_ms: 200),
-                          /did not finish within 200 ms and was killed/)
+    assert_status(:error, call("memory_dump", path: "slow.json", mode: "fork", timeout_ms: 200),
+                  /did not finish within 200 ms and was killed/)
     stopper.join
     assert_empty files_in
     assert_empty child_pids
