@@ -360,8 +360,8 @@ int mdp_rstream_on_frame(uint64_t connection_id, const Memdiag__V1__Frame *f)
       return stray(connection_id, e->request_id, rs);
     if(rs->end_frame)
       return 0;
-    rs->end_frame = 1;
-    if(rs->store_ended || rs->end_seen)
+    rs->end_frame = 1; /* end_seen is set below only, so it is still 0 */
+    if(rs->store_ended)
       return 0;
     if(e->error && e->error[0]) {
       char why[256];
