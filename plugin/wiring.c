@@ -2,8 +2,8 @@
 #include "wiring.h"
 
 #include "capture/capture.h"
-#include "server/control.h"
-#include "server/relay.h"
+#include "control/control.h"
+#include "relay/relay.h"
 #include "workers/registry.h"
 
 static int worker_hello(const mdp_worker_hello *hello, uint64_t *id, int *proc_err)

@@ -16,9 +16,9 @@
 
 #include "analysis/analysis.h"
 #include "analyze.h"
-#include "capture_fs.h"
-#include "fs_queue.h"
-#include "notify.h"
+#include "store/capfs.h"
+#include "store/fsq.h"
+#include "notify/notify.h"
 #include "workers/registry.h"
 
 #define ANALYSIS_FILE "analysis.json"
@@ -28,8 +28,8 @@
  * itself is dropped as soon as the plan ends. */
 typedef struct job {
   struct job *next;
-  mdp_caprun_record rec; /* what its manifest says */
-  char instance[128];    /* the worker's plugin_instance for the notification */
+  mdp_run_record rec; /* what its manifest says */
+  char instance[128]; /* the worker's plugin_instance for the notification */
   uint64_t max_memory;
   unsigned slot; /* its entry in recent[] */
 } job_t;
@@ -70,10 +70,10 @@ static int fill_analysis(FILE *f, void *arg) { return mdp_analysis_write_json(f,
 
 static void rewrite_manifest(const job_t *j, const char *analysis)
 {
-  mdp_manifest_info_t info = mdp_caprun_record_info(&j->rec, analysis);
+  mdp_manifest_info_t info = mdp_run_record_info(&j->rec, analysis);
   /* The run's last manifest may still wait on the fs thread: after it. */
   mdp_fsq_wait_idle();
-  int rc = mdp_capfs_write_manifest(j->rec.dir, &info, &j->rec.plan);
+  int rc = mdp_manifest_write(j->rec.dir, &info, &j->rec.plan);
   if(rc)
     ERROR("memdiag plugin: cannot add the analysis to %s/%s: %s", j->rec.dir, MDP_CAPFS_MANIFEST,
           strerror(-rc));
@@ -115,13 +115,13 @@ static void notify_unanalysed(const job_t *j)
  * it; run.c left that to this module. */
 static void ship(const job_t *j)
 {
-  mdp_command_job_t cj = {.folder = j->rec.dir,
-                          .worker = j->rec.worker,
-                          .instance = j->instance,
-                          .pid = j->rec.pid,
-                          .reason = j->rec.plan.reason,
-                          .complete = true};
-  int rc = mdp_command_submit(&cj);
+  mdp_ship_job_t cj = {.folder = j->rec.dir,
+                       .worker = j->rec.worker,
+                       .instance = j->instance,
+                       .pid = j->rec.pid,
+                       .reason = j->rec.plan.reason,
+                       .complete = true};
+  int rc = mdp_ship_submit(&cj);
   if(rc == -ENOSPC || rc == -ENOMEM)
     mdp_notify(NOTIF_FAILURE, j->instance,
                "CaptureCommand not run for the capture of worker %s (pid %d): %s; folder %s",
@@ -235,7 +235,7 @@ static unsigned dumps_taken(const mdp_plan_t *p)
   return n;
 }
 
-bool mdp_capana_submit(const mdp_caprun *r, const mdp_capture_config_t *cfg)
+bool mdp_analyze_submit(const mdp_run *r, const mdp_capture_config_t *cfg)
 {
   mdp_worker_info info;
   bool ok = false;
@@ -246,7 +246,7 @@ bool mdp_capana_submit(const mdp_caprun *r, const mdp_capture_config_t *cfg)
   job_t *j = calloc(1, sizeof(*j));
   if(!j)
     return false;
-  mdp_caprun_record_of(&j->rec, r, cfg);
+  mdp_run_record_of(&j->rec, r, cfg);
   if(mdp_registry_info(r->conn, &info) == 0)
     snprintf(j->instance, sizeof(j->instance), "%s", info.instance);
   j->max_memory = cfg->analyze_max_memory;
@@ -289,7 +289,7 @@ bool mdp_capana_submit(const mdp_caprun *r, const mdp_capture_config_t *cfg)
   return ok;
 }
 
-void mdp_capana_stop(void)
+void mdp_analyze_stop(void)
 {
   pthread_mutex_lock(&lock);
   bool join = running;

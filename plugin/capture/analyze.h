@@ -1,5 +1,5 @@
 /* memdiag plugin: the analysis of each completed capture (prefix
- * mdp_capana_), off the server thread.
+ * mdp_analyze_), off the server thread.
  *
  * Internal to plugin/capture/. When a plan completes with at least two heap
  * dumps and `Analyze true`, run.c hands the capture to this module instead
@@ -15,8 +15,8 @@
  * Ownership: the module owns its queue, its jobs (copies of what they need)
  * and its thread, created at the first job and joined by stop().
  */
-#ifndef MDP_CAPTURE_ANALYZE_H
-#define MDP_CAPTURE_ANALYZE_H
+#ifndef MDP_ANALYZE_H
+#define MDP_ANALYZE_H
 
 #include <stdbool.h>
 
@@ -27,10 +27,10 @@
  * OKAY notification then comes from the analysis. mdp_capst.lock held (cfg
  * is mdp_capst.cfg, passed in so that this module does not reach into
  * run.c's state). */
-bool mdp_capana_submit(const mdp_caprun *r, const mdp_capture_config_t *cfg);
+bool mdp_analyze_submit(const mdp_run *r, const mdp_capture_config_t *cfg);
 
 /* Cancel the analysis in progress, drop the queue and join the thread.
  * Call without mdp_capst.lock. */
-void mdp_capana_stop(void);
+void mdp_analyze_stop(void);
 
 #endif

@@ -25,7 +25,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "capture/command.h"
+#include "ship/ship.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -59,7 +59,7 @@ typedef struct mdp_capture_config {
   int dump_compression_level;           /* DumpCompressionLevel: zstd level, 1..19 */
   bool analyze;                         /* Analyze: the retained set after each capture */
   uint64_t analyze_max_memory;          /* AnalyzeMaxMemory: bytes; 0 = no cap */
-  mdp_command_config_t command;         /* CaptureCommand* (capture/command.h) */
+  mdp_ship_config_t command;            /* CaptureCommand* (capture/command.h) */
 } mdp_capture_config_t;
 
 /* How a dump reaches the capture folder (DumpTransfer). */

@@ -1,6 +1,6 @@
 /* Capture configuration keys: defaults, parsing, checks (pure code). */
 #include "capture.h"
-#include "plan.h"
+#include "capture/plan/plan.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -38,7 +38,7 @@ void mdp_capture_config_init(mdp_capture_config_t *cfg)
   cfg->dump_compression_level = 1;
   cfg->analyze = true;
   cfg->analyze_max_memory = 2048ull * 1024 * 1024;
-  mdp_command_config_init(&cfg->command);
+  mdp_ship_config_init(&cfg->command);
 }
 
 static int parse_bool(const char *v, bool *out)
@@ -124,7 +124,7 @@ int mdp_capture_config_set(mdp_capture_config_t *cfg, const char *key, const cha
 
   if(rc != -ENOENT)
     return rc;
-  rc = mdp_command_config_set(&cfg->command, key, value, err, errlen);
+  rc = mdp_ship_config_set(&cfg->command, key, value, err, errlen);
   if(rc != -ENOENT)
     return rc;
   rc = 0;
@@ -213,5 +213,5 @@ int mdp_capture_config_check(const mdp_capture_config_t *cfg, char *err, size_t 
     md_seterr(err, errlen, "CaptureDirectory: must be an absolute path");
     return -EINVAL;
   }
-  return mdp_command_config_check(&cfg->command, err, errlen);
+  return mdp_ship_config_check(&cfg->command, err, errlen);
 }

@@ -20,8 +20,8 @@
 #include <unistd.h>
 
 #include "capture.h"
-#include "capture_fs.h"
-#include "fs_queue.h"
+#include "store/capfs.h"
+#include "store/fsq.h"
 #include "md/text.h"
 #include "run.h"
 

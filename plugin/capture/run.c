@@ -16,12 +16,12 @@
 #include <unistd.h>
 
 #include "analyze.h"
-#include "capture_request.h"
+#include "capture/plan/request.h"
 #include "md/text.h"
 #include "md/wire.h"
-#include "notify.h"
+#include "notify/notify.h"
 #include "run.h"
-#include "server/relay.h"
+#include "relay/relay.h"
 #include "workers/registry.h"
 
 mdp_capture_state mdp_capst = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -32,14 +32,14 @@ typedef struct token {
   uint64_t conn, gen, timer_id;
 } token_t;
 
-int64_t mdp_caprun_now_ms(void)
+int64_t mdp_run_now_ms(void)
 {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-mdp_plan_params_t mdp_caprun_params(void)
+mdp_plan_params_t mdp_run_params(void)
 {
   const mdp_capture_config_t *cfg = &mdp_capst.cfg;
   mdp_plan_params_t p = {
@@ -55,7 +55,7 @@ mdp_plan_params_t mdp_caprun_params(void)
 
 /* ---------------------------------------------------------------- runs */
 
-mdp_caprun *mdp_caprun_find(uint64_t conn)
+mdp_run *mdp_run_find(uint64_t conn)
 {
   for(size_t i = 0; i < mdp_capst.n_runs; i++)
     if(mdp_capst.runs[i]->conn == conn)
@@ -63,18 +63,18 @@ mdp_caprun *mdp_caprun_find(uint64_t conn)
   return NULL;
 }
 
-mdp_caprun *mdp_caprun_add(uint64_t conn)
+mdp_run *mdp_run_add(uint64_t conn)
 {
   mdp_capture_state *st = &mdp_capst;
   if(st->n_runs == st->cap_runs) {
     size_t cap = st->cap_runs ? st->cap_runs * 2 : 8;
-    mdp_caprun **n = realloc(st->runs, cap * sizeof(*n));
+    mdp_run **n = realloc(st->runs, cap * sizeof(*n));
     if(!n)
       return NULL;
     st->runs = n;
     st->cap_runs = cap;
   }
-  mdp_caprun *r = calloc(1, sizeof(*r));
+  mdp_run *r = calloc(1, sizeof(*r));
   if(!r)
     return NULL;
   r->conn = conn;
@@ -84,7 +84,7 @@ mdp_caprun *mdp_caprun_add(uint64_t conn)
   return r;
 }
 
-void mdp_caprun_drop(mdp_caprun *r)
+void mdp_run_drop(mdp_run *r)
 {
   mdp_capture_state *st = &mdp_capst;
   for(size_t i = 0; i < st->n_runs; i++) {
@@ -93,11 +93,11 @@ void mdp_caprun_drop(mdp_caprun *r)
       break;
     }
   }
-  mdp_caprun_release_fs(r);
+  mdp_run_release_fs(r);
   free(r);
 }
 
-void mdp_caprun_identity(mdp_caprun *r, const mdp_capture_worker_t *w)
+void mdp_run_identity(mdp_run *r, const mdp_capture_worker_t *w)
 {
   mdp_worker_info info;
   if(mdp_registry_info(w->connection_id, &info) == 0) {
@@ -113,7 +113,7 @@ void mdp_caprun_identity(mdp_caprun *r, const mdp_capture_worker_t *w)
   }
 }
 
-static token_t *token(const mdp_caprun *r, uint64_t timer_id)
+static token_t *token(const mdp_run *r, uint64_t timer_id)
 {
   token_t *t = malloc(sizeof(*t));
   if(t) {
@@ -126,7 +126,7 @@ static token_t *token(const mdp_caprun *r, uint64_t timer_id)
 
 /* ---------------------------------------------------------------- outputs */
 
-void mdp_caprun_notify(int severity, const mdp_caprun *r, const char *fmt, ...)
+void mdp_run_notify(int severity, const mdp_run *r, const char *fmt, ...)
 {
   char msg[NOTIF_MAX_MSG_LEN];
   mdp_worker_info info;
@@ -142,24 +142,24 @@ void mdp_caprun_notify(int severity, const mdp_caprun *r, const char *fmt, ...)
 
 /* The capture is over: CaptureCommand (command.h) gets its folder and runs
  * on its own thread. Only a job it cannot take is reported here. */
-static void submit_command(const mdp_caprun *r, bool complete)
+static void submit_command(const mdp_run *r, bool complete)
 {
   mdp_worker_info info;
-  mdp_command_job_t j = {.folder = r->dir,
-                         .worker = r->name,
-                         .instance = mdp_registry_info(r->conn, &info) == 0 ? info.instance : "",
-                         .pid = r->pid,
-                         .reason = r->plan.reason,
-                         .complete = complete};
-  int rc = mdp_command_submit(&j);
+  mdp_ship_job_t j = {.folder = r->dir,
+                      .worker = r->name,
+                      .instance = mdp_registry_info(r->conn, &info) == 0 ? info.instance : "",
+                      .pid = r->pid,
+                      .reason = r->plan.reason,
+                      .complete = complete};
+  int rc = mdp_ship_submit(&j);
   if(rc == -ENOSPC || rc == -ENOMEM)
-    mdp_caprun_notify(NOTIF_FAILURE, r,
-                      "CaptureCommand not run for the capture of worker %s (pid %d): %s; folder %s",
-                      r->name, (int)r->pid,
-                      rc == -ENOSPC ? "too many commands already wait" : "out of memory", r->dir);
+    mdp_run_notify(NOTIF_FAILURE, r,
+                   "CaptureCommand not run for the capture of worker %s (pid %d): %s; folder %s",
+                   r->name, (int)r->pid,
+                   rc == -ENOSPC ? "too many commands already wait" : "out of memory", r->dir);
 }
 
-void mdp_caprun_signal(mdp_caprun *r, const char *why)
+void mdp_run_signal(mdp_run *r, const char *why)
 {
   mdp_worker_info info;
   int sig = mdp_capst.cfg.restart_signal;
@@ -186,27 +186,27 @@ void mdp_caprun_signal(mdp_caprun *r, const char *why)
             (int)r->pid, reason);
     return;
   }
-  r->signalled_ms = mdp_caprun_now_ms();
+  r->signalled_ms = mdp_run_now_ms();
   mdp_capst.counters.restarts++;
-  mdp_caprun_notify(NOTIF_WARNING, r, "worker %s (pid %d) reached MemoryLimit: sent SIG%s (%s)",
-                    r->name, (int)r->pid, name, why);
+  mdp_run_notify(NOTIF_WARNING, r, "worker %s (pid %d) reached MemoryLimit: sent SIG%s (%s)",
+                 r->name, (int)r->pid, name, why);
 }
 
 /* ---------------------------------------------------------------- callbacks */
 
-mdp_caprun *mdp_caprun_claim(uint64_t conn, uint64_t gen)
+mdp_run *mdp_run_claim(uint64_t conn, uint64_t gen)
 {
-  mdp_caprun *r = mdp_caprun_find(conn);
+  mdp_run *r = mdp_run_find(conn);
   return r && r->gen == gen && r->begun ? r : NULL;
 }
 
-static mdp_caprun *claim(const token_t *t) { return mdp_caprun_claim(t->conn, t->gen); }
+static mdp_run *claim(const token_t *t) { return mdp_run_claim(t->conn, t->gen); }
 
 static void on_reply(const Memdiag__V1__Reply *reply, void *arg)
 {
   token_t *t = arg;
   pthread_mutex_lock(&mdp_capst.lock);
-  mdp_caprun *r = mdp_capst.ready ? claim(t) : NULL;
+  mdp_run *r = mdp_capst.ready ? claim(t) : NULL;
   if(r) {
     char error[300];
     mdp_actions_t acts = {.n = 0};
@@ -239,12 +239,12 @@ static void on_reply(const Memdiag__V1__Reply *reply, void *arg)
          strlen(base) < sizeof(s->file))
         snprintf(s->file, sizeof(s->file), "%s", base);
     }
-    mdp_caprun_dump_ended(r, reply->status == MEMDIAG__V1__STATUS__STATUS_TIMEOUT
-                                 ? "ended with a timeout"
-                                 : "was answered");
-    mdp_plan_reply(&r->plan, mdp_caprun_now_ms(), &rep, &acts);
-    mdp_caprun_actions(r, &acts);
-    mdp_caprun_settle(r);
+    mdp_run_dump_ended(r, reply->status == MEMDIAG__V1__STATUS__STATUS_TIMEOUT
+                              ? "ended with a timeout"
+                              : "was answered");
+    mdp_plan_reply(&r->plan, mdp_run_now_ms(), &rep, &acts);
+    mdp_run_actions(r, &acts);
+    mdp_run_settle(r);
   }
   pthread_mutex_unlock(&mdp_capst.lock);
   free(t);
@@ -254,12 +254,12 @@ static void on_timer(void *arg)
 {
   token_t *t = arg;
   pthread_mutex_lock(&mdp_capst.lock);
-  mdp_caprun *r = mdp_capst.ready ? claim(t) : NULL;
+  mdp_run *r = mdp_capst.ready ? claim(t) : NULL;
   if(r) {
     mdp_actions_t acts = {.n = 0};
-    mdp_plan_timer(&r->plan, mdp_caprun_now_ms(), t->timer_id, &acts);
-    mdp_caprun_actions(r, &acts);
-    mdp_caprun_settle(r);
+    mdp_plan_timer(&r->plan, mdp_run_now_ms(), t->timer_id, &acts);
+    mdp_run_actions(r, &acts);
+    mdp_run_settle(r);
   }
   pthread_mutex_unlock(&mdp_capst.lock);
   free(t);
@@ -272,7 +272,7 @@ static void on_timer(void *arg)
  * capture folder, heap dumps zstd-compressed unless DumpCompression none. */
 /* With DumpTransfer file the worker writes its heap dumps itself; the
  * plugin compresses them afterwards, on the same writer thread. */
-static bool plugin_stores(const mdp_caprun *r, const mdp_step_t *s)
+static bool plugin_stores(const mdp_run *r, const mdp_step_t *s)
 {
   if(!s->file[0])
     return false;
@@ -283,14 +283,14 @@ static bool plugin_stores(const mdp_caprun *r, const mdp_step_t *s)
  * (an inline dump cannot be stopped), and a restart signal then would tear
  * it. The relay waits RestartDeadline longer than the worker is told, for
  * its answer or its exit; returns that extra time (0 for other steps). */
-static uint32_t restart_wait(mdp_caprun *r, const mdp_capreq_t *cr, const mdp_step_t *s)
+static uint32_t restart_wait(mdp_run *r, const mdp_request_t *cr, const mdp_step_t *s)
 {
   const mdp_capture_config_t *cfg = &mdp_capst.cfg;
 
   r->dump_sent_ms = 0;
   if(!cfg->restart_after_capture || !mdp_step_is_dump(s->kind))
     return 0;
-  r->dump_sent_ms = mdp_caprun_now_ms();
+  r->dump_sent_ms = mdp_run_now_ms();
   r->dump_told_ms =
       cfg->step_timeout_ms ? cfg->step_timeout_ms : mdp_relay_default_timeout_ms(&cr->req);
   return cfg->restart_deadline_ms > UINT32_MAX / 2 ? UINT32_MAX / 2
@@ -300,13 +300,13 @@ static uint32_t restart_wait(mdp_caprun *r, const mdp_capreq_t *cr, const mdp_st
 /* The dump sent under RestartAfterCapture ended (answer, made-up timeout
  * or the worker's exit: `how`); past its timeout, say what the restart
  * waited for. */
-void mdp_caprun_dump_ended(mdp_caprun *r, const char *how)
+void mdp_run_dump_ended(mdp_run *r, const char *how)
 {
   int64_t took;
 
   if(!r->dump_sent_ms)
     return;
-  took = mdp_caprun_now_ms() - r->dump_sent_ms;
+  took = mdp_run_now_ms() - r->dump_sent_ms;
   r->dump_sent_ms = 0;
   if(took <= (int64_t)r->dump_told_ms)
     return;
@@ -317,7 +317,7 @@ void mdp_caprun_dump_ended(mdp_caprun *r, const char *how)
            (double)mdp_capst.cfg.restart_deadline_ms / 1000);
 }
 
-static int send_stored(mdp_caprun *r, mdp_capreq_t *cr, const mdp_step_t *s, token_t *t,
+static int send_stored(mdp_run *r, mdp_request_t *cr, const mdp_step_t *s, token_t *t,
                        uint32_t extra)
 {
   const mdp_capture_config_t *cfg = &mdp_capst.cfg;
@@ -330,7 +330,7 @@ static int send_stored(mdp_caprun *r, mdp_capreq_t *cr, const mdp_step_t *s, tok
 
   snprintf(from, sizeof(from), "%.*s", (int)plain, s->file);
   if(r->streams) {
-    (void)mdp_capreq_for_stream(cr); /* results come inline or streamed */
+    (void)mdp_request_for_stream(cr); /* results come inline or streamed */
   } else {
     sink.compress_from = from;
     sink.compress_owner = r->uid;
@@ -345,16 +345,16 @@ static int send_stored(mdp_caprun *r, mdp_capreq_t *cr, const mdp_step_t *s, tok
   return rc;
 }
 
-static void send_step(mdp_caprun *r, size_t idx)
+static void send_step(mdp_run *r, size_t idx)
 {
-  mdp_capreq_t cr;
+  mdp_request_t cr;
   mdp_actions_t acts = {.n = 0};
   const char *why = NULL;
   token_t *t = NULL;
   const mdp_step_t *s = &r->plan.steps[idx];
   uint32_t extra = 0;
 
-  if(mdp_capreq_build(&cr, s, r->dir, &mdp_capst.cfg) != 0)
+  if(mdp_request_build(&cr, s, r->dir, &mdp_capst.cfg) != 0)
     why = "the step sends no request";
   else if(!(t = token(r, 0)))
     why = "out of memory";
@@ -373,38 +373,38 @@ static void send_step(mdp_caprun *r, size_t idx)
   r->dump_sent_ms = 0;
   free(t);
   mdp_reply_t rep = {.status = MDP_REPLY_ERROR, .error = why};
-  mdp_plan_reply(&r->plan, mdp_caprun_now_ms(), &rep, &acts);
-  mdp_caprun_actions(r, &acts);
+  mdp_plan_reply(&r->plan, mdp_run_now_ms(), &rep, &acts);
+  mdp_run_actions(r, &acts);
 }
 
 /* The space check's answer (run_fs.c), on the loop thread. */
-static void space_answer(mdp_caprun *r, uint64_t avail, uint64_t used)
+static void space_answer(mdp_run *r, uint64_t avail, uint64_t used)
 {
   mdp_actions_t acts = {.n = 0};
-  mdp_plan_space(&r->plan, mdp_caprun_now_ms(), avail, used, &acts);
-  mdp_caprun_actions(r, &acts);
+  mdp_plan_space(&r->plan, mdp_run_now_ms(), avail, used, &acts);
+  mdp_run_actions(r, &acts);
 }
 
 static void on_space(uint64_t conn, uint64_t gen, uint64_t avail, uint64_t used)
 {
   pthread_mutex_lock(&mdp_capst.lock);
-  mdp_caprun *r = mdp_capst.ready ? mdp_caprun_claim(conn, gen) : NULL;
+  mdp_run *r = mdp_capst.ready ? mdp_run_claim(conn, gen) : NULL;
   if(r) {
     space_answer(r, avail, used);
-    mdp_caprun_settle(r);
+    mdp_run_settle(r);
   }
   pthread_mutex_unlock(&mdp_capst.lock);
 }
 
-static void check_space(mdp_caprun *r, uint64_t need)
+static void check_space(mdp_run *r, uint64_t need)
 {
   /* Out of memory, or the fs thread has stopped (shutdown): no space is
    * known, and the plan says the dump did not fit rather than wait. */
-  if(mdp_caprun_check_space(r, &mdp_capst.cfg, need, on_space) != 0)
+  if(mdp_run_check_space(r, &mdp_capst.cfg, need, on_space) != 0)
     space_answer(r, 0, 0);
 }
 
-static int set_timer(mdp_caprun *r, uint64_t ms, uint64_t timer_id)
+static int set_timer(mdp_run *r, uint64_t ms, uint64_t timer_id)
 {
   token_t *t = token(r, timer_id);
 
@@ -417,7 +417,7 @@ static int set_timer(mdp_caprun *r, uint64_t ms, uint64_t timer_id)
   return 0;
 }
 
-void mdp_caprun_actions(mdp_caprun *r, const mdp_actions_t *acts)
+void mdp_run_actions(mdp_run *r, const mdp_actions_t *acts)
 {
   for(size_t i = 0; i < acts->n; i++) {
     const mdp_action_t *a = &acts->a[i];
@@ -427,24 +427,24 @@ void mdp_caprun_actions(mdp_caprun *r, const mdp_actions_t *acts)
     case MDP_ACT_TIMER:
       if(set_timer(r, a->ms, a->timer_id) != 0) {
         mdp_actions_t more = {.n = 0};
-        mdp_plan_abort(&r->plan, mdp_caprun_now_ms(), "timer could not be set", &more);
-        mdp_caprun_actions(r, &more);
+        mdp_plan_abort(&r->plan, mdp_run_now_ms(), "timer could not be set", &more);
+        mdp_run_actions(r, &more);
       }
       break;
-    case MDP_ACT_MANIFEST: mdp_caprun_write_manifest(r, &mdp_capst.cfg); break;
+    case MDP_ACT_MANIFEST: mdp_run_write_manifest(r, &mdp_capst.cfg); break;
     case MDP_ACT_NOTIFY:
       /* A completed capture is analysed first; the analysis sends the OKAY
        * notification, naming the suspect. */
-      if(a->severity == MDP_NOTIFY_OKAY && mdp_capana_submit(r, &mdp_capst.cfg)) {
+      if(a->severity == MDP_NOTIFY_OKAY && mdp_analyze_submit(r, &mdp_capst.cfg)) {
         r->analysing = true;
         break;
       }
-      mdp_caprun_notify(a->severity, r, "capture of worker %s (pid %d): %s; folder %s", r->name,
-                        (int)r->pid, a->message, r->dir);
+      mdp_run_notify(a->severity, r, "capture of worker %s (pid %d): %s; folder %s", r->name,
+                     (int)r->pid, a->message, r->dir);
       break;
     case MDP_ACT_SIGNAL:
-      mdp_caprun_signal(r, "after its capture");
-      mdp_caprun_write_manifest(r, &mdp_capst.cfg);
+      mdp_run_signal(r, "after its capture");
+      mdp_run_write_manifest(r, &mdp_capst.cfg);
       break;
     case MDP_ACT_DONE:
       if(a->complete)
@@ -460,7 +460,7 @@ void mdp_caprun_actions(mdp_caprun *r, const mdp_actions_t *acts)
 
 /* ---------------------------------------------------------------- lifecycle */
 
-bool mdp_caprun_dump_taken(const mdp_plan_t *p)
+bool mdp_run_dump_taken(const mdp_plan_t *p)
 {
   for(size_t i = 0; i < p->n_steps; i++)
     if(mdp_step_is_dump(p->steps[i].kind) && p->steps[i].status == MDP_SS_OK)
@@ -469,46 +469,46 @@ bool mdp_caprun_dump_taken(const mdp_plan_t *p)
 }
 
 /* A run that will not begin: counted, reported, its slot given back. */
-static void not_begun(mdp_caprun *r, bool skipped, const char *why)
+static void not_begun(mdp_run *r, bool skipped, const char *why)
 {
   if(skipped)
     mdp_capst.counters.skipped++;
   else
     mdp_capst.counters.failed++;
-  mdp_caprun_notify(NOTIF_FAILURE, r, "capture of worker %s (pid %d) %s: %s", r->name, (int)r->pid,
-                    skipped ? "skipped" : "failed", why);
+  mdp_run_notify(NOTIF_FAILURE, r, "capture of worker %s (pid %d) %s: %s", r->name, (int)r->pid,
+                 skipped ? "skipped" : "failed", why);
   mdp_sched_finished(&mdp_capst.sched, r->conn, false);
   /* No evidence can be taken; the restart that was asked for still
    * happens, or the worker would grow on. */
   if(r->limit_signal)
-    mdp_caprun_signal(r, why);
-  mdp_caprun_drop(r);
+    mdp_run_signal(r, why);
+  mdp_run_drop(r);
 }
 
 /* The folder job's answer (run_fs.c), on the loop thread. */
-static mdp_capture_outcome on_folder(uint64_t conn, uint64_t gen, mdp_caprun_folder *f)
+static mdp_capture_outcome on_folder(uint64_t conn, uint64_t gen, mdp_run_folder *f)
 {
   mdp_capture_outcome rc = MDP_CAPTURE_FAILED;
 
   pthread_mutex_lock(&mdp_capst.lock);
-  mdp_caprun *r = mdp_capst.ready ? mdp_caprun_find(conn) : NULL;
+  mdp_run *r = mdp_capst.ready ? mdp_run_find(conn) : NULL;
   if(r && r->gen == gen && r->opening) {
-    rc = mdp_caprun_opened(r, f);
+    rc = mdp_run_opened(r, f);
   } else {
     md_seterr(f->err, sizeof(f->err), "%s before its capture folder was made",
               mdp_capst.ready ? "the worker left" : "the capture module stopped");
     if(f->dir_fd >= 0) {
       close(f->dir_fd);
-      mdp_caprun_discard(f->dir);
+      mdp_run_discard(f->dir);
     }
   }
   pthread_mutex_unlock(&mdp_capst.lock);
   return rc;
 }
 
-int mdp_caprun_begin(mdp_caprun *r, mdp_capture_started_fn cb, void *arg, char *err, size_t errlen)
+int mdp_run_begin(mdp_run *r, mdp_capture_started_fn cb, void *arg, char *err, size_t errlen)
 {
-  if(mdp_caprun_open_folder(r, &mdp_capst.cfg, on_folder, cb, arg, err, errlen) == 0) {
+  if(mdp_run_open_folder(r, &mdp_capst.cfg, on_folder, cb, arg, err, errlen) == 0) {
     r->opening = true;
     return 0;
   }
@@ -516,14 +516,14 @@ int mdp_caprun_begin(mdp_caprun *r, mdp_capture_started_fn cb, void *arg, char *
   return -1;
 }
 
-mdp_capture_outcome mdp_caprun_opened(mdp_caprun *r, mdp_caprun_folder *f)
+mdp_capture_outcome mdp_run_opened(mdp_run *r, mdp_run_folder *f)
 {
   mdp_actions_t acts = {.n = 0};
 
   r->opening = false;
   if(f->rc) {
     not_begun(r, f->outside, f->err);
-    mdp_caprun_pump(); /* its slot is free */
+    mdp_run_pump(); /* its slot is free */
     return f->outside ? MDP_CAPTURE_OUTSIDE : MDP_CAPTURE_FAILED;
   }
   snprintf(r->dir, sizeof(r->dir), "%s", f->dir);
@@ -535,45 +535,44 @@ mdp_capture_outcome mdp_caprun_opened(mdp_caprun *r, mdp_caprun_folder *f)
   mdp_capst.counters.started++;
   INFO("memdiag plugin: capturing worker %s (pid %d, connection %" PRIu64 ") into %s%s", r->name,
        (int)r->pid, r->conn, r->dir, r->streams ? " (streamed through the plugin)" : "");
-  mdp_plan_begin(&r->plan, mdp_caprun_now_ms(), &acts);
-  mdp_caprun_actions(r, &acts);
+  mdp_plan_begin(&r->plan, mdp_run_now_ms(), &acts);
+  mdp_run_actions(r, &acts);
   if(r->limit_pending && !r->plan.finished) {
     mdp_actions_t more = {.n = 0};
-    mdp_plan_limit(&r->plan, mdp_caprun_now_ms(), &more);
-    mdp_caprun_actions(r, &more);
+    mdp_plan_limit(&r->plan, mdp_run_now_ms(), &more);
+    mdp_run_actions(r, &more);
   }
-  mdp_caprun_settle(r);
+  mdp_run_settle(r);
   return MDP_CAPTURE_STARTED;
 }
 
-void mdp_caprun_settle(mdp_caprun *r)
+void mdp_run_settle(mdp_run *r)
 {
   if(!r->plan.finished)
     return;
-  mdp_sched_finished(&mdp_capst.sched, r->conn, mdp_caprun_dump_taken(&r->plan));
-  mdp_caprun_drop(r);
-  mdp_caprun_pump();
+  mdp_sched_finished(&mdp_capst.sched, r->conn, mdp_run_dump_taken(&r->plan));
+  mdp_run_drop(r);
+  mdp_run_pump();
 }
 
-void mdp_caprun_pump(void)
+void mdp_run_pump(void)
 {
   char why[256], err[256];
   uint64_t conn;
   int got;
-  while((got = mdp_sched_next(&mdp_capst.sched, mdp_caprun_now_ms(), &conn, why, sizeof(why))) !=
-        0) {
-    mdp_caprun *r = mdp_caprun_find(conn);
+  while((got = mdp_sched_next(&mdp_capst.sched, mdp_run_now_ms(), &conn, why, sizeof(why))) != 0) {
+    mdp_run *r = mdp_run_find(conn);
     if(!r) {
       mdp_sched_finished(&mdp_capst.sched, conn, false);
       continue;
     }
     if(got == 2) {
       mdp_capst.counters.skipped++;
-      mdp_caprun_notify(NOTIF_FAILURE, r, "capture of worker %s (pid %d) skipped: %s", r->name,
-                        (int)r->pid, why);
-      mdp_caprun_drop(r);
+      mdp_run_notify(NOTIF_FAILURE, r, "capture of worker %s (pid %d) skipped: %s", r->name,
+                     (int)r->pid, why);
+      mdp_run_drop(r);
       continue;
     }
-    mdp_caprun_begin(r, NULL, NULL, err, sizeof(err));
+    mdp_run_begin(r, NULL, NULL, err, sizeof(err));
   }
 }

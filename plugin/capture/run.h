@@ -1,4 +1,4 @@
-/* memdiag plugin: the capture plans that run (prefix mdp_caprun_).
+/* memdiag plugin: the capture plans that run (prefix mdp_run_).
  *
  * Internal to plugin/capture/: the table of runs, and what carries a run's
  * plan out into the world: requests to its worker (relay), timers (loop),
@@ -15,12 +15,12 @@
  * Threading: every function here expects mdp_capst.lock held; reply, timer
  * and fs-thread callbacks take it themselves. The fs thread never takes it.
  *
- * Ownership: the table owns every run (mdp_caprun_add to mdp_caprun_drop),
+ * Ownership: the table owns every run (mdp_run_add to mdp_run_drop),
  * with its folder descriptor and its reference to its manifest slot;
  * mdp_capst is the module's one state.
  */
-#ifndef MDP_CAPTURE_RUN_H
-#define MDP_CAPTURE_RUN_H
+#ifndef MDP_RUN_H
+#define MDP_RUN_H
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -28,13 +28,14 @@
 #include <sys/types.h>
 
 #include "capture.h"
-#include "capture_fs.h"
+#include "manifest.h"
+#include "store/capfs.h"
 #include "loop/loop.h"
-#include "plan.h"
-#include "plan_sched.h"
+#include "capture/plan/plan.h"
+#include "capture/plan/sched.h"
 
 /* One plan, queued or running, for one connection. */
-typedef struct mdp_caprun {
+typedef struct mdp_run {
   uint64_t conn;
   uint64_t gen; /* tells this run's callbacks from a former run's */
   bool begun;
@@ -56,11 +57,11 @@ typedef struct mdp_caprun {
   bool limit_pending; /* MemoryLimit reached while opening: the plan is told once begun */
   bool limit_signal;  /* a MemoryLimit dump: signal even if no folder can be made */
   int dir_fd;         /* its folder once made, else -1 (the run's) */
-  struct mdp_caprun_manifest *manifest; /* coalesced manifest writes (run_fs.c) */
-  bool analysing;                       /* handed to analyze.c, which then starts CaptureCommand */
+  struct mdp_run_manifest *manifest; /* coalesced manifest writes (run_fs.c) */
+  bool analysing;                    /* handed to analyze.c, which then starts CaptureCommand */
   bool streams; /* results go through the plugin (DumpTransfer), decided at start */
   mdp_plan_t plan;
-} mdp_caprun;
+} mdp_run;
 
 typedef struct mdp_capture_state {
   pthread_mutex_t lock; /* guards everything below */
@@ -71,41 +72,41 @@ typedef struct mdp_capture_state {
   size_t n_kinds;
   mdp_sched_t sched;
   mdp_capture_counters_t counters;
-  mdp_caprun **runs;
+  mdp_run **runs;
   size_t n_runs, cap_runs;
   uint64_t next_gen; /* never reset: a restarted module ignores old callbacks */
 } mdp_capture_state;
 
 extern mdp_capture_state mdp_capst;
 
-int64_t mdp_caprun_now_ms(void); /* wall clock, as manifests record it */
-mdp_plan_params_t mdp_caprun_params(void);
+int64_t mdp_run_now_ms(void); /* wall clock, as manifests record it */
+mdp_plan_params_t mdp_run_params(void);
 
-mdp_caprun *mdp_caprun_find(uint64_t conn);
-mdp_caprun *mdp_caprun_add(uint64_t conn); /* NULL when out of memory */
-void mdp_caprun_drop(mdp_caprun *r);
+mdp_run *mdp_run_find(uint64_t conn);
+mdp_run *mdp_run_add(uint64_t conn); /* NULL when out of memory */
+void mdp_run_drop(mdp_run *r);
 
 /* The identity a run acts on: the registry's (SO_PEERCRED) while the worker
  * is connected, else the caller's. */
-void mdp_caprun_identity(mdp_caprun *r, const mdp_capture_worker_t *w);
+void mdp_run_identity(mdp_run *r, const mdp_capture_worker_t *w);
 
 /* A notification about the run's worker (also logged). */
-void mdp_caprun_notify(int severity, const mdp_caprun *r, const char *fmt, ...)
+void mdp_run_notify(int severity, const mdp_run *r, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* RestartSignal to the run's worker, if it is still connected under the
  * same ID and PID; `why` goes into the notification. */
-void mdp_caprun_signal(mdp_caprun *r, const char *why);
+void mdp_run_signal(mdp_run *r, const char *why);
 /* A dump sent under RestartAfterCapture ended (`how`: "was answered",
  * "ended with a timeout", "outlived its worker"): past its timeout, the
  * manifest's restart.waited says so. */
-void mdp_caprun_dump_ended(mdp_caprun *r, const char *how);
+void mdp_run_dump_ended(mdp_run *r, const char *how);
 
-bool mdp_caprun_dump_taken(const mdp_plan_t *p);
+bool mdp_run_dump_taken(const mdp_plan_t *p);
 
 /* A begun run of this connection and generation (a callback's token), or
  * NULL when it has gone since. */
-mdp_caprun *mdp_caprun_claim(uint64_t conn, uint64_t gen);
+mdp_run *mdp_run_claim(uint64_t conn, uint64_t gen);
 
 /* Start a run whose slot the scheduler granted: its folder is made on the
  * fs thread, then it begins, and cb (may be NULL) learns on the loop thread
@@ -113,63 +114,61 @@ mdp_caprun *mdp_caprun_claim(uint64_t conn, uint64_t gen);
  * closes first). Returns 0, or -1 when the job could not even be queued:
  * the run was counted as failed, reported and dropped, err says why and cb
  * is not called. */
-int mdp_caprun_begin(mdp_caprun *r, mdp_capture_started_fn cb, void *arg, char *err, size_t errlen);
+int mdp_run_begin(mdp_run *r, mdp_capture_started_fn cb, void *arg, char *err, size_t errlen);
 
 /* What the fs thread made of an opening run's folder. */
-typedef struct mdp_caprun_folder {
+typedef struct mdp_run_folder {
   int rc;       /* 0 or a negative errno */
   bool outside; /* refused: DumpTransfer file, CaptureDirectory outside the dump directory */
   bool streams; /* results go through the plugin */
   int dir_fd;   /* the folder's descriptor (rc 0) */
   char dir[MDP_CAPTURE_PATH_MAX];
   char err[512]; /* why, when rc != 0 */
-} mdp_caprun_folder;
+} mdp_run_folder;
 
 /* The folder of an opening run is made (or not): the run begins (STARTED;
  * it takes f->dir_fd) or is counted, reported and dropped (FAILED, or
  * OUTSIDE counted as skipped; f->err says why). */
-mdp_capture_outcome mdp_caprun_opened(mdp_caprun *r, mdp_caprun_folder *f);
+mdp_capture_outcome mdp_run_opened(mdp_run *r, mdp_run_folder *f);
 
 /* Carry out what the plan asked for. */
-void mdp_caprun_actions(mdp_caprun *r, const mdp_actions_t *acts);
+void mdp_run_actions(mdp_run *r, const mdp_actions_t *acts);
 
 /* After any event: a finished run leaves and frees its slot, and queued
  * runs that may start now begin. */
-void mdp_caprun_settle(mdp_caprun *r);
-void mdp_caprun_pump(void);
+void mdp_run_settle(mdp_run *r);
+void mdp_run_pump(void);
 
 /* ---- run_fs.c: the runs' file-system jobs. They never reach into run.c:
  * what a job needs is passed in, and its answer goes, on the loop thread
  * and without any lock held, to the callback given. */
 
-/* The answer to mdp_caprun_open_folder: the run of conn/gen may be gone.
+/* The answer to mdp_run_open_folder: the run of conn/gen may be gone.
  * Returns what became of the capture (f->err says why when not STARTED). */
-typedef mdp_capture_outcome (*mdp_caprun_opened_fn)(uint64_t conn, uint64_t gen,
-                                                    mdp_caprun_folder *f);
+typedef mdp_capture_outcome (*mdp_run_opened_fn)(uint64_t conn, uint64_t gen, mdp_run_folder *f);
 
 /* Queue the making of r's folder below cfg->directory (the realpath check
  * of DumpTransfer file and the streams decision included); opened, then cb
  * (may be NULL), run afterwards. 0, or a negative errno with err saying
  * why (-EAGAIN: MDP_FSQ_MAX jobs wait) and neither runs. */
-int mdp_caprun_open_folder(const mdp_caprun *r, const mdp_capture_config_t *cfg,
-                           mdp_caprun_opened_fn opened, mdp_capture_started_fn cb, void *arg,
-                           char *err, size_t errlen);
+int mdp_run_open_folder(const mdp_run *r, const mdp_capture_config_t *cfg, mdp_run_opened_fn opened,
+                        mdp_capture_started_fn cb, void *arg, char *err, size_t errlen);
 
 /* An empty folder whose run went before it began: released and removed on
  * the fs thread (logged when it cannot be). */
-void mdp_caprun_discard(const char *dir);
+void mdp_run_discard(const char *dir);
 
 /* MaxUse prune and statvfs for a dump of `need` bytes; answer gets the
  * bytes available and those the captures use. 0, or a negative errno (no
  * answer will come). */
-typedef void (*mdp_caprun_space_fn)(uint64_t conn, uint64_t gen, uint64_t avail, uint64_t used);
-int mdp_caprun_check_space(const mdp_caprun *r, const mdp_capture_config_t *cfg, uint64_t need,
-                           mdp_caprun_space_fn answer);
+typedef void (*mdp_run_space_fn)(uint64_t conn, uint64_t gen, uint64_t avail, uint64_t used);
+int mdp_run_check_space(const mdp_run *r, const mdp_capture_config_t *cfg, uint64_t need,
+                        mdp_run_space_fn answer);
 
 /* What a capture's manifest says besides the analysis, copied from its run
  * (the run may be gone by the time it is written): the coalesced writes
  * here and analyze.c's last one. */
-typedef struct mdp_caprun_record {
+typedef struct mdp_run_record {
   mdp_plan_t plan;
   uint64_t conn;
   pid_t pid;
@@ -180,22 +179,21 @@ typedef struct mdp_caprun_record {
   int64_t signalled_ms;
   char worker[128], dir[MDP_CAPTURE_PATH_MAX], plan_text[512];
   char signal_error[128], restart_wait[240];
-} mdp_caprun_record;
+} mdp_run_record;
 
-void mdp_caprun_record_of(mdp_caprun_record *rec, const mdp_caprun *r,
-                          const mdp_capture_config_t *cfg);
+void mdp_run_record_of(mdp_run_record *rec, const mdp_run *r, const mdp_capture_config_t *cfg);
 /* The manifest's info, its strings borrowed from rec; analysis may be NULL. */
-mdp_manifest_info_t mdp_caprun_record_info(const mdp_caprun_record *rec, const char *analysis);
+mdp_manifest_info_t mdp_run_record_info(const mdp_run_record *rec, const char *analysis);
 
 /* Queue a write of r's manifest as it is now (coalesced: see fs_queue.h). */
-void mdp_caprun_write_manifest(mdp_caprun *r, const mdp_capture_config_t *cfg);
+void mdp_run_write_manifest(mdp_run *r, const mdp_capture_config_t *cfg);
 
 /* Check (and make) CaptureDirectory on the fs thread, keeping nothing
  * open, and log the outcome (at init). */
-void mdp_caprun_check_root(const char *root);
+void mdp_run_check_root(const char *root);
 
 /* Close the run's folder descriptor, drop its manifest slot (a queued write
- * still happens). mdp_caprun_drop calls it. */
-void mdp_caprun_release_fs(mdp_caprun *r);
+ * still happens). mdp_run_drop calls it. */
+void mdp_run_release_fs(mdp_run *r);
 
 #endif

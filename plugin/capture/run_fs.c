@@ -14,9 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "capture_fs.h"
-#include "capture_request.h"
-#include "fs_queue.h"
+#include "store/capfs.h"
+#include "capture/plan/request.h"
+#include "store/fsq.h"
 #include "md/text.h"
 #include "run.h"
 #include "workers/registry.h"
@@ -39,7 +39,7 @@ static void root_work(mdp_fsq_job *j)
     INFO("memdiag plugin: CaptureDirectory %s is ready", rj->root);
 }
 
-void mdp_caprun_check_root(const char *root)
+void mdp_run_check_root(const char *root)
 {
   root_job *rj = calloc(1, sizeof(*rj));
 
@@ -59,7 +59,7 @@ void mdp_caprun_check_root(const char *root)
 typedef struct {
   mdp_fsq_job job;
   uint64_t conn, gen;
-  mdp_caprun_opened_fn opened;
+  mdp_run_opened_fn opened;
   mdp_capture_started_fn cb;
   void *arg;
   char root[MDP_CAPTURE_PATH_MAX], worker[128], dump_directory[512];
@@ -69,7 +69,7 @@ typedef struct {
   int64_t now_ms;
   int transfer, same_mnt_ns;
   bool registered; /* the worker was connected: same_mnt_ns and dump_directory are known */
-  mdp_caprun_folder out;
+  mdp_run_folder out;
 } folder_job;
 
 /* With DumpTransfer file the worker writes its files itself, which its
@@ -78,7 +78,7 @@ typedef struct {
  * disk, hence here. */
 static bool outside(folder_job *fj)
 {
-  mdp_caprun_folder *f = &fj->out;
+  mdp_run_folder *f = &fj->out;
 
   if(fj->transfer != MDP_TRANSFER_FILE || !fj->dump_directory[0] ||
      mdp_capfs_inside(fj->root, fj->dump_directory))
@@ -93,10 +93,21 @@ static bool outside(folder_job *fj)
   return true;
 }
 
+/* Where the worker may write, found on the fs thread (mdp_capfs_inside
+ * resolves paths), for the plan's pure choice of DumpTransfer. */
+static mdp_request_where where_of(const folder_job *fj)
+{
+  if(fj->same_mnt_ns != 1)
+    return MDP_WHERE_APART;
+  if(!fj->dump_directory[0] || !mdp_capfs_inside(fj->root, fj->dump_directory))
+    return MDP_WHERE_NO_DIR;
+  return MDP_WHERE_HOLDS_CAPTURES;
+}
+
 static void folder_work(mdp_fsq_job *j)
 {
   folder_job *fj = (folder_job *)j;
-  mdp_caprun_folder *f = &fj->out;
+  mdp_run_folder *f = &fj->out;
   char why[512];
 
   f->dir_fd = -1;
@@ -115,9 +126,8 @@ static void folder_work(mdp_fsq_job *j)
   /* Decided once per capture, from what the kernel says of the worker (its
    * mount namespace) and where it may write. A folder the plugin alone
    * writes stays root's; one the worker writes into is the worker's. */
-  f->streams = fj->registered
-                   ? mdp_capreq_streams(fj->transfer, fj->same_mnt_ns, fj->dump_directory, fj->root)
-                   : fj->transfer != MDP_TRANSFER_FILE;
+  f->streams = fj->registered ? mdp_request_streams(fj->transfer, where_of(fj))
+                              : fj->transfer != MDP_TRANSFER_FILE;
   f->rc = mdp_capfs_make_folder(fj->root, fj->worker, fj->pid, fj->now_ms,
                                 f->streams ? geteuid() : fj->uid, f->streams ? getegid() : fj->gid,
                                 f->dir, sizeof(f->dir));
@@ -143,7 +153,7 @@ typedef struct {
 
 static void discard_work(mdp_fsq_job *j) { mdp_capfs_discard(((discard_job *)j)->dir); }
 
-void mdp_caprun_discard(const char *dir)
+void mdp_run_discard(const char *dir)
 {
   discard_job *d = calloc(1, sizeof(*d));
 
@@ -163,7 +173,7 @@ void mdp_caprun_discard(const char *dir)
 static void folder_done(mdp_fsq_job *j)
 {
   folder_job *fj = (folder_job *)j;
-  mdp_caprun_folder *f = &fj->out;
+  mdp_run_folder *f = &fj->out;
   mdp_capture_outcome rc = fj->opened(fj->conn, fj->gen, f);
 
   /* The module's lock is not held here: the caller may call back into it. */
@@ -173,9 +183,8 @@ static void folder_done(mdp_fsq_job *j)
   free(fj);
 }
 
-int mdp_caprun_open_folder(const mdp_caprun *r, const mdp_capture_config_t *cfg,
-                           mdp_caprun_opened_fn opened, mdp_capture_started_fn cb, void *arg,
-                           char *err, size_t errlen)
+int mdp_run_open_folder(const mdp_run *r, const mdp_capture_config_t *cfg, mdp_run_opened_fn opened,
+                        mdp_capture_started_fn cb, void *arg, char *err, size_t errlen)
 {
   folder_job *fj = calloc(1, sizeof(*fj));
   mdp_worker_info info;
@@ -227,7 +236,7 @@ int mdp_caprun_open_folder(const mdp_caprun *r, const mdp_capture_config_t *cfg,
 typedef struct {
   mdp_fsq_job job;
   uint64_t conn, gen;
-  mdp_caprun_space_fn answer;
+  mdp_run_space_fn answer;
   uint64_t need, max_use, avail, used;
   char root[MDP_CAPTURE_PATH_MAX], dir[MDP_CAPTURE_PATH_MAX];
 } space_job;
@@ -261,8 +270,8 @@ static void space_done(mdp_fsq_job *j)
   free(sj);
 }
 
-int mdp_caprun_check_space(const mdp_caprun *r, const mdp_capture_config_t *cfg, uint64_t need,
-                           mdp_caprun_space_fn answer)
+int mdp_run_check_space(const mdp_run *r, const mdp_capture_config_t *cfg, uint64_t need,
+                        mdp_run_space_fn answer)
 {
   space_job *sj = calloc(1, sizeof(*sj));
   int rc;
@@ -291,21 +300,21 @@ int mdp_caprun_check_space(const mdp_caprun *r, const mdp_capture_config_t *cfg,
  * for while that job waits only updates the state; one asked for after
  * the job took its copy queues another, which then writes the newer
  * state after it (the queue keeps order). */
-typedef struct mdp_caprun_manifest {
+typedef struct mdp_run_manifest {
   pthread_mutex_t mu; /* guards everything below */
   unsigned refs;      /* the run's, and one per job naming it */
   bool queued;        /* a job is queued that has not yet copied `newest` */
   bool failed;        /* a write of this capture failed and was logged */
-  mdp_caprun_record newest;
-} mdp_caprun_manifest;
+  mdp_run_record newest;
+} mdp_run_manifest;
 
 typedef struct {
   mdp_fsq_job job;
-  mdp_caprun_manifest *m;
-  mdp_caprun_record s; /* the state it writes, copied when it runs */
+  mdp_run_manifest *m;
+  mdp_run_record s; /* the state it writes, copied when it runs */
 } manifest_job;
 
-static void unref(mdp_caprun_manifest *m)
+static void unref(mdp_run_manifest *m)
 {
   pthread_mutex_lock(&m->mu);
   unsigned left = --m->refs;
@@ -319,15 +328,15 @@ static void unref(mdp_caprun_manifest *m)
 static void manifest_work(mdp_fsq_job *j)
 {
   manifest_job *mj = (manifest_job *)j;
-  mdp_caprun_manifest *m = mj->m;
-  const mdp_caprun_record *s = &mj->s;
+  mdp_run_manifest *m = mj->m;
+  const mdp_run_record *s = &mj->s;
 
   pthread_mutex_lock(&m->mu);
   mj->s = m->newest;
   m->queued = false;
   pthread_mutex_unlock(&m->mu);
-  mdp_manifest_info_t info = mdp_caprun_record_info(s, NULL);
-  int rc = mdp_capfs_write_manifest(s->dir, &info, &s->plan);
+  mdp_manifest_info_t info = mdp_run_record_info(s, NULL);
+  int rc = mdp_manifest_write(s->dir, &info, &s->plan);
   pthread_mutex_lock(&m->mu);
   bool first = rc && !m->failed;
   m->failed |= rc != 0;
@@ -337,8 +346,7 @@ static void manifest_work(mdp_fsq_job *j)
   unref(m);
 }
 
-void mdp_caprun_record_of(mdp_caprun_record *rec, const mdp_caprun *r,
-                          const mdp_capture_config_t *cfg)
+void mdp_run_record_of(mdp_run_record *rec, const mdp_run *r, const mdp_capture_config_t *cfg)
 {
   rec->plan = r->plan;
   rec->pid = r->pid;
@@ -355,7 +363,7 @@ void mdp_caprun_record_of(mdp_caprun_record *rec, const mdp_caprun *r,
   snprintf(rec->restart_wait, sizeof(rec->restart_wait), "%s", r->restart_wait);
 }
 
-mdp_manifest_info_t mdp_caprun_record_info(const mdp_caprun_record *rec, const char *analysis)
+mdp_manifest_info_t mdp_run_record_info(const mdp_run_record *rec, const char *analysis)
 {
   mdp_manifest_info_t info = {
       .worker = rec->worker,
@@ -375,9 +383,9 @@ mdp_manifest_info_t mdp_caprun_record_info(const mdp_caprun_record *rec, const c
   return info;
 }
 
-void mdp_caprun_write_manifest(mdp_caprun *r, const mdp_capture_config_t *cfg)
+void mdp_run_write_manifest(mdp_run *r, const mdp_capture_config_t *cfg)
 {
-  mdp_caprun_manifest *m = r->manifest;
+  mdp_run_manifest *m = r->manifest;
   manifest_job *mj = NULL;
   const char *lost = NULL;
 
@@ -391,7 +399,7 @@ void mdp_caprun_write_manifest(mdp_caprun *r, const mdp_capture_config_t *cfg)
     return;
   }
   pthread_mutex_lock(&m->mu);
-  mdp_caprun_record_of(&m->newest, r, cfg);
+  mdp_run_record_of(&m->newest, r, cfg);
   if(!m->queued) {
     mj = calloc(1, sizeof(*mj));
     if(mj) {
@@ -418,7 +426,7 @@ void mdp_caprun_write_manifest(mdp_caprun *r, const mdp_capture_config_t *cfg)
 
 /* ---------------------------------------------------------------- release */
 
-void mdp_caprun_release_fs(mdp_caprun *r)
+void mdp_run_release_fs(mdp_run *r)
 {
   if(r->dir_fd >= 0)
     close(r->dir_fd);

@@ -15,13 +15,13 @@
 #include <unistd.h>
 
 #include "capture/capture.h"
-#include "capture/fs_queue.h"
+#include "store/fsq.h"
 #include "config.h"
 #include "loop/loop.h"
 #include "server/conn.h"
-#include "server/control.h"
+#include "control/control.h"
 #include "server/hello.h"
-#include "server/relay.h"
+#include "relay/relay.h"
 #include "server_harness.h"
 #include "wiring.h"
 #include "workers/registry.h"

@@ -1,0 +1,243 @@
+/* Capture admission policy: see plan_sched.h. */
+#include "sched.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void mdp_sched_init(mdp_sched_t *s, unsigned concurrency, uint64_t cooldown_ms,
+                    bool restart_after_capture)
+{
+  memset(s, 0, sizeof(*s));
+  s->concurrency = concurrency ? concurrency : 1;
+  s->cooldown_ms = cooldown_ms;
+  s->restart_after_capture = restart_after_capture;
+}
+
+void mdp_sched_free(mdp_sched_t *s)
+{
+  free(s->conns);
+  free(s->cool);
+  memset(s, 0, sizeof(*s));
+}
+
+static mdp_sched_conn_t *find(const mdp_sched_t *s, uint64_t conn)
+{
+  for(size_t i = 0; i < s->n_conns; i++)
+    if(s->conns[i].connection_id == conn)
+      return &s->conns[i];
+  return NULL;
+}
+
+const mdp_sched_conn_t *mdp_sched_find(const mdp_sched_t *s, uint64_t conn)
+{
+  return find(s, conn);
+}
+
+static mdp_sched_conn_t *get(mdp_sched_t *s, uint64_t conn, const char *name)
+{
+  mdp_sched_conn_t *c = find(s, conn);
+  if(c)
+    return c;
+  if(s->n_conns == s->cap_conns) {
+    size_t cap = s->cap_conns ? s->cap_conns * 2 : 8;
+    mdp_sched_conn_t *n = realloc(s->conns, cap * sizeof(*n));
+    if(!n)
+      return NULL;
+    s->conns = n;
+    s->cap_conns = cap;
+  }
+  c = &s->conns[s->n_conns++];
+  memset(c, 0, sizeof(*c));
+  c->connection_id = conn;
+  snprintf(c->name, sizeof(c->name), "%s", name ? name : "");
+  return c;
+}
+
+static mdp_sched_cool_t *cool_find(const mdp_sched_t *s, const char *name)
+{
+  for(size_t i = 0; i < s->n_cool; i++)
+    if(strcmp(s->cool[i].name, name) == 0)
+      return &s->cool[i];
+  return NULL;
+}
+
+uint64_t mdp_sched_cooldown_left(const mdp_sched_t *s, const char *name, int64_t now_ms)
+{
+  const mdp_sched_cool_t *c = cool_find(s, name);
+  if(!c || !s->cooldown_ms)
+    return 0;
+  int64_t until = c->last_ms + (int64_t)s->cooldown_ms;
+  return until > now_ms ? (uint64_t)(until - now_ms) : 0;
+}
+
+static int cool_mark(mdp_sched_t *s, const char *name, int64_t now_ms)
+{
+  /* Forget names whose cooldown is over, so the table stays as small as
+   * the set of recently captured names. */
+  for(size_t i = 0; i < s->n_cool;) {
+    if(mdp_sched_cooldown_left(s, s->cool[i].name, now_ms) == 0)
+      s->cool[i] = s->cool[--s->n_cool];
+    else
+      i++;
+  }
+  mdp_sched_cool_t *c = cool_find(s, name);
+  if(!c) {
+    if(s->n_cool == s->cap_cool) {
+      size_t cap = s->cap_cool ? s->cap_cool * 2 : 8;
+      mdp_sched_cool_t *n = realloc(s->cool, cap * sizeof(*n));
+      if(!n)
+        return -ENOMEM;
+      s->cool = n;
+      s->cap_cool = cap;
+    }
+    c = &s->cool[s->n_cool++];
+    snprintf(c->name, sizeof(c->name), "%s", name);
+  }
+  c->last_ms = now_ms;
+  return 0;
+}
+
+void mdp_sched_identity(char *out, size_t len, unsigned long uid, const char *certificate,
+                        const char *name)
+{
+  snprintf(out, len, "'%.128s' (uid %lu, certificate '%.128s')", name ? name : "", uid,
+           certificate ? certificate : "");
+}
+
+static void cooldown_why(const mdp_sched_t *s, const char *name, int64_t now_ms, char *why,
+                         size_t whylen)
+{
+  uint64_t left = mdp_sched_cooldown_left(s, name, now_ms);
+  snprintf(why, whylen,
+           "CaptureCooldown: worker %s was captured recently; next "
+           "capture allowed in %" PRIu64 " s",
+           name, (left + 999) / 1000);
+}
+
+static int start(mdp_sched_t *s, mdp_sched_conn_t *c, int64_t now_ms)
+{
+  int rc = cool_mark(s, c->name, now_ms);
+  if(rc)
+    return rc;
+  c->state = MDP_CONN_RUNNING;
+  s->running++;
+  return 0;
+}
+
+int mdp_sched_admit(mdp_sched_t *s, uint64_t conn, const char *name, int64_t now_ms, bool manual,
+                    char *why, size_t whylen)
+{
+  mdp_sched_conn_t *c = find(s, conn);
+  if(c && c->state != MDP_CONN_IDLE) {
+    snprintf(why, whylen, "a capture plan already %s for this worker",
+             c->state == MDP_CONN_RUNNING ? "runs" : "waits");
+    return -EBUSY;
+  }
+  if(!manual && mdp_sched_cooldown_left(s, name, now_ms)) {
+    cooldown_why(s, name, now_ms, why, whylen);
+    return -EALREADY;
+  }
+  c = get(s, conn, name);
+  if(!c) {
+    snprintf(why, whylen, "out of memory");
+    return -ENOMEM;
+  }
+  if(s->running >= s->concurrency) {
+    c->state = MDP_CONN_QUEUED;
+    c->manual = manual;
+    c->seq = ++s->seq;
+    c->queued_ms = now_ms;
+    snprintf(why, whylen, "CaptureConcurrency %u reached: queued until a capture ends",
+             s->concurrency);
+    return MDP_ADMIT_QUEUE;
+  }
+  int rc = start(s, c, now_ms);
+  if(rc) {
+    snprintf(why, whylen, "out of memory");
+    return rc;
+  }
+  return MDP_ADMIT_START;
+}
+
+void mdp_sched_finished(mdp_sched_t *s, uint64_t conn, bool dump_taken)
+{
+  mdp_sched_conn_t *c = find(s, conn);
+  if(!c || c->state != MDP_CONN_RUNNING)
+    return;
+  c->state = MDP_CONN_IDLE;
+  c->dump_taken |= dump_taken;
+  s->running--;
+}
+
+int mdp_sched_next(mdp_sched_t *s, int64_t now_ms, uint64_t *conn, char *why, size_t whylen)
+{
+  if(s->running >= s->concurrency)
+    return 0;
+  mdp_sched_conn_t *oldest = NULL;
+  for(size_t i = 0; i < s->n_conns; i++) {
+    mdp_sched_conn_t *c = &s->conns[i];
+    if(c->state == MDP_CONN_QUEUED && (!oldest || c->seq < oldest->seq))
+      oldest = c;
+  }
+  if(!oldest)
+    return 0;
+  *conn = oldest->connection_id;
+  if(!oldest->manual && mdp_sched_cooldown_left(s, oldest->name, now_ms)) {
+    oldest->state = MDP_CONN_IDLE;
+    cooldown_why(s, oldest->name, now_ms, why, whylen);
+    return 2;
+  }
+  if(start(s, oldest, now_ms)) {
+    oldest->state = MDP_CONN_IDLE;
+    snprintf(why, whylen, "out of memory");
+    return 2;
+  }
+  return 1;
+}
+
+bool mdp_sched_gone(mdp_sched_t *s, uint64_t conn)
+{
+  mdp_sched_conn_t *c = find(s, conn);
+  if(!c)
+    return false;
+  bool queued = c->state == MDP_CONN_QUEUED;
+  if(c->state == MDP_CONN_RUNNING)
+    s->running--;
+  *c = s->conns[--s->n_conns];
+  return queued;
+}
+
+mdp_limit_action_t mdp_sched_limit(mdp_sched_t *s, uint64_t conn, const char *name, int64_t now_ms,
+                                   char *why, size_t whylen)
+{
+  if(!s->restart_after_capture)
+    return MDP_LIMIT_IGNORE;
+  mdp_sched_conn_t *c = get(s, conn, name);
+  if(!c || c->limit_seen)
+    return MDP_LIMIT_IGNORE;
+  c->limit_seen = true;
+  if(c->state == MDP_CONN_RUNNING)
+    return MDP_LIMIT_PLAN;
+  if(c->dump_taken) {
+    snprintf(why, whylen, "a heap dump of this worker was already captured");
+    if(c->state == MDP_CONN_QUEUED)
+      c->state = MDP_CONN_IDLE;
+    return MDP_LIMIT_SIGNAL;
+  }
+  if(mdp_sched_cooldown_left(s, c->name, now_ms)) {
+    cooldown_why(s, c->name, now_ms, why, whylen);
+    if(c->state == MDP_CONN_QUEUED)
+      c->state = MDP_CONN_IDLE;
+    return MDP_LIMIT_SIGNAL;
+  }
+  /* The worker is about to be restarted: its one dump does not wait for a
+   * concurrency slot, or the evidence would be lost. */
+  if(start(s, c, now_ms)) {
+    snprintf(why, whylen, "out of memory");
+    return MDP_LIMIT_SIGNAL;
+  }
+  return MDP_LIMIT_DUMP;
+}

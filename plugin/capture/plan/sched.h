@@ -1,0 +1,109 @@
+/* memdiag plugin: which capture plans may run (prefix mdp_sched_).
+ *
+ * Pure policy over all workers: one plan per worker, at most
+ * CaptureConcurrency plans at once (further triggers wait in a queue, oldest
+ * first), CaptureCooldown per worker identity, and what to do when a worker
+ * reaches MemoryLimit under RestartAfterCapture. No I/O, no clock reads: the
+ * caller passes the time.
+ *
+ * A worker's identity (the `name` arguments below) is what it cannot forge:
+ * its uid (SO_PEERCRED) and its certificate's CN together with the name it
+ * claims, composed by mdp_sched_identity. A worker that claims another's
+ * name under another uid or certificate shares no cooldown with it, so it
+ * can neither suppress that worker's captures nor get it restarted without
+ * a dump.
+ *
+ * Ownership: an mdp_sched_t owns its arrays; release with mdp_sched_free().
+ */
+#ifndef MDP_SCHED_H
+#define MDP_SCHED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { MDP_CONN_IDLE, MDP_CONN_QUEUED, MDP_CONN_RUNNING } mdp_conn_state_t;
+
+#define MDP_SCHED_ID_MAX 320 /* an identity, as mdp_sched_identity writes it */
+
+/* "'billing-api' (uid 1000, certificate 'memdiag worker')" into out. */
+void mdp_sched_identity(char *out, size_t len, unsigned long uid, const char *certificate,
+                        const char *name);
+
+typedef struct mdp_sched_conn {
+  uint64_t connection_id;
+  char name[MDP_SCHED_ID_MAX]; /* identity */
+  mdp_conn_state_t state;
+  bool manual;     /* queued by an operator: cooldown does not apply */
+  bool dump_taken; /* a heap dump of this connection succeeded */
+  bool limit_seen; /* the memory limit was handled once */
+  uint64_t seq;    /* queue order */
+  int64_t queued_ms;
+} mdp_sched_conn_t;
+
+typedef struct mdp_sched_cool {
+  char name[MDP_SCHED_ID_MAX]; /* identity */
+  int64_t last_ms;
+} mdp_sched_cool_t;
+
+typedef struct mdp_sched {
+  unsigned concurrency;
+  uint64_t cooldown_ms;
+  bool restart_after_capture;
+  mdp_sched_conn_t *conns;
+  size_t n_conns, cap_conns;
+  mdp_sched_cool_t *cool;
+  size_t n_cool, cap_cool;
+  unsigned running;
+  uint64_t seq;
+} mdp_sched_t;
+
+void mdp_sched_init(mdp_sched_t *s, unsigned concurrency, uint64_t cooldown_ms,
+                    bool restart_after_capture);
+void mdp_sched_free(mdp_sched_t *s);
+
+enum { MDP_ADMIT_START = 0, MDP_ADMIT_QUEUE = 1 };
+
+/* A trigger for a worker. Returns MDP_ADMIT_START (the caller starts the
+ * plan now; the worker counts as running), MDP_ADMIT_QUEUE, or -EBUSY (a plan
+ * runs or waits for this worker), -EALREADY (cooldown), -ENOMEM; refusals
+ * put the reason in why. */
+int mdp_sched_admit(mdp_sched_t *s, uint64_t conn, const char *name, int64_t now_ms, bool manual,
+                    char *why, size_t whylen);
+
+/* The plan of conn ended. */
+void mdp_sched_finished(mdp_sched_t *s, uint64_t conn, bool dump_taken);
+
+/* Next queued worker that may start now. Returns 1 with *conn set (now
+ * running), 0 when none can start. A queued worker that fell into cooldown
+ * meanwhile is dropped: returns 2 with *conn and why set. */
+int mdp_sched_next(mdp_sched_t *s, int64_t now_ms, uint64_t *conn, char *why, size_t whylen);
+
+/* The worker is gone; forget it (a queued trigger is dropped). Returns true
+ * if it was queued. */
+bool mdp_sched_gone(mdp_sched_t *s, uint64_t conn);
+
+typedef enum {
+  MDP_LIMIT_IGNORE, /* RestartAfterCapture off, or already handled */
+  MDP_LIMIT_PLAN,   /* a plan runs: tell it (mdp_plan_limit) */
+  MDP_LIMIT_DUMP,   /* no dump yet: run a one-dump plan, then signal */
+  MDP_LIMIT_SIGNAL, /* signal now (dump already taken, or cooldown: why) */
+} mdp_limit_action_t;
+
+mdp_limit_action_t mdp_sched_limit(mdp_sched_t *s, uint64_t conn, const char *name, int64_t now_ms,
+                                   char *why, size_t whylen);
+
+/* NULL when memdiag knows nothing about conn. */
+const mdp_sched_conn_t *mdp_sched_find(const mdp_sched_t *s, uint64_t conn);
+
+/* Milliseconds of cooldown left for an identity (0: none). */
+uint64_t mdp_sched_cooldown_left(const mdp_sched_t *s, const char *name, int64_t now_ms);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
