@@ -4,6 +4,12 @@
 #
 #   ruby tests/data/traces/generate.rb [OUTDIR]     (default: this folder)
 #
+# It also writes whole families of traces drawn over ranges of parameters
+# (families.rb says which); those are made at test time, never committed:
+#
+#   ruby tests/data/traces/generate.rb --family warmup|fast-leak \
+#        [--seed N] [--count N] [--ranges held-out] OUTDIR
+#
 # Every trace: collectd csv ("epoch,value"), one sample every 10 s from
 # epoch 1790000000, values in bytes. Leak traces stop at the first sample at
 # or above 1 GiB (as leak-fast-15mb-min does); benign ones run 6 hours.
@@ -77,6 +83,8 @@ TRACES = {
   }],
 }.freeze
 
+require_relative "families"
+
 def generate(outdir)
   TRACES.each do |name, (seed, kind, shape)|
     noise = Noise.new(seed)
@@ -92,4 +100,10 @@ def generate(outdir)
   end
 end
 
-generate(ARGV[0] || __dir__) if $PROGRAM_NAME == __FILE__
+if $PROGRAM_NAME == __FILE__
+  if ARGV.first&.start_with?("--")
+    Families.main(ARGV)
+  else
+    generate(ARGV[0] || __dir__)
+  end
+end
