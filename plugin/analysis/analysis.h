@@ -40,12 +40,23 @@ typedef struct {
   uid_t owner;              /* link (a hard link planted in a worker's folder is refused) */
 } mdp_analysis_opts;
 
+/* Where a group's allocation site (file, line) came from. */
+typedef enum {
+  MDP_ANALYSIS_SITE_NONE = 0, /* no site: file is NULL */
+  MDP_ANALYSIS_SITE_TRACED,   /* the dumps' allocation tracing data */
+  MDP_ANALYSIS_SITE_SAMPLED,  /* sampled allocation sites (sampled.c) */
+} mdp_analysis_site_source;
+
+/* "traced", "sampled" or "none". */
+const char *mdp_analysis_site_source_name(mdp_analysis_site_source s);
+
 /* One group of retained objects: same type, class and allocation site. */
 typedef struct {
   const char *type; /* "STRING", "OBJECT", ... (static) */
   char *class_name; /* NULL: anonymous or not a class instance */
   char *file;       /* NULL: no allocation site (tracing was off) */
   unsigned line;
+  mdp_analysis_site_source site_source;
   uint64_t count, bytes;
 } mdp_analysis_group;
 

@@ -71,6 +71,16 @@ static void jstr(FILE *f, const char *s, size_t n)
 
 static void jcstr(FILE *f, const char *s) { jstr(f, s, s ? strlen(s) : 0); }
 
+const char *mdp_analysis_site_source_name(mdp_analysis_site_source s)
+{
+  switch(s) {
+  case MDP_ANALYSIS_SITE_TRACED: return "traced";
+  case MDP_ANALYSIS_SITE_SAMPLED: return "sampled";
+  case MDP_ANALYSIS_SITE_NONE: break;
+  }
+  return "none";
+}
+
 static size_t limit(size_t n, size_t top) { return top && n > top ? top : n; }
 
 void mdp_analysis_json_string(FILE *out, const char *s) { jcstr(out, s); }
@@ -99,6 +109,7 @@ static void group_json(FILE *f, const mdp_analysis_group *g)
     fprintf(f, ", \"line\": %u", g->line);
   else
     fputs(", \"line\": null", f);
+  fprintf(f, ", \"site_source\": \"%s\"", mdp_analysis_site_source_name(g->site_source));
   fprintf(f, ", \"count\": %" PRIu64 ", \"bytes\": %" PRIu64 "}", g->count, g->bytes);
 }
 

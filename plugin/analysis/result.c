@@ -146,6 +146,7 @@ static int build_groups(mdp_ctx *c, unsigned last, mdp_analysis_map *cidx, size_
     g->class_name = m->c ? decoded(&c->names, (uint32_t)m->c) : NULL;
     g->file = file ? decoded(&c->files, file) : NULL;
     g->line = (unsigned)(m->k2 & 0xffffffffu);
+    g->site_source = file ? MDP_ANALYSIS_SITE_TRACED : MDP_ANALYSIS_SITE_NONE;
     g->count = m->a;
     g->bytes = m->b;
     if((m->c && !g->class_name) || (file && !g->file))

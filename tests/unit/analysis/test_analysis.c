@@ -69,6 +69,7 @@ static void test_retained_by_site(void **s)
   assert_string_equal(res.groups[0].type, "OBJECT");
   assert_string_equal(res.groups[0].file, "app/models/cart.rb");
   assert_int_equal(res.groups[0].line, 28);
+  assert_int_equal(res.groups[0].site_source, MDP_ANALYSIS_SITE_TRACED);
   assert_int_equal(res.groups[0].count, 5);
   assert_int_equal(res.groups[0].bytes, 200);
   assert_string_equal(res.groups[1].class_name, "Hash");
@@ -132,8 +133,10 @@ static void test_missing_allocation_info(void **s)
   assert_int_equal(res.dumps[0].objects, 8);
   assert_true(has_caveat(&res, "no_sites"));
   assert_false(res.doubtful);
-  for(size_t i = 0; i < res.n_groups; i++)
+  for(size_t i = 0; i < res.n_groups; i++) {
     assert_null(res.groups[i].file);
+    assert_int_equal(res.groups[i].site_source, MDP_ANALYSIS_SITE_NONE);
+  }
   assert_string_equal(res.groups[0].class_name, "Cart::Line");
   assert_int_equal(res.groups[0].count, 4);
   assert_int_equal(group(&res, "STRING")->count, 3);
@@ -407,7 +410,7 @@ static void test_json(void **s)
   fclose(f);
   assert_non_null(strstr(text, "\"retained\": [\n    {\"type\": \"OBJECT\", \"class\": "
                                "\"Cart::Line\", \"file\": \"app/models/cart.rb\", \"line\": 28, "
-                               "\"count\": 5, \"bytes\": 200}"));
+                               "\"site_source\": \"traced\", \"count\": 5, \"bytes\": 200}"));
   assert_null(strstr(text, "\"line\": 29")); /* --top 2 */
   assert_non_null(strstr(text, "\"by_class\": ["));
   assert_non_null(strstr(text, "\"strings\": [\n    {\"value\": \"sku-1\""));
