@@ -50,9 +50,8 @@ static void child(void)
     h->next_registered = NULL;
     if(h->conn_fd >= 0)
       close(h->conn_fd);
-    if(h->wake_fd >= 0)
-      close(h->wake_fd);
-    h->conn_fd = h->wake_fd = -1;
+    mdh_wake_close(&h->wake);
+    h->conn_fd = -1;
     mdh_stream_forget_in_child(h);
     h->thread_started = 0;
     /* this thread locked both in prepare(), so it may unlock them; the

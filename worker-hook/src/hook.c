@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -110,8 +109,7 @@ static void free_plain(mdh_hook *h, int destroy_sync)
       mdh_request_clear(&h->reqs[i]);
   free(h->reqs);
   mdh_reply_nodes_free(h->replies);
-  if(h->wake_fd >= 0)
-    close(h->wake_fd);
+  mdh_wake_close(&h->wake);
   free_config(h);
   if(destroy_sync) {
     pthread_cond_destroy(&h->cond);
@@ -153,7 +151,7 @@ int mdh_start(mdh_hook **out, const mdh_config *config)
   h = calloc(1, sizeof *h);
   if(!h)
     return MDH_ENOMEM;
-  h->wake_fd = -1;
+  h->wake = MDH_WAKE_NONE;
   h->conn_fd = -1;
   h->pid = getpid();
   pthread_mutex_init(&h->mu, NULL);
@@ -171,8 +169,7 @@ int mdh_start(mdh_hook **out, const mdh_config *config)
     rc = MDH_ENOMEM;
     goto out;
   }
-  h->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if(h->wake_fd < 0) {
+  if(mdh_wake_open(&h->wake) < 0) {
     rc = MDH_ETHREAD;
     goto out;
   }
@@ -313,7 +310,7 @@ int mdh_reply(mdh_hook *h, const mdh_reply_t *reply)
   if(node && rc) {
     mdh_reply_nodes_free(node);
   } else if(node) {
-    mdh_io_wake(h);
+    mdh_wake_signal(&h->wake);
   }
   return rc;
 }
@@ -342,7 +339,7 @@ void mdh_shutdown(mdh_hook *h)
   pthread_cond_broadcast(&h->cond);
   pthread_mutex_unlock(&h->mu);
   if(join) {
-    mdh_io_wake(h);
+    mdh_wake_signal(&h->wake);
     pthread_join(h->thread, NULL);
   }
 }

@@ -10,6 +10,7 @@
 #include "md/tls.h"
 #include "md/wire.h"
 #include "memdiag/hook.h"
+#include "wake.h"
 
 /* A reply waiting for the I/O thread; owns frame (see mdh_reply_frame_free). */
 typedef struct mdh_reply_node {
@@ -37,7 +38,7 @@ struct mdh_hook {
 
   pthread_t thread;
   int thread_started;
-  int wake_fd; /* eventfd; a write wakes the I/O thread */
+  mdh_wake wake; /* a signal wakes the I/O thread (wake.h) */
 
   /* Held by the I/O thread around every OpenSSL call, and by the fork
    * prepare handler, so a child never inherits OpenSSL state halfway
@@ -95,7 +96,6 @@ unsigned mdh_reply_nodes_count(const mdh_reply_node *n);
 
 /* io.c */
 void *mdh_io_main(void *arg);
-void mdh_io_wake(mdh_hook *h);
 
 /* stream.c (I/O thread side; the runtime side is in memdiag/hook.h).
  * mdh_stream_step sends at most one frame through send(arg, frame). */

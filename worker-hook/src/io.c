@@ -45,20 +45,6 @@ typedef struct {
 
 enum { WAIT_READY = 0, WAIT_TIMEOUT = 1, WAIT_STOP = 2 };
 
-void mdh_io_wake(mdh_hook *h)
-{
-  uint64_t one = 1;
-  ssize_t n = write(h->wake_fd, &one, sizeof one);
-  (void)n; /* a full eventfd counter already wakes the thread */
-}
-
-static void drain_wake(mdh_hook *h)
-{
-  uint64_t v;
-  ssize_t n = read(h->wake_fd, &v, sizeof v);
-  (void)n;
-}
-
 static int is_stopping(mdh_hook *h)
 {
   int s;
@@ -79,7 +65,7 @@ static int remaining_ms(uint64_t deadline_ms)
 static int wait_io(mdh_hook *h, int fd, short events, int timeout_ms)
 {
   struct pollfd p[3] = {
-      {.fd = h->wake_fd, .events = POLLIN},
+      {.fd = mdh_wake_fd(&h->wake), .events = POLLIN},
       {.fd = fd, .events = events},
       {.fd = fd >= 0 ? mdh_stream_poll_fd(h) : -1, .events = POLLIN},
   };
@@ -87,7 +73,7 @@ static int wait_io(mdh_hook *h, int fd, short events, int timeout_ms)
   if(n < 0)
     return errno == EINTR ? WAIT_READY : WAIT_TIMEOUT;
   if(p[0].revents & POLLIN) {
-    drain_wake(h);
+    mdh_wake_drain(&h->wake);
     if(is_stopping(h))
       return WAIT_STOP;
   }

@@ -96,7 +96,7 @@ int mdh_stream_open(mdh_hook *h, const mdh_request *req, int *write_fd)
   }
   h->stream = st;
   pthread_mutex_unlock(&h->mu);
-  mdh_io_wake(h);
+  mdh_wake_signal(&h->wake);
   *write_fd = fds[1];
   return MDH_OK;
 }
@@ -124,7 +124,7 @@ int mdh_stream_finish(mdh_hook *h, uint64_t request_id, const char *error, uint6
       snprintf(st->error, sizeof st->error, "%s", error);
   }
   pthread_mutex_unlock(&h->mu);
-  mdh_io_wake(h);
+  mdh_wake_signal(&h->wake);
 
   pthread_mutex_lock(&h->mu);
   while(!st->ended && !h->stopping)
