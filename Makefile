@@ -10,7 +10,8 @@ DEB_PACKAGES = build-essential cmake pkg-config openssl libssl-dev \
   ruby-sidekiq redis-server \
   procps psmisc clang-format zstd util-linux \
   dpkg-dev systemd ruby-bundler libmicrohttpd12 prometheus rclone \
-  clang libclang-rt-14-dev runc
+  clang libclang-rt-14-dev runc \
+  lintian ruby-kramdown man-db debootstrap
 
 .PHONY: all deps build test demo bench clean format check-format package gem fuzz check-asan \
   check-tsan

@@ -7,6 +7,11 @@
 #                                                 Prometheus rules, Grafana dashboard)
 #   /usr/lib/sysusers.d/memdiag.conf              group memdiag
 #   /usr/lib/tmpfiles.d/memdiag.conf              /run/memdiag 0750 root:memdiag
+#   /usr/lib/systemd/system/collectd.service.d/memdiag.conf
+#                                                 collectd.service makes /run/memdiag
+#   /usr/share/man/man1/memdiagctl.1.gz, memdiag-certs.1.gz, man5/collectd-memdiag.5.gz
+#   /usr/share/doc/memdiag/copyright, changelog.gz (and the same for ruby-memdiag-hook)
+#                                                 conf/packaging/PackageDocs.cmake
 #
 # Depends is collectd-core and openssl (memdiag-certs) plus what
 # dpkg-shlibdeps finds for the binaries, so it follows the libraries they link.
@@ -43,7 +48,8 @@ set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_DIRECTORY ${PROJECT_BINARY_DIR})
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_STRIP_FILES ON)
-set(CPACK_PACKAGE_CONTACT "memdiag maintainers <root@localhost>")
+set(CPACK_PACKAGE_CONTACT "${MEMDIAG_MAINTAINER}")
+set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "${MEMDIAG_HOMEPAGE}")
 set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE ${_md_arch})
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
@@ -57,7 +63,9 @@ set(CPACK_DEBIAN_MEMDIAG_FILE_NAME "memdiag_${PROJECT_VERSION}_${_md_arch}.deb")
 set(CPACK_DEBIAN_MEMDIAG_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_MEMDIAG_PACKAGE_DEPENDS "collectd-core, openssl")
 set(CPACK_DEBIAN_MEMDIAG_PACKAGE_SUGGESTS "collectd, rclone, ruby-memdiag-hook")
-set(CPACK_DEBIAN_MEMDIAG_PACKAGE_CONTROL_EXTRA ${_mdpkg}/postinst)
+# Our own postrm: CPack's default one runs ldconfig because memdiag.so is
+# under /usr/lib, but it is a collectd plugin, not a shared library.
+set(CPACK_DEBIAN_MEMDIAG_PACKAGE_CONTROL_EXTRA ${_mdpkg}/postinst ${_mdpkg}/postrm)
 set(CPACK_DEBIAN_MEMDIAG_DESCRIPTION
 "capture the evidence of a memory leak in a Ruby worker before it is restarted
 A collectd plugin that tracks the memory of Ruby workers, detects

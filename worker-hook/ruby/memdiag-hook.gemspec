@@ -18,9 +18,14 @@ Gem::Specification.new do |s|
     RUBYOPT=-rmemdiag/hook/auto or Memdiag::Hook.start.
   TEXT
   s.authors = ["memdiag"]
+  s.license = "MIT"
+  # The same page as the Debian packages' Homepage (MEMDIAG_HOMEPAGE in
+  # conf/packaging/PackageDocs.cmake; tests/integration/gem checks they agree).
+  s.homepage = "https://github.com/memdiag/memdiag"
+  s.metadata = { "changelog_uri" => "#{s.homepage}/blob/main/CHANGELOG.md" }
   s.required_ruby_version = ">= 3.1"
   s.files = Dir.chdir(__dir__) do
-    Dir["lib/**/*.rb", "ext/memdiag_hook/**/*.{rb,c,h}", "memdiag-hook.gemspec"].sort
+    Dir["lib/**/*.rb", "ext/memdiag_hook/**/*.{rb,c,h}", "memdiag-hook.gemspec", "LICENSE", "CHANGELOG.md"].sort
   end
   s.extensions = ["ext/memdiag_hook/extconf.rb"]
   s.require_paths = ["lib"]

@@ -7,6 +7,7 @@
 # memdiag and answers a heap dump; Puma started with `bundle exec` from a
 # Gemfile that lists the gem registers its master and workers.
 require_relative "../harness/harness"
+require "yaml"
 require "zlib"
 
 module GemFixture
@@ -14,6 +15,7 @@ module GemFixture
   BUILD = E2E.setting("MEMDIAG_GEM_BUILD")
   PROTOC_C = E2E.setting("MEMDIAG_GEM_PROTOC_C")
   VERSION = E2E.setting("MEMDIAG_GEM_VERSION")
+  HOMEPAGE = E2E.setting("MEMDIAG_GEM_HOMEPAGE")
   PUMA = ENV.fetch("MEMDIAG_PUMA", "puma")
 
   # Built and installed once per test process; removed at exit.
@@ -65,6 +67,20 @@ class GemInstallTest < Minitest::Test
       assert_includes files, "- #{f}\n", "the gem lacks #{f}"
     end
     refute_match(/\.(so|o)$/, files, "the gem carries a build product")
+  end
+
+  # What `gem spec` and rubygems.org show a company's review, and a `gem
+  # build` that says nothing but what it built.
+  def test_gem_spec_names_the_licence_and_homepage_and_gem_build_did_not_warn
+    spec = ->(field) { Open3.capture2("gem", "spec", installed[:gem], field).first }
+    assert_equal ["MIT"], YAML.safe_load(spec.call("licenses")), "gem spec licenses"
+    assert_equal HOMEPAGE, YAML.safe_load(spec.call("homepage")), "gem spec homepage (the packages' Homepage)"
+    files = YAML.safe_load(spec.call("files"))
+    assert_includes files, "LICENSE"
+    assert_includes files, "CHANGELOG.md"
+    log = File.read(File.join(installed[:dir], "out", "gem-build.log"))
+    assert_match(/Successfully built RubyGem/, log)
+    refute_match(/warning/i, log, "gem build warned")
   end
 
   def test_require_loads_the_extension_built_by_gem_install

@@ -5,10 +5,12 @@
 # loads memdiag.so from a normal PluginDir (the extracted /usr/lib/collectd)
 # with the shipped example configuration, and a worker registers; the
 # ruby-memdiag-hook package: its vendor_ruby files, Depends, and a Ruby
-# worker hooked from it registering.
+# worker hooked from it registering; lintian on both packages (no error,
+# no warning), their DEP-5 copyright and Debian changelog, the Maintainer
+# the build set, and collectd.service's drop-in as systemd reads it.
 # Environment (tests/integration/package/CMakeLists.txt): MDPKG_CPACK
 # MDPKG_BUILD MDPKG_VERSION MDPKG_COLLECTD MDPKG_COLLECTD_PLUGINS
-# MDPKG_TYPES_DB MDPKG_TEST_WORKER MDPKG_RUBY.
+# MDPKG_TYPES_DB MDPKG_TEST_WORKER MDPKG_RUBY MDPKG_MAINTAINER.
 set -eu
 
 T=$(mktemp -d /tmp/mdpkg-test.XXXXXX)
@@ -64,9 +66,58 @@ has_file -rw-r--r-- usr/share/doc/memdiag/examples/memdiag.json
 has_file -rwxr-xr-x usr/share/doc/memdiag/examples/memdiag-ship-rclone
 has_file -rw-r--r-- usr/lib/tmpfiles.d/memdiag.conf
 has_file -rw-r--r-- usr/lib/sysusers.d/memdiag.conf
-if grep -Ev '^d' "$T/contents" | grep -Ev ' \./usr/(lib/collectd|bin|share/doc/memdiag|lib/tmpfiles\.d|lib/sysusers\.d)/'; then
+has_file -rw-r--r-- usr/lib/systemd/system/collectd.service.d/memdiag.conf
+has_file -rw-r--r-- usr/share/man/man1/memdiagctl.1.gz
+has_file -rw-r--r-- usr/share/man/man1/memdiag-certs.1.gz
+has_file -rw-r--r-- usr/share/man/man5/collectd-memdiag.5.gz
+has_file -rw-r--r-- usr/share/doc/memdiag/copyright
+has_file -rw-r--r-- usr/share/doc/memdiag/changelog.gz
+if grep -Ev '^d' "$T/contents" |
+  grep -Ev ' \./usr/(lib/collectd|bin|share/doc/memdiag|share/man/man[15]|lib/tmpfiles\.d|lib/sysusers\.d|lib/systemd/system/collectd\.service\.d)/'; then
   fail "files outside the expected directories (above)"
 fi
+
+note "lintian, as a Debian packager runs it: no error, no warning"
+HDEB="$T/out/ruby-memdiag-hook_${MDPKG_VERSION}_$(dpkg --print-architecture).deb"
+# Only E: and W: count (I: and P: are advice). An override would need a
+# written reason beside it in conf/packaging/ (there is none).
+command -v lintian >/dev/null || fail "no lintian (make deps installs it)"
+rc=0
+lintian --fail-on error,warning --tag-display-limit 0 "$DEB" "$HDEB" >"$T/lintian" 2>&1 || rc=$?
+cat "$T/lintian"
+[ $rc -eq 0 ] || fail "lintian exited $rc: errors or warnings (above)"
+if grep -E '^[EW]: ' "$T/lintian"; then fail "lintian reports errors or warnings (above)"; fi
+
+note "the Maintainer, copyright and changelog a Debian user reads"
+MAINT=$(dpkg-deb -f "$DEB" Maintainer)
+echo "Maintainer: $MAINT"
+[ "$MAINT" = "$MDPKG_MAINTAINER" ] || fail "Maintainer is '$MAINT', the build set '$MDPKG_MAINTAINER'"
+[ "$(dpkg-deb -f "$HDEB" Maintainer)" = "$MAINT" ] || fail "the two packages name different maintainers"
+mkdir "$T/doc"
+for pkg in memdiag ruby-memdiag-hook; do
+  d="$T/doc/$pkg"
+  mkdir "$d"
+  case $pkg in memdiag) f=$DEB ;; *) f=$HDEB ;; esac
+  dpkg-deb --fsys-tarfile "$f" | tar -x -C "$d" "./usr/share/doc/$pkg/copyright" "./usr/share/doc/$pkg/changelog.gz" ||
+    fail "$pkg lacks usr/share/doc/$pkg/copyright or changelog.gz"
+  grep -qx 'Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' "$d/usr/share/doc/$pkg/copyright" ||
+    fail "$pkg's copyright is not DEP-5"
+  grep -qx 'License: Expat' "$d/usr/share/doc/$pkg/copyright" || fail "$pkg's copyright names no Expat (MIT) licence"
+  gzip -dc "$d/usr/share/doc/$pkg/changelog.gz" >"$d/changelog"
+  got=$(dpkg-parsechangelog -l "$d/changelog" -S Version) || fail "$pkg's changelog does not parse"
+  [ "$got" = "$MDPKG_VERSION" ] || fail "$pkg's changelog is for $got, the package $MDPKG_VERSION"
+  dpkg-parsechangelog -l "$d/changelog" -S Maintainer | grep -qxF "$MAINT" || fail "$pkg's changelog is not signed by the Maintainer"
+done
+
+note "collectd.service with the package's drop-in: systemd reads it without a complaint"
+mkdir -p "$T/units/collectd.service.d"
+cp /lib/systemd/system/collectd.service "$T/units/"
+dpkg-deb --fsys-tarfile "$DEB" | tar -xO ./usr/lib/systemd/system/collectd.service.d/memdiag.conf \
+  >"$T/units/collectd.service.d/memdiag.conf"
+grep -qx 'RuntimeDirectory=memdiag' "$T/units/collectd.service.d/memdiag.conf" || fail "the drop-in sets no RuntimeDirectory=memdiag"
+SYSTEMD_UNIT_PATH="$T/units:" systemd-analyze verify "$T/units/collectd.service" >"$T/verify" 2>&1 ||
+  fail "systemd-analyze verify failed: $(cat "$T/verify")"
+if grep -F "memdiag.conf" "$T/verify"; then fail "systemd complains about the drop-in (above)"; fi
 
 note "Depends"
 DEPENDS=$(dpkg-deb -f "$DEB" Depends)
@@ -105,7 +156,6 @@ links_covered() { # BIN...: against $DEPENDS
 links_covered "$X/usr/lib/collectd/memdiag.so" "$X/usr/bin/memdiagctl"
 
 note "ruby-memdiag-hook: the hook in Debian Ruby's vendor_ruby"
-HDEB="$T/out/ruby-memdiag-hook_${MDPKG_VERSION}_$(dpkg --print-architecture).deb"
 [ -f "$HDEB" ] || fail "no $HDEB; cpack made: $(ls "$T/out")"
 VLIB=$("$MDPKG_RUBY" -e 'print RbConfig::CONFIG["vendordir"]')
 VARCH=$("$MDPKG_RUBY" -e 'print RbConfig::CONFIG["vendorarchdir"]')
@@ -115,7 +165,8 @@ grep -Eq "^-rw-r--r-- root/root +[0-9]+ [0-9-]+ [0-9:]+ \.$VLIB/memdiag/hook\.rb
   fail "ruby-memdiag-hook lacks $VLIB/memdiag/hook.rb: $(cat "$T/hcontents")"
 grep -Eq "^-rw-r--r-- root/root +[0-9]+ [0-9-]+ [0-9:]+ \.$VARCH/memdiag/hook_native\.so\$" "$T/hcontents" ||
   fail "ruby-memdiag-hook lacks $VARCH/memdiag/hook_native.so: $(cat "$T/hcontents")"
-if grep -Ev '^d' "$T/hcontents" | grep -Fv " .$VLIB/memdiag/" | grep -Fv " .$VARCH/memdiag/"; then
+if grep -Ev '^d' "$T/hcontents" | grep -Fv " .$VLIB/memdiag/" | grep -Fv " .$VARCH/memdiag/" |
+  grep -Ev ' \./usr/share/doc/ruby-memdiag-hook/(copyright|changelog\.gz)$'; then
   fail "ruby-memdiag-hook has files outside vendor_ruby's memdiag/ (above)"
 fi
 DEPENDS=$(dpkg-deb -f "$HDEB" Depends)
