@@ -123,6 +123,20 @@ static int fail(md_conn *c, int rc, const char *fmt, const char *detail)
   return rc;
 }
 
+/* After SSL_ERROR_SYSCALL: did the peer go away (EOF, EPIPE, ECONNRESET)?
+ * OpenSSL 3.0 leaves the reason in errno only; later releases (3.5 on
+ * Debian 13) also queue it as a system-library error ("error:80000020:
+ * system library::Broken pipe"), which is the same closed peer. */
+static int peer_went_away(int ret)
+{
+  unsigned long q = ERR_peek_last_error();
+
+  if(q == 0)
+    return ret == 0 || errno == 0 || errno == ECONNRESET || errno == EPIPE;
+  return ERR_GET_LIB(q) == ERR_LIB_SYS &&
+         (ERR_GET_REASON(q) == EPIPE || ERR_GET_REASON(q) == ECONNRESET);
+}
+
 /* Map an SSL_* result to MD_EAGAIN or a final error with its text. */
 static int ssl_result(md_conn *c, int ret, const char *what)
 {
@@ -134,9 +148,11 @@ static int ssl_result(md_conn *c, int ret, const char *what)
   case SSL_ERROR_WANT_WRITE: c->want = POLLOUT; return MD_EAGAIN;
   case SSL_ERROR_ZERO_RETURN: return fail(c, MD_ECLOSED, "%s", "peer closed the connection");
   case SSL_ERROR_SYSCALL:
+    if(peer_went_away(ret)) {
+      ERR_clear_error();
+      return fail(c, MD_ECLOSED, "%s", "peer closed the connection");
+    }
     if(ERR_peek_error() == 0) {
-      if(ret == 0 || errno == 0 || errno == ECONNRESET || errno == EPIPE)
-        return fail(c, MD_ECLOSED, "%s", "peer closed the connection");
       snprintf(detail, sizeof(detail), "%s: %s", what, strerror(errno));
       ERR_clear_error();
       return fail(c, MD_EIO, "%s", detail);
