@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "detector.h"
+#include "detector_internal.h"
 
 #define NB    MDP_DETECTOR_BUCKETS
 #define RING  (MDP_DETECTOR_BUCKETS + 1)
@@ -122,6 +122,7 @@ void mdp_detector_init(mdp_detector *d, const mdp_detector_config *cfg)
   d->sbucket_len = cfg->short_window >= SNB && cfg->short_window < d->bucket_len * NB
                        ? cfg->short_window / SNB
                        : 0;
+  mdp_detector_course_init(d);
   d->last_eval.time_to_limit = -1;
   d->seval.time_to_limit = -1;
   d->state = d->long_state = MDP_DETECTOR_WARMING;
@@ -169,6 +170,7 @@ static void start_episode(mdp_detector *d, double t)
   d->held = held;
   d->filled = 1;
   d->sfilled = 1;
+  d->cfilled = 1;
   d->origin = t;
 }
 
@@ -214,6 +216,7 @@ static void add_sample(mdp_detector *d, double t, uint64_t v)
   bucket_add(&d->ring[d->head], t, v);
   if(d->sbucket_len > 0)
     bucket_add(&d->sring[d->shead], t, v);
+  mdp_detector_course_add(d, v);
   d->samples++;
 }
 
@@ -504,6 +507,12 @@ static int evaluate_short(mdp_detector *d, double t, mdp_decision *ev)
                 f.recent_low >= held + NEW_LEVEL_SHARE * rise &&
                 ev->time_to_limit <= URGENT_SHARE * c->horizon && grown >= URGENCY_SHARE * room &&
                 (c->min_growth_rate <= 0 || slope >= c->min_growth_rate);
+  /* Fire only when the envelope's course reaches the limit within Horizon:
+   * a warm-up that levels off below it (however steep it was) does not. */
+  if(growing && mdp_detector_course_levels_off(d, t, (double)c->memory_limit - excursion,
+                                               c->horizon, &ev->plateau))
+    growing = 0;
+  d->splateau = ev->plateau;
   if(!growing) {
     d->sstreak = 0;
     return 0;
@@ -557,6 +566,8 @@ int mdp_detector_feed(mdp_detector *d, double t, uint64_t value, mdp_decision *o
   int sclosed =
       d->sbucket_len > 0 && ring_advance(d->sring, SRING, &d->shead, &d->sfilled, &d->snbucket,
                                          bucket_index(t - d->origin, d->sbucket_len), NULL);
+  if(d->cbucket_len > 0)
+    mdp_detector_course_advance(d, bucket_index(t - d->origin, d->cbucket_len));
   add_sample(d, t, value);
 
   if(d->state != MDP_DETECTOR_FIRED) {
@@ -604,6 +615,11 @@ int mdp_detector_feed(mdp_detector *d, double t, uint64_t value, mdp_decision *o
   if(out)
     *out = ev;
   return 1;
+}
+
+void mdp_detector_set_limit(mdp_detector *d, uint64_t memory_limit)
+{
+  d->cfg.memory_limit = memory_limit;
 }
 
 const char *mdp_detector_state_name(mdp_detector_state s)

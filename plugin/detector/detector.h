@@ -1,15 +1,27 @@
-/* Leak detector (prefix mdp_detector_): one per worker. Pure code: samples
- * in, decisions out; it reads no clock, does no I/O and has no globals, so
- * `memdiagctl replay` runs exactly what the plugin runs.
+/* Leak detector (prefix mdp_detector_): one per monitored series. Pure
+ * code: samples in, decisions out; it reads no clock, does no I/O and has no
+ * globals, so `memdiagctl replay` runs exactly what the plugin runs.
+ *
+ * What it watches is the caller's choice: a worker's RSS, or a memory
+ * cgroup's charge (working set) against that cgroup's limit. Nothing here
+ * assumes RSS: the values are bytes, the limit is cfg.memory_limit, and an
+ * instance per series (one per worker, one per cgroup) each with its own
+ * config and limit is the intended use; mdp_detector_set_limit follows a
+ * limit that changes (a pod resized in place).
  *
  * Samples are folded into MDP_DETECTOR_BUCKETS time buckets spanning
  * GrowthWindow; each bucket keeps its minimum (the lower envelope, which GC
  * sawtooth and short spikes do not move) and maximum. A second, short ring
  * of MDP_DETECTOR_SHORT_BUCKETS buckets spans ShortWindow (20 min) and lets
  * a leak that will reach MemoryLimit soon fire before the long window and
- * WarmupTime have passed. Memory per worker is therefore fixed whatever the
- * sampling rate.
+ * WarmupTime have passed. A third, finer ring of MDP_DETECTOR_COURSE_BUCKETS
+ * buckets of ShortWindow/20 holds the envelope's course (steady,
+ * accelerating, or levelling off to a plateau: course.h): the urgent rule
+ * fires only when that course reaches the limit within Horizon, so a
+ * warm-up that levels off below it stays quiet however steep. Memory per
+ * detector is therefore fixed whatever the sampling rate (about 3.2 KiB).
  *
+ * Threading: none inside; a detector is used by one thread at a time.
  * Ownership: mdp_detector and mdp_detector_config are caller-owned plain
  * structs (embed them, no init allocation, nothing to free). Reason strings
  * in mdp_decision are static.
@@ -20,14 +32,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MDP_DETECTOR_BUCKETS       12
-#define MDP_DETECTOR_SHORT_BUCKETS 10
+#define MDP_DETECTOR_BUCKETS        12
+#define MDP_DETECTOR_SHORT_BUCKETS  10
+#define MDP_DETECTOR_COURSE_BUCKETS 40
 /* Levels held before the window: the highest minimum over any three
  * consecutive buckets, one entry per three buckets, remembered for about a
  * day at the default window. A rise that only climbs back to a level
  * already held (a traffic cycle) is not new growth. */
-#define MDP_DETECTOR_HISTORY       100
-#define MDP_DETECTOR_FOLD          3
+#define MDP_DETECTOR_HISTORY        100
+#define MDP_DETECTOR_FOLD           3
 
 #define MDP_REASON_GROWTH       "sustained-growth"
 #define MDP_REASON_NEAR_LIMIT   "near-limit"
@@ -102,7 +115,15 @@ typedef struct {
                            growth, so a capture plan can fit the time left. */
   int urgent;           /* 1 when the short window fired (the long one had
                            not confirmed growth yet) */
+  double plateau;       /* where the envelope's course levels off, bytes; 0
+                           when it does not (urgent rule only) */
 } mdp_decision;
+
+/* A bucket of the course ring. */
+typedef struct {
+  uint64_t min, max;
+  uint32_t count; /* 0 = no sample fell in this bucket */
+} mdp_detector_point;
 
 typedef struct {
   mdp_detector_config cfg;
@@ -134,17 +155,29 @@ typedef struct {
   int sgrowing;       /* the last short evaluation saw urgent growth */
   double sslope;      /* its slope, bytes/s (0 if none), for near-limit */
   mdp_decision seval; /* the last short evaluation that saw growth */
+  /* The course ring: a bucket every ShortWindow/20 (0 = off). */
+  double cbucket_len;
+  mdp_detector_point cring[MDP_DETECTOR_COURSE_BUCKETS + 1];
+  unsigned chead, cfilled;
+  uint64_t cnbucket;
+  double splateau; /* the plateau the last urgent evaluation's course
+                      levels off at, bytes; 0 if none */
 } mdp_detector;
 
-/* Starts a detector with a copy of cfg. One detector per worker process:
- * it remembers the levels the process held, so a restarted worker (a new
- * process) needs a fresh one. */
+/* Starts a detector with a copy of cfg. One detector per series: per
+ * worker process (it remembers the levels the process held, so a restarted
+ * worker needs a fresh one), or per cgroup, each with its own limit. */
 void mdp_detector_init(mdp_detector *d, const mdp_detector_config *cfg);
 
 /* Feeds one sample (t in seconds, any epoch; value in bytes). Returns 1 and
  * fills out when a capture should start, 0 when not, -EINVAL when t goes
  * backwards or is not finite (the sample is ignored). out may be NULL. */
 int mdp_detector_feed(mdp_detector *d, double t, uint64_t value, mdp_decision *out);
+
+/* Follows a new limit for the series (bytes; 0 = none), for example a
+ * cgroup's memory.max changed in place. History and state are kept; the
+ * next evaluation projects onto the new limit. */
+void mdp_detector_set_limit(mdp_detector *d, uint64_t memory_limit);
 
 const char *mdp_detector_state_name(mdp_detector_state s);
 

@@ -1,0 +1,337 @@
+/* Course fitting: see course.h. */
+#include <math.h>
+#include <string.h>
+
+#include "course.h"
+
+/* exp(-1/tau) for tau = 1.5, 2, 3, 4, 6, 8, 11, 16, 22, 32, 45, 64, 90,
+ * 128, 180 and 256 points (levelling off), then exp(1/tau) for tau = 24,
+ * 48 and 96 points (speeding up). Literals: no table to build at run time. */
+static const double grid[] = {
+    0.51341711903259202, 0.60653065971263342, 0.71653131057378927, 0.77880078307140488,
+    0.84648172489061413, 0.88249690258459546, 0.9131007162822623,  0.93941306281347581,
+    0.9555630362682842,  0.96923323447634413, 0.97802287248460051, 0.98449643700540845,
+    0.98895038929392232, 0.99221793826024351, 0.99445984800489673, 0.99610136947011751,
+    1.0425469051899914,  1.0210518621451075,  1.0104711090105978,
+};
+#define NGRID (sizeof(grid) / sizeof(grid[0]))
+
+/* Points further than this many median distances from the first fit are
+ * left out of the second: above it (a spike or a sawtooth peak the
+ * envelope kept), or below it (a dip). */
+#define TRIM_ABOVE 3.0
+#define TRIM_BELOW 5.0
+
+/* The settling course (4 parameters) is tried on this many points or more. */
+#define SETTLING_MIN 7
+
+typedef struct {
+  double a, b, c, q, sse;
+  int k; /* parameters */
+  mdp_course_kind kind;
+} curve;
+
+/* Sums over the kept points (y centred). */
+typedef struct {
+  double s0, sx, sxx, sy, sxy, syy;
+} sums;
+
+static double curve_at(const curve *c, double x)
+{
+  return c->a + c->c * x + (c->b != 0 ? c->b * pow(c->q, x) : 0);
+}
+
+/* Akaike's criterion: lower is better. */
+static double aicc(const curve *c, double n)
+{
+  double sse = c->sse > 1e-9 * n ? c->sse : 1e-9 * n;
+  double k = c->k + 1; /* and the noise */
+  return n <= k ? 1e300 : n * log(sse / n) + 2 * k;
+}
+
+static void consider(curve *best, const curve *c, double n)
+{
+  if(best->kind == MDP_COURSE_NONE || aicc(c, n) < aicc(best, n))
+    *best = *c;
+}
+
+/* y = a + c x. */
+static int fit_line(const sums *s, curve *out)
+{
+  double det = s->s0 * s->sxx - s->sx * s->sx;
+  if(!(det > 0))
+    return 0;
+  memset(out, 0, sizeof(*out));
+  out->c = (s->s0 * s->sxy - s->sx * s->sy) / det;
+  out->a = (s->sy - out->c * s->sx) / s->s0;
+  out->q = 1;
+  out->sse = s->syy - out->a * s->sy - out->c * s->sxy;
+  out->k = 2;
+  out->kind = MDP_COURSE_STEADY;
+  return 1;
+}
+
+/* y = a + b z, z = q^x, given sz = sum z, szz = sum z^2, szy = sum z y. */
+static int fit_exp(const sums *s, double q, double sz, double szz, double szy, curve *out)
+{
+  double det = s->s0 * szz - sz * sz;
+  if(!(det > 1e-12 * s->s0 * szz))
+    return 0;
+  memset(out, 0, sizeof(*out));
+  out->b = (s->s0 * szy - sz * s->sy) / det;
+  out->a = (s->sy - out->b * sz) / s->s0;
+  out->q = q;
+  out->sse = s->syy - out->a * s->sy - out->b * szy;
+  out->k = 3;
+  out->kind = q < 1 ? MDP_COURSE_PLATEAU : MDP_COURSE_ACCELERATING;
+  return 1;
+}
+
+/* y = a + c x + b z: the 3x3 normal equations by Cramer's rule. */
+static int fit_settling(const sums *s, double q, double sz, double szz, double szy, double sxz,
+                        curve *out)
+{
+  double m00 = s->s0, m01 = s->sx, m02 = sz, m11 = s->sxx, m12 = sxz, m22 = szz;
+  double r0 = s->sy, r1 = s->sxy, r2 = szy;
+  double det = m00 * (m11 * m22 - m12 * m12) - m01 * (m01 * m22 - m12 * m02) +
+               m02 * (m01 * m12 - m11 * m02);
+  if(!(fabs(det) > 1e-9 * m00 * m11 * m22))
+    return 0;
+  memset(out, 0, sizeof(*out));
+  out->a = (r0 * (m11 * m22 - m12 * m12) - m01 * (r1 * m22 - m12 * r2) +
+            m02 * (r1 * m12 - m11 * r2)) /
+           det;
+  out->c = (m00 * (r1 * m22 - m12 * r2) - r0 * (m01 * m22 - m12 * m02) +
+            m02 * (m01 * r2 - r1 * m02)) /
+           det;
+  out->b = (m00 * (m11 * r2 - r1 * m12) - m01 * (m01 * r2 - r1 * m02) +
+            r0 * (m01 * m12 - m11 * m02)) /
+           det;
+  out->q = q;
+  out->sse = s->syy - out->a * r0 - out->c * r1 - out->b * r2;
+  out->k = 4;
+  out->kind = MDP_COURSE_SETTLING;
+  return 1;
+}
+
+/* The best course over the points with w[i] set (y already centred), and
+ * in *never the least squared error of a course that levels off at or
+ * below level_c (centred too): an approach whose plateau is held to at
+ * most that level. */
+static int fit_once(const double *y, const unsigned char *w, unsigned n, double level_c,
+                    curve *best, double *never)
+{
+  sums s = {0, 0, 0, 0, 0, 0};
+  for(unsigned i = 0; i < n; i++)
+    if(w[i]) {
+      s.s0 += 1;
+      s.sx += i;
+      s.sxx += (double)i * i;
+      s.sy += y[i];
+      s.sxy += i * y[i];
+      s.syy += y[i] * y[i];
+    }
+  best->kind = MDP_COURSE_NONE;
+  *never = INFINITY;
+  curve c;
+  if(!fit_line(&s, &c))
+    return 0;
+  consider(best, &c, s.s0);
+  /* Flat at the level or below: the least a course that never rises
+   * above it can do. */
+  double flat = s.syy - s.sy * s.sy / s.s0;
+  if(s.sy / s.s0 > level_c)
+    flat = s.syy - 2 * level_c * s.sy + level_c * level_c * s.s0;
+  *never = flat;
+  for(unsigned g = 0; g < NGRID; g++) {
+    double q = grid[g], q2 = q * q, sz = 0, szz = 0, szy = 0, sxz = 0;
+    /* Horner: the sums of q^i, q^2i, y_i q^i and i q^i over the kept points. */
+    for(unsigned i = n; i-- > 0;) {
+      sz = sz * q + w[i];
+      szz = szz * q2 + w[i];
+      szy = szy * q + (w[i] ? y[i] : 0);
+      sxz = sxz * q + (w[i] ? (double)i : 0);
+    }
+    /* A rising approach or a speeding-up rise; anything else is left to
+     * the line. */
+    if(fit_exp(&s, q, sz, szz, szy, &c) && (q < 1 ? c.b < 0 : c.b > 0))
+      consider(best, &c, s.s0);
+    if(q < 1) {
+      /* The approach with its plateau held at or below the level: the
+       * free fit if its plateau is there, else the plateau on the level
+       * (y - level = b z). */
+      double e = c.sse;
+      if(!(c.b < 0 && c.a <= level_c) && szz > 0) {
+        double zy = szy - level_c * sz, yy = s.syy - 2 * level_c * s.sy + level_c * level_c * s.s0;
+        double b = zy / szz;
+        e = b < 0 ? yy - b * zy : yy;
+      }
+      if(e < *never)
+        *never = e;
+    }
+    if(q < 1 && n >= SETTLING_MIN && fit_settling(&s, q, sz, szz, szy, sxz, &c) && c.b < 0 &&
+       c.c > 0)
+      consider(best, &c, s.s0);
+  }
+  return 1;
+}
+
+/* Median of v[0..n) (reorders v; n small). */
+static double small_median(double *v, unsigned n)
+{
+  for(unsigned i = 1; i < n; i++)
+    for(unsigned j = i; j > 0 && v[j - 1] > v[j]; j--) {
+      double t = v[j];
+      v[j] = v[j - 1];
+      v[j - 1] = t;
+    }
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static double scatter_of(const double *y, const unsigned char *w, unsigned n, const curve *c)
+{
+  double d[MDP_COURSE_MAX_POINTS];
+  unsigned k = 0;
+  for(unsigned i = 0; i < n; i++)
+    if(w[i])
+      d[k++] = fabs(y[i] - curve_at(c, i));
+  return k ? small_median(d, k) : 0;
+}
+
+void mdp_course_fit(const double *y, const unsigned char *have, unsigned n, double level,
+                    mdp_course *out)
+{
+  double yc[MDP_COURSE_MAX_POINTS];
+  unsigned char w[MDP_COURSE_MAX_POINTS];
+  double mean = 0;
+  unsigned used = 0;
+  curve c;
+
+  memset(out, 0, sizeof(*out));
+  out->kind = MDP_COURSE_NONE;
+  if(n > MDP_COURSE_MAX_POINTS)
+    n = MDP_COURSE_MAX_POINTS;
+  for(unsigned i = 0; i < n; i++) {
+    w[i] = !have || have[i];
+    if(w[i]) {
+      mean += y[i];
+      used++;
+    }
+  }
+  if(used < 4)
+    return;
+  mean /= used;
+  for(unsigned i = 0; i < n; i++)
+    yc[i] = y[i] - mean;
+  double never;
+  if(!fit_once(yc, w, n, level - mean, &c, &never))
+    return;
+
+  /* Leave out the points far from the first fit, then fit again. */
+  double scatter = scatter_of(yc, w, n, &c);
+  unsigned char w2[MDP_COURSE_MAX_POINTS];
+  unsigned kept = 0;
+  for(unsigned i = 0; i < n; i++) {
+    double r = yc[i] - curve_at(&c, i);
+    w2[i] = w[i] && !(scatter > 0 && (r > TRIM_ABOVE * scatter || r < -TRIM_BELOW * scatter));
+    kept += w2[i];
+  }
+  curve again;
+  double never2;
+  if(kept < used && kept >= 5 && fit_once(yc, w2, n, level - mean, &again, &never2)) {
+    c = again;
+    never = never2;
+    memcpy(w, w2, sizeof(w));
+    scatter = scatter_of(yc, w, n, &c);
+    used = kept;
+  }
+
+  out->kind = c.kind;
+  out->a = c.a + mean;
+  out->b = c.b;
+  out->c = c.c;
+  out->q = c.q;
+  out->scatter = scatter;
+  out->used = used;
+  /* How much worse a course that never passes the level fits, against the
+   * noise left by the best one (an F ratio on one degree of freedom). */
+  double dof = (double)used - c.k;
+  double noise = dof > 0 ? c.sse / dof : 0;
+  out->against = never <= c.sse ? 0 : noise > 0 ? (never - c.sse) / noise : INFINITY;
+  out->dof = dof > 0 ? (unsigned)dof : 0;
+  for(unsigned i = 0; i < n; i++)
+    if(w[i]) {
+      out->first = i;
+      break;
+    }
+  for(unsigned i = n; i-- > 0;)
+    if(w[i]) {
+      out->last = i;
+      break;
+    }
+}
+
+double mdp_course_ruled_out(const mdp_course *c)
+{
+  /* F(1, dof) at 99 %: beyond 20 degrees of freedom, 8. */
+  static const double f99[] = {0, 4052, 98.5, 34.1, 21.2, 16.3, 13.7, 12.2, 11.3, 10.6,
+                               10.0, 9.65, 9.33, 9.07, 8.86, 8.68, 8.53, 8.40, 8.29, 8.18, 8.10};
+  if(c->kind == MDP_COURSE_NONE || c->dof == 0)
+    return 0;
+  double crit = c->dof < sizeof(f99) / sizeof(f99[0]) ? f99[c->dof] : 8.0;
+  return c->against / crit;
+}
+
+double mdp_course_at(const mdp_course *c, double x)
+{
+  if(c->kind == MDP_COURSE_NONE)
+    return 0;
+  return c->a + c->c * x + (c->b != 0 ? c->b * pow(c->q, x) : 0);
+}
+
+double mdp_course_slope(const mdp_course *c, double x)
+{
+  if(c->kind == MDP_COURSE_NONE)
+    return 0;
+  return c->c + (c->b != 0 ? c->b * log(c->q) * pow(c->q, x) : 0);
+}
+
+double mdp_course_plateau(const mdp_course *c)
+{
+  return c->kind == MDP_COURSE_PLATEAU && c->b < 0 ? c->a : -1;
+}
+
+double mdp_course_reach(const mdp_course *c, double x, double level)
+{
+  double now = mdp_course_at(c, x);
+  if(c->kind == MDP_COURSE_NONE)
+    return -1;
+  if(now >= level)
+    return 0;
+  double slope = mdp_course_slope(c, x);
+  switch(c->kind) {
+  case MDP_COURSE_STEADY:
+  case MDP_COURSE_ACCELERATING: return slope > 0 ? (level - now) / slope : -1;
+  case MDP_COURSE_PLATEAU: {
+    double u = (level - c->a) / c->b; /* q^x at the level */
+    if(!(u > 0))
+      return -1;
+    double at = log(u) / log(c->q);
+    return at > x ? at - x : -1;
+  }
+  default: break;
+  }
+  /* Settling: rises at least at slope c, so the level is reached before
+   * (level - now) / c; bisect for the crossing. */
+  if(!(c->c > 0))
+    return -1;
+  double lo = 0, hi = (level - now) / c->c + 1;
+  for(int i = 0; i < 50 && hi - lo > 1e-3; i++) {
+    double mid = (lo + hi) / 2;
+    if(mdp_course_at(c, x + mid) >= level)
+      hi = mid;
+    else
+      lo = mid;
+  }
+  return hi;
+}

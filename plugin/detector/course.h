@@ -1,0 +1,74 @@
+/* The course of a memory series (prefix mdp_course_): what its lower
+ * envelope is doing, fitted from equally spaced points, and when that
+ * course reaches a level. Pure code used by the detector (detector.c): no
+ * clock, no I/O, no allocation, no globals; safe from any thread on
+ * caller-owned data.
+ *
+ * Four courses are tried, each y(x) = a + c * x + b * q^x fitted by least
+ * squares on the points (x counted in points, from the first):
+ *   steady        b = 0: a straight line, slope c
+ *   plateau       c = 0, 0 < q < 1: an exponential approach to the plateau a,
+ *                 time constant -1 / ln q points (a warm-up levelling off)
+ *   settling      0 < q < 1 and c free: a steady slope c under a warm-up that
+ *                 dies out (a leak from start-up beside a cache filling)
+ *   accelerating  c = 0, q > 1, b > 0: growth that speeds up
+ * over a fixed grid of time constants. The winner is the course with the
+ * best balance of fit and parameters (the corrected Akaike criterion), so a
+ * straight line with noise is not called a plateau by chance, and the points
+ * far from it (spikes, a sawtooth peak that survived the envelope) are left
+ * out of a second fit. The values are whatever the caller measures (a
+ * worker's RSS, a cgroup's charge): nothing here knows which.
+ */
+#ifndef MDP_COURSE_H
+#define MDP_COURSE_H
+
+#define MDP_COURSE_MAX_POINTS 48
+
+typedef enum {
+  MDP_COURSE_NONE, /* too few points */
+  MDP_COURSE_STEADY,
+  MDP_COURSE_PLATEAU,
+  MDP_COURSE_SETTLING,
+  MDP_COURSE_ACCELERATING
+} mdp_course_kind;
+
+typedef struct {
+  mdp_course_kind kind;
+  double a, b, c, q; /* y(x) = a + c * x + b * q^x (q = 1, b = 0: steady) */
+  double scatter;   /* median distance of the points kept from the curve */
+  unsigned used;    /* points kept in the final fit */
+  double first, last; /* x of the first and last point used */
+  double against;     /* evidence against any course that levels off at or
+                         below the level asked about: how much worse the best
+                         such course fits than this one, in units of this
+                         one's noise (an F ratio); 0 when one fits as well */
+  unsigned dof;       /* degrees of freedom left to the noise */
+} mdp_course;
+
+/* Fits y[0..n) (n <= MDP_COURSE_MAX_POINTS; a point whose have[i] is 0 is
+ * a hole and ignored; have may be NULL). Needs 4 points or more, else kind
+ * is MDP_COURSE_NONE. level is the level the caller fears (the limit): see
+ * `against`. */
+void mdp_course_fit(const double *y, const unsigned char *have, unsigned n, double level,
+                    mdp_course *c);
+
+/* `against` over the F ratio that chance exceeds 1 time in 100 at this
+ * course's degrees of freedom: 1 or more when the data rule out (at that
+ * confidence) every course that levels off at or below the level. */
+double mdp_course_ruled_out(const mdp_course *c);
+
+/* The fitted value and slope (per point) at x. */
+double mdp_course_at(const mdp_course *c, double x);
+double mdp_course_slope(const mdp_course *c, double x);
+
+/* The plateau of a levelling-off course (kind plateau, rising to it); -1
+ * for any other. */
+double mdp_course_plateau(const mdp_course *c);
+
+/* Points from x until the course first reaches level (0 when it is there
+ * already); -1 when it never does (a plateau below it, or no growth). An
+ * accelerating course is projected at its slope at x, a straight line: its
+ * speeding up is not extrapolated. */
+double mdp_course_reach(const mdp_course *c, double x, double level);
+
+#endif

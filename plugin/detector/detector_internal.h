@@ -1,0 +1,22 @@
+/* What detector.c and detector_course.c share; not part of the detector's
+ * interface (detector.h). Pure code, as the rest of the detector. */
+#ifndef MDP_DETECTOR_INTERNAL_H
+#define MDP_DETECTOR_INTERNAL_H
+
+#include "detector.h"
+
+/* The course ring: sets its bucket length from the config (after the
+ * short ring's; 0 = off), moves its open bucket to index idx (returns 1 if
+ * a bucket closed), adds a sample to the open bucket. */
+void mdp_detector_course_init(mdp_detector *d);
+int mdp_detector_course_advance(mdp_detector *d, uint64_t idx);
+void mdp_detector_course_add(mdp_detector *d, uint64_t v);
+
+/* Fits the course of the ring's envelope at t and returns 1 when it does
+ * not reach level within `within` seconds (it levels off below it, or is
+ * too slow); 0 when it does, or when the ring holds too little to say. Sets
+ * *plateau to where the course levels off (0 if it does not). */
+int mdp_detector_course_levels_off(const mdp_detector *d, double t, double level, double within,
+                                   double *plateau);
+
+#endif

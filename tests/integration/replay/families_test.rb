@@ -1,0 +1,52 @@
+# memdiagctl replay MemoryLimit=1G over whole families of generated traces
+# (tests/data/traces/families.rb, made at test time in a temporary folder):
+# 120 warm-ups that level off at 30-80 % of the limit, 60 fast leaks of
+# 8-15 MiB/min from start. Prints the fire rates and leads per family, for
+# the standard draws and for a held-out draw (other seed, other ranges).
+#
+# What it asserts is what holds today (docs/detector.md, "Families"):
+# every fast leak is captured by sustained-growth before the limit, and at
+# most 15 % of the warm-ups fire (25 % did before the urgent rule asked the
+# envelope's course; issue 23 wants none). It does not yet assert the
+# issue's acceptance (no warm-up fires; every fast leak 50 minutes ahead).
+require "minitest/autorun"
+require_relative "family_replay"
+
+class ReplayFamiliesTest < Minitest::Test
+  CTL = ENV.fetch("MEMDIAG_CTL")
+
+  def report(family, outcomes)
+    puts "# #{FamilyReplay.describe(family, outcomes)}"
+  end
+
+  def test_fast_leaks_are_all_captured_before_the_limit
+    outcomes = FamilyReplay.run(CTL, "fast-leak")
+    report("fast-leak", outcomes)
+    assert_equal 60, outcomes.size
+    outcomes.each do |o|
+      assert_operator o.captures, :>=, 1, "#{o.name} #{o.params}: no capture"
+      assert_equal "sustained-growth", o.reason, "#{o.name} #{o.params}"
+      assert o.lead_s&.positive?, "#{o.name} #{o.params}: captured at or after the limit"
+    end
+  end
+
+  def test_few_warmups_fire
+    outcomes = FamilyReplay.run(CTL, "warmup")
+    report("warmup", outcomes)
+    assert_equal 120, outcomes.size
+    fired = outcomes.select { |o| o.captures.positive? }
+    assert_operator fired.size, :<=, 0.15 * outcomes.size,
+                    "warm-ups that fire: #{fired.map(&:name).join(' ')}"
+  end
+
+  def test_held_out_draws
+    %w[warmup fast-leak].each do |family|
+      outcomes = FamilyReplay.run(CTL, family, %w[--seed 4242 --ranges held-out])
+      report("#{family} (held-out)", outcomes)
+      refute_empty outcomes
+      next unless family == "fast-leak"
+
+      outcomes.each { |o| assert o.lead_s&.positive?, "#{o.name} #{o.params}: not captured in time" }
+    end
+  end
+end

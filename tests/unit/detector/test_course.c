@@ -1,0 +1,102 @@
+/* The course fit (plugin/detector/course.c): a straight line is steady and
+ * reaches a level at its slope; an exponential approach is a plateau that
+ * never reaches a level above it, and is found under noise and a spike; a
+ * line under a dying warm-up is settling and keeps its slope; too few
+ * points say nothing. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "detector/course.h"
+
+#define N 40
+
+static double noise(uint32_t *s)
+{
+  *s ^= *s << 13;
+  *s ^= *s >> 17;
+  *s ^= *s << 5;
+  return (double)*s / 2147483647.5 - 1.0;
+}
+
+static void test_line_is_steady(void **st)
+{
+  (void)st;
+  double y[N];
+  uint32_t r = 7;
+  mdp_course c;
+  for(int i = 0; i < N; i++)
+    y[i] = 300 + 12 * i + 1.5 * noise(&r);
+  mdp_course_fit(y, NULL, N, 1000, &c);
+  assert_int_equal(c.kind, MDP_COURSE_STEADY);
+  assert_true(fabs(mdp_course_slope(&c, N) - 12) < 0.3);
+  /* From 780 at x = 40 to 1000: about 18 points at 12 per point. */
+  double reach = mdp_course_reach(&c, N, 1000);
+  assert_true(reach > 17 && reach < 20);
+  assert_true(mdp_course_plateau(&c) < 0);
+  assert_true(mdp_course_ruled_out(&c) >= 1); /* nothing levels off below 1000 */
+}
+
+static void test_approach_is_plateau(void **st)
+{
+  (void)st;
+  double y[N];
+  uint32_t r = 11;
+  mdp_course c;
+  for(int i = 0; i < N; i++)
+    y[i] = 700 - 500 * exp(-i / 15.0) + 2 * noise(&r);
+  y[20] += 150; /* a spike the envelope kept */
+  mdp_course_fit(y, NULL, N, 1000, &c);
+  assert_int_equal(c.kind, MDP_COURSE_PLATEAU);
+  assert_true(fabs(mdp_course_plateau(&c) - 700) < 25);
+  assert_true(mdp_course_reach(&c, N, 1000) < 0);
+  assert_true(mdp_course_reach(&c, N, 600) >= 0);
+  assert_true(mdp_course_ruled_out(&c) < 1); /* it does level off below 1000 */
+}
+
+static void test_line_under_warmup_is_settling(void **st)
+{
+  (void)st;
+  double y[N];
+  uint32_t r = 13;
+  mdp_course c;
+  for(int i = 0; i < N; i++)
+    y[i] = 250 + 10 * i + 150 * (1 - exp(-i / 4.0)) + 1.5 * noise(&r);
+  mdp_course_fit(y, NULL, N, 1000, &c);
+  assert_int_equal(c.kind, MDP_COURSE_SETTLING);
+  assert_true(fabs(mdp_course_slope(&c, N) - 10) < 1);
+  assert_true(mdp_course_reach(&c, N, 1000) > 0);
+}
+
+static void test_holes_and_too_few_points(void **st)
+{
+  (void)st;
+  double y[N];
+  unsigned char have[N] = {0};
+  mdp_course c;
+  for(int i = 0; i < N; i++)
+    y[i] = 100 + i;
+  have[3] = have[9] = have[20] = 1;
+  mdp_course_fit(y, have, N, 1000, &c);
+  assert_int_equal(c.kind, MDP_COURSE_NONE);
+  assert_true(mdp_course_reach(&c, N, 1000) < 0);
+  have[30] = have[35] = 1;
+  mdp_course_fit(y, have, N, 1000, &c);
+  assert_int_equal(c.kind, MDP_COURSE_STEADY);
+  assert_true(fabs(mdp_course_at(&c, 10) - 110) < 1e-6);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_line_is_steady),
+      cmocka_unit_test(test_approach_is_plateau),
+      cmocka_unit_test(test_line_under_warmup_is_settling),
+      cmocka_unit_test(test_holes_and_too_few_points),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
