@@ -1,5 +1,14 @@
-/* Error texts for the md_ error codes. */
+/* Error texts for the md_ error codes and negated errno values. */
+#include <string.h>
+
 #include "md/wire.h"
+
+/* -errno: glibc's description (strerrordesc_np is thread-safe and never
+ * formats into a buffer); NULL for a number that is no errno. */
+static const char *errno_text(int err)
+{
+  return err < 0 && err > -MD_ERR_BASE ? strerrordesc_np(-err) : NULL;
+}
 
 const char *md_strerror(int err)
 {
@@ -16,6 +25,9 @@ const char *md_strerror(int err)
   case MD_ETIMEDOUT: return "timed out";
   case MD_EROLE: return "peer certificate does not grant the required role";
   case MD_ECONFIG: return "TLS configuration error";
-  default: return "unknown error";
+  default: {
+    const char *t = errno_text(err);
+    return t ? t : "unknown error";
+  }
   }
 }

@@ -21,23 +21,28 @@
 extern "C" {
 #endif
 
-/* Errors are negative; 0 is success. */
-enum {
+/* The wire library's outcomes: 0 is success; the others are negative and
+ * start below -MD_ERR_BASE, so none of them is ever a negated errno (Linux's
+ * errno values are below 200): a caller handed either can tell which it
+ * holds, and md_strerror names both. */
+#define MD_ERR_BASE 1000
+typedef enum md_err {
   MD_OK = 0,
-  MD_EAGAIN = -1,  /* not done yet: wait for md_conn_events() and call again */
-  MD_EIO = -2,     /* socket error; errno-level detail in the message */
-  MD_ETLS = -3,    /* TLS failure (handshake, certificate, record) */
-  MD_EPROTO = -4,  /* the bytes are not a valid frame */
-  MD_ETOOBIG = -5, /* a frame longer than the cap */
-  MD_ECLOSED = -6, /* the peer closed the connection */
-  MD_ENOMEM = -7,
-  MD_EINVAL = -8, /* bad argument */
-  MD_ETIMEDOUT = -9,
-  MD_EROLE = -10,   /* the peer's certificate does not grant the needed role */
-  MD_ECONFIG = -11, /* certificate, key or CA file could not be loaded */
-};
+  MD_EAGAIN = -(MD_ERR_BASE + 1),  /* not done yet: wait for md_conn_events() and call again */
+  MD_EIO = -(MD_ERR_BASE + 2),     /* socket error; errno-level detail in the message */
+  MD_ETLS = -(MD_ERR_BASE + 3),    /* TLS failure (handshake, certificate, record) */
+  MD_EPROTO = -(MD_ERR_BASE + 4),  /* the bytes are not a valid frame */
+  MD_ETOOBIG = -(MD_ERR_BASE + 5), /* a frame longer than the cap */
+  MD_ECLOSED = -(MD_ERR_BASE + 6), /* the peer closed the connection */
+  MD_ENOMEM = -(MD_ERR_BASE + 7),
+  MD_EINVAL = -(MD_ERR_BASE + 8), /* bad argument */
+  MD_ETIMEDOUT = -(MD_ERR_BASE + 9),
+  MD_EROLE = -(MD_ERR_BASE + 10),   /* the peer's certificate does not grant the needed role */
+  MD_ECONFIG = -(MD_ERR_BASE + 11), /* certificate, key or CA file could not be loaded */
+} md_err;
 
-/* Static string for an error code; never NULL. */
+/* Static string for an md_err code or a negated errno (-ENOENT); never
+ * NULL. */
 const char *md_strerror(int err);
 
 #define MD_FRAME_HEADER      4u

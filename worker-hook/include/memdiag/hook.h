@@ -33,19 +33,23 @@ extern "C" {
 
 #define MDH_VERSION "0.1.0"
 
-/* Errors are negative; 0 is success. */
-enum {
+/* The hook's outcomes: 0 is success; the others are negative and start
+ * below -MDH_ERR_BASE, so that none is ever a negated errno (Linux's are
+ * below 200) nor one of the wire library's MD_* codes (-1001 ...). */
+#define MDH_ERR_BASE 2000
+typedef enum mdh_err {
   MDH_OK = 0,
-  MDH_ETIMEDOUT = -1, /* no request within the timeout */
-  MDH_EINTR = -2,     /* mdh_wakeup() interrupted the wait */
-  MDH_ESTOPPED = -3,  /* mdh_stop() was called */
-  MDH_ENOMEM = -4,
-  MDH_EINVAL = -5,
-  MDH_EFORKED = -6, /* the hook belongs to the parent of this process */
-  MDH_ETHREAD = -7, /* the I/O thread could not be started */
-  MDH_ESTALE = -8,  /* the reply's connection is gone; reply dropped */
-};
+  MDH_ETIMEDOUT = -(MDH_ERR_BASE + 1), /* no request within the timeout */
+  MDH_EINTR = -(MDH_ERR_BASE + 2),     /* mdh_wakeup() interrupted the wait */
+  MDH_ESTOPPED = -(MDH_ERR_BASE + 3),  /* mdh_stop() was called */
+  MDH_ENOMEM = -(MDH_ERR_BASE + 4),
+  MDH_EINVAL = -(MDH_ERR_BASE + 5),
+  MDH_EFORKED = -(MDH_ERR_BASE + 6), /* the hook belongs to the parent of this process */
+  MDH_ETHREAD = -(MDH_ERR_BASE + 7), /* the I/O thread could not be started */
+  MDH_ESTALE = -(MDH_ERR_BASE + 8),  /* the reply's connection is gone; reply dropped */
+} mdh_err;
 
+/* Static text for an mdh_err code; never NULL. */
 const char *mdh_strerror(int err);
 
 typedef struct mdh_hook mdh_hook;
