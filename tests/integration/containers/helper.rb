@@ -343,7 +343,9 @@ module Containers
     end
 
     def write_config(bench, name, limit, certs, env)
-      @binds << [bench.socket_dir, SOCKET_DIR, "rw"]
+      # Read-only: connecting to a socket writes nothing (the app pods of
+      # conf/kubernetes mount the socket directory so).
+      @binds << [bench.socket_dir, SOCKET_DIR, "ro"]
       @binds << [certs, CERT_DIR, "ro"]
       @binds << [@state_dir, STATE_DIR, "rw"]
       Dir.chdir(@bundle) { system(RUNC, "spec", exception: true) }
