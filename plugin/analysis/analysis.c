@@ -89,15 +89,25 @@ static int site_of(mdp_ctx *c, const mdp_analysis_obj *o, uint32_t *site)
   return 0;
 }
 
-/* A retained (or, with two dumps, new) object. Its site is the one dump 2
- * recorded (site), else its own: a plan's last dump follows
- * allocation_trace_stop, which clears the sites. */
-static int add_retained(mdp_ctx *c, const mdp_analysis_obj *o, uint32_t site)
+/* Allocated in the hook's own Ruby files (memdiag/hook/...): its work, not
+ * the application's. */
+static int hook_file(const char *f, size_t n)
 {
-  int rc;
-  if(!site && (rc = site_of(c, o, &site)) != 0)
-    return rc;
+  static const char key[] = "memdiag/hook";
+  return f && (memmem(f, n, key, sizeof(key) - 1) || memmem(f, n, "memdiag_hook", 12));
+}
+
+/* A retained (or, with two dumps, new) object with its site number (0:
+ * none). Counted in its group; kept for ownership when the graph is on. */
+static int add_retained(mdp_ctx *c, const mdp_analysis_obj *o, uint32_t site, uint32_t *number)
+{
   uint64_t k2 = site ? c->sites.recs[site - 1].k1 << 32 | c->sites.recs[site - 1].k2 : 0;
+  /* Allocation tracing's own table (a DATA object whose memsize is every
+   * record): the capture's cost, not the application's. */
+  static const char tracer[] = "ObjectTracing/allocation_info_tracer";
+  if(o->type == MDP_T_DATA && o->struct_len == sizeof(tracer) - 1 &&
+     memcmp(o->struct_name, tracer, sizeof(tracer) - 1) == 0)
+    k2 |= 1ull << 63;
   mdp_analysis_rec *g =
       mdp_analysis_map_get(&c->groups, class_key(o) ^ (uint64_t)o->type << 56, k2, 1);
   if(!g)
@@ -105,10 +115,35 @@ static int add_retained(mdp_ctx *c, const mdp_analysis_obj *o, uint32_t site)
   g->a++;
   g->b += o->memsize;
   g->c = class_key(o);
-  c->res->count++;
-  c->res->bytes += o->memsize;
-  if(site)
-    c->retained_sited++;
+  *number = MDP_G_NONE;
+  if(!c->g.off) {
+    if(c->n_ret == c->ret_cap) {
+      size_t cap = c->ret_cap ? c->ret_cap * 2 : 1024;
+      mdp_analysis_ret *r =
+          mdp_analysis_realloc(&c->mem, c->ret, c->ret_cap * sizeof(*r), cap * sizeof(*r));
+      if(!r) {
+        c->mem.over = 0;
+        c->g.off = 1;
+        mdp_analysis_graph_free(&c->g);
+      } else {
+        c->ret = r;
+        c->ret_cap = cap;
+      }
+    }
+    if(!c->g.off) {
+      c->ret[c->n_ret] = (mdp_analysis_ret){
+          .group = (uint32_t)(g - c->groups.recs), .size = o->memsize, .node = (uint32_t)c->g.n};
+      *number = (uint32_t)c->n_ret++;
+    }
+  }
+  if(site) {
+    size_t fl;
+    const char *f = mdp_analysis_strtab_str(&c->files, (uint32_t)c->sites.recs[site - 1].k1, &fl);
+    if(hook_file(f, fl)) {
+      c->hook_sited++;
+      return 0;
+    }
+  }
   if(o->type != MDP_T_STRING || !o->value)
     return 0;
   /* Strings seen once cost 8 bytes (a hash in a set); a record and the
@@ -149,13 +184,56 @@ static int newer(const mdp_analysis_dump *earlier, const mdp_analysis_obj *o)
   return o->has_gen && o->generation > earlier->max_generation;
 }
 
+/* What an object keeps for life, beside its address and type: its class
+ * and, for a String, its length and first bytes. Another object in a
+ * reused slot differs here even when the dump's allocation data is stale
+ * (tracing stopped: Ruby no longer drops a freed object's record, and the
+ * next object at its address shows it). */
+static uint32_t signature(const mdp_analysis_obj *o)
+{
+  uint64_t h = o->class_addr * 0x9E3779B97F4A7C15ull;
+  if(o->type == MDP_T_STRING) {
+    h ^= o->bytesize * 0xff51afd7ed558ccdull;
+    if(o->value)
+      h ^= mdp_analysis_hash(o->value, o->value_len < 64 ? o->value_len : 64);
+  }
+  return (uint32_t)(h ^ h >> 32);
+}
+
+static uint32_t class_id(mdp_ctx *c, uint64_t class_addr)
+{
+  if(!class_addr || c->g.off)
+    return 0;
+  mdp_analysis_rec *r = mdp_analysis_map_get(&c->clsid, class_addr, 0, 1);
+  return r ? (uint32_t)(r - c->clsid.recs) + 1 : 0;
+}
+
+/* An object of the last dump: a node of the graph, retained or not, old
+ * (in dump 1 too) or not. */
+static void node(mdp_ctx *c, const mdp_analysis_obj *o, uint64_t e, uint32_t number)
+{
+  if(c->g.off)
+    return;
+  unsigned flag = 0;
+  uint32_t aux = number;
+  if(number != MDP_G_NONE) {
+    flag = MDP_G_RETAINED;
+  } else {
+    uint64_t f1 = mdp_analysis_objset_get(&c->s1, e, NULL);
+    if(f1 && mdp_obj_same(f1, e))
+      flag = MDP_G_OLD;
+    aux = class_id(c, o->class_addr);
+  }
+  mdp_analysis_graph_node(&c->g, o->address, o->type, flag, aux);
+}
+
 /* One object of dump d. */
 static int object(mdp_ctx *c, unsigned d, const mdp_analysis_obj *o)
 {
   uint64_t e = mdp_obj_pack(o->address, o->type, o->has_gen, o->generation, o->old);
-  uint64_t found;
-  uint32_t site;
-  int rc;
+  uint64_t found, aux;
+  uint32_t site, number = MDP_G_NONE;
+  int rc, last = d + 1 == c->res->n_dumps;
 
   if((rc = add_live(c, d, o)) != 0)
     return rc;
@@ -171,7 +249,7 @@ static int object(mdp_ctx *c, unsigned d, const mdp_analysis_obj *o)
     if(found && mdp_obj_same(found, e) &&
        !(MDP_OBJ_GEN(found) == 0 && newer(&c->res->dumps[0], o))) {
       c->old_common += MDP_OBJ_OLD(found);
-      return 0;
+      goto done;
     }
     if(found)
       c->res->reused++;
@@ -179,24 +257,66 @@ static int object(mdp_ctx *c, unsigned d, const mdp_analysis_obj *o)
      * it moved (compaction), and is no new object. */
     if(o->has_gen && o->generation < c->res->dumps[0].max_generation) {
       c->moved[1]++;
-      return 0;
+      goto done;
     }
-    if(c->res->n_dumps == 2)
-      return add_retained(c, o, 0);
     if((rc = site_of(c, o, &site)) != 0)
       return rc;
-    return mdp_analysis_objset_put(&c->cand, e, site);
+    if(last) {
+      if((rc = add_retained(c, o, site, &number)) != 0)
+        return rc;
+      goto done;
+    }
+    return mdp_analysis_objset_put(&c->cand, e, (uint64_t)signature(o) << 32 | site);
   }
-  found = mdp_analysis_objset_get(&c->cand, e, &site);
-  if(found && mdp_obj_same(found, e) && !(MDP_OBJ_GEN(found) == 0 && newer(&c->res->dumps[1], o)))
-    return add_retained(c, o, site);
+  found = mdp_analysis_objset_get(&c->cand, e, &aux);
+  site = (uint32_t)aux;
+  if(found && mdp_obj_same(found, e) && !(MDP_OBJ_GEN(found) == 0 && newer(&c->res->dumps[1], o))) {
+    uint32_t here = 0;
+    if((uint32_t)(aux >> 32) != signature(o)) {
+      c->res->reused++;
+      goto done;
+    }
+    /* Sites come from dump 2 only: tracing may have stopped before dump
+     * 3, whose records are then stale. One that names another site shows
+     * another object at the address. */
+    if(o->file && (rc = site_of(c, o, &here)) != 0)
+      return rc;
+    if(here && site && here != site) {
+      c->contradicted++;
+      c->res->reused++;
+      goto done;
+    }
+    if(o->type != MDP_T_STRING && MDP_OBJ_GEN(found) && !o->has_gen)
+      c->unsure++;
+    if((rc = add_retained(c, o, site, &number)) != 0)
+      return rc;
+    goto done;
+  }
   if(found)
     c->res->reused++;
   /* Allocated between dumps 1 and 2, so dump 2 held it: not where it was. */
   if(o->has_gen && o->generation > c->res->dumps[0].max_generation &&
      o->generation < c->res->dumps[1].max_generation)
     c->moved[2]++;
+done:
+  if(last)
+    node(c, o, e, number);
   return 0;
+}
+
+/* The references of a line of the last dump, into the graph. */
+static void references(mdp_ctx *c, const mdp_analysis_line *l, const mdp_analysis_obj *o,
+                       uint64_t line)
+{
+  if(l->tail && c->g.ref_line == line && c->g.ref_in) {
+    if(!c->g.ref_done) /* read across the middle: the rest is in the tail */
+      mdp_analysis_graph_refs(&c->g, l->tail, l->tail_len);
+    return;
+  }
+  if(!o->refs)
+    return;
+  c->g.cut += o->refs_open;
+  mdp_analysis_graph_refs(&c->g, o->refs, o->refs_len);
 }
 
 static int pass(mdp_ctx *c, unsigned d, const char *path, char *err, size_t errlen)
@@ -219,6 +339,11 @@ static int pass(mdp_ctx *c, unsigned d, const char *path, char *err, size_t errl
     return rc;
   }
   dump->compressed = r.compressed;
+  int graph = d + 1 == c->res->n_dumps && !c->g.off;
+  if(graph) {
+    r.middle = mdp_analysis_graph_middle;
+    r.middle_arg = &c->g;
+  }
   if(c->opts.check_owner) {
     struct stat st;
     /* The worker's own file, or one the plugin wrote itself (a streamed
@@ -257,11 +382,17 @@ static int pass(mdp_ctx *c, unsigned d, const char *path, char *err, size_t errl
       rc = failf(err, errlen, -EINVAL, "%s:%llu: %s", path, (unsigned long long)r.line, why);
       goto out;
     }
+    if(graph && !c->g.off)
+      references(c, &l, &o, r.line);
     /* Roots and Ruby 3.3's SHAPE records are no heap objects; slots in
      * the middle of a move or freed are none either. */
     if(!o.address || o.type == MDP_T_SHAPE || o.type == MDP_T_ROOT || o.type == MDP_T_MOVED ||
        o.type == MDP_T_NONE || o.type == MDP_T_ZOMBIE) {
       c->moved_slots[d] += o.type == MDP_T_MOVED;
+      if(graph && o.type == MDP_T_ROOT)
+        mdp_analysis_graph_root(&c->g, o.root, o.root_len);
+      else if(graph)
+        mdp_analysis_graph_skip(&c->g);
       continue;
     }
     if(check_addr(&o)) {
@@ -277,9 +408,14 @@ static int pass(mdp_ctx *c, unsigned d, const char *path, char *err, size_t errl
     if(o.has_gen && o.generation > dump->max_generation)
       dump->max_generation = o.generation;
     c->pinned[d] += o.pinned;
+    if(!mdp_analysis_map_get(&c->pages, o.address >> 16, 0, 1)) {
+      rc = -ENOMEM;
+      goto out;
+    }
     if((rc = object(c, d, &o)) != 0)
       goto out;
   }
+  dump->pages = c->pages.n;
   if(rc < 0) {
     failf(err, errlen, rc, "%s", r.err);
     goto out;
@@ -288,6 +424,7 @@ static int pass(mdp_ctx *c, unsigned d, const char *path, char *err, size_t errl
   if(!dump->objects)
     rc = failf(err, errlen, -EINVAL, "%s: no heap objects in this file", path);
 out:
+  mdp_analysis_map_free(&c->pages);
   dump->file_bytes = r.file_bytes;
   dump->json_bytes = r.json_bytes;
   mdp_analysis_charge(&c->mem, -(int64_t)charged);
@@ -339,6 +476,10 @@ int mdp_analysis_run(const char *const *paths, unsigned n, const mdp_analysis_op
   mdp_analysis_map_init(&c.groups, &c.mem);
   mdp_analysis_map_init(&c.sites, &c.mem);
   mdp_analysis_map_init(&c.strings, &c.mem);
+  mdp_analysis_map_init(&c.clsid, &c.mem);
+  mdp_analysis_map_init(&c.pages, &c.mem);
+  mdp_analysis_graph_init(&c.g, &c.mem);
+  c.g.off = c.opts.no_graph;
   for(unsigned d = 0; d < MDP_ANALYSIS_DUMPS_MAX; d++) {
     mdp_analysis_map_init(&c.live[d], &c.mem);
     mdp_analysis_map_init(&c.cname[d], &c.mem);
@@ -353,11 +494,12 @@ int mdp_analysis_run(const char *const *paths, unsigned n, const mdp_analysis_op
   for(unsigned d = 0; d < n; d++) {
     if((rc = pass(&c, d, paths[d], err, errlen)) != 0)
       goto out;
-    if(d == 1)
-      mdp_analysis_objset_free(&c.s1);
     if(d > 0)
       c.classes_moved[d] = classes_moved(&c, d);
   }
+  mdp_analysis_objset_free(&c.cand);
+  mdp_analysis_objset_free(&c.seen);
+  mdp_analysis_graph_resolve(&c.g);
   rc = mdp_analysis_build(&c);
   if(rc) {
     failf(err, errlen, rc, "the analysis needs more than its memory limit of %llu MiB",
@@ -375,6 +517,11 @@ out:
   mdp_analysis_map_free(&c.groups);
   mdp_analysis_map_free(&c.sites);
   mdp_analysis_map_free(&c.strings);
+  mdp_analysis_map_free(&c.clsid);
+  mdp_analysis_map_free(&c.pages);
+  mdp_analysis_graph_free(&c.g);
+  if(c.ret)
+    mdp_analysis_release(&c.mem, c.ret, c.ret_cap * sizeof(*c.ret));
   for(unsigned d = 0; d < MDP_ANALYSIS_DUMPS_MAX; d++) {
     mdp_analysis_map_free(&c.live[d]);
     mdp_analysis_map_free(&c.cname[d]);

@@ -31,13 +31,17 @@
 #include <sys/types.h>
 
 #define MDP_ANALYSIS_DUMPS_MAX   3
-#define MDP_ANALYSIS_CAVEATS_MAX 8
+#define MDP_ANALYSIS_CAVEATS_MAX 12
 
 typedef struct {
   uint64_t memory_limit;    /* bytes the analysis may allocate; 0: no limit */
   const atomic_int *cancel; /* when set and non-zero, stop with -ECANCELED */
   int check_owner;          /* read only dumps owned by owner, or by this process with one */
   uid_t owner;              /* link (a hard link planted in a worker's folder is refused) */
+  int no_graph;             /* no ownership, holders or paths (less memory) */
+  /* The worker's RSS when each dump was taken (bytes; 0: unknown), from
+   * the capture's own samples: growth outside the Ruby heap is told by it. */
+  uint64_t rss[MDP_ANALYSIS_DUMPS_MAX];
 } mdp_analysis_opts;
 
 /* Where a group's allocation site (file, line) came from. */
@@ -57,8 +61,44 @@ typedef struct {
   char *file;       /* NULL: no allocation site (tracing was off) */
   unsigned line;
   mdp_analysis_site_source site_source;
-  uint64_t count, bytes;
+  uint64_t count, bytes; /* objects and their own (shallow) bytes */
+  uint64_t owned;        /* bytes they keep alive, themselves included */
+  /* what they keep alive besides themselves is mostly this class (or
+   * type when mostly_class is NULL; mostly_type NULL: nothing) */
+  char *mostly_class;
+  const char *mostly_type;
+  uint64_t mostly_bytes;
 } mdp_analysis_group;
+
+/* An object on a path from a GC root, or holding the suspect. */
+typedef struct {
+  const char *type; /* "ARRAY", "CLASS", ... (static) */
+  char *name;       /* its class's name; for a CLASS or MODULE its own; NULL: none */
+  uint64_t address;
+} mdp_analysis_step;
+
+/* What holds the top group's objects from outside the retained set. */
+typedef struct {
+  mdp_analysis_step obj;   /* obj.type NULL: a GC root holds them directly (root) */
+  int old;                 /* in the first dump too: alive in every dump */
+  uint64_t refs;           /* its references to them (all gained since dump 1) */
+  char *root;              /* the GC root kind the path starts at ("vm", ...); NULL: none found */
+  mdp_analysis_step *path; /* from the object the root references to obj */
+  size_t path_len;
+} mdp_analysis_holder;
+
+/* Whether the worker's growth is the Ruby heap's. */
+typedef enum {
+  MDP_ANALYSIS_VERDICT_UNKNOWN = 0, /* no RSS figures */
+  MDP_ANALYSIS_VERDICT_RUBY,        /* the Ruby heap explains the growth */
+  MDP_ANALYSIS_VERDICT_OUTSIDE,     /* growth outside the Ruby heap */
+  MDP_ANALYSIS_VERDICT_NO_GROWTH,   /* RSS did not grow enough to tell */
+} mdp_analysis_verdict;
+
+/* Below this share of the RSS growth, the Ruby heap does not explain it. */
+#define MDP_ANALYSIS_HEAP_SHARE_PCT 25
+/* RSS growth under this is too little to tell where it went. */
+#define MDP_ANALYSIS_RSS_MIN        (4u << 20)
 
 /* Retained objects of one class (or of one type when class_name is NULL),
  * and that class's live objects in each dump. */
@@ -90,6 +130,9 @@ typedef struct {
   uint64_t traced;         /* objects with an allocation site */
   uint32_t max_generation; /* highest allocation generation; 0: none */
   int compressed;
+  uint64_t pages; /* 64 KiB heap pages holding its objects */
+  uint64_t heap;  /* the Ruby heap: pages + what objects hold beyond their slot */
+  uint64_t rss;   /* the worker's RSS then (opts.rss; 0: unknown) */
 } mdp_analysis_dump;
 
 typedef struct {
@@ -113,6 +156,12 @@ typedef struct {
   size_t n_files;
   mdp_analysis_string *strings; /* by count, then bytes */
   size_t n_strings;
+  int ownership;                   /* the dominator tree was computed */
+  uint64_t hook_count, hook_bytes; /* memdiag's own objects, left out */
+  mdp_analysis_holder *holders;    /* of groups[0], most references first */
+  size_t n_holders;
+  mdp_analysis_verdict verdict;
+  int64_t rss_growth, heap_growth; /* first dump to last, bytes */
   mdp_analysis_caveat caveats[MDP_ANALYSIS_CAVEATS_MAX];
   unsigned n_caveats;
   int doubtful;         /* a caveat puts the retained set itself in doubt */
@@ -154,6 +203,14 @@ void mdp_analysis_json_string(FILE *out, const char *s);
 /* v with a comma every three digits (48213 -> "48,213") into out, cut to
  * fit len; shared with memdiagctl analyze so both print counts alike. */
 void mdp_analysis_thousands(uint64_t v, char *out, size_t len);
+
+/* b in words: "840 B", "12 KiB", "3.4 MiB", "47 MiB". */
+void mdp_analysis_size_text(uint64_t b, char *out, size_t len);
+
+/* "held by Hash ← Reg's constants ← Object's constants": what holds the
+ * top group (res->holders[0]) and the path above it, at most len - 1
+ * bytes. Returns its length; 0 when nothing is known. */
+size_t mdp_analysis_holder_text(const mdp_analysis_result *res, char *buf, size_t len);
 
 /* One line naming the top group for a notification, at most len - 1 bytes
  * ("leak suspect: 48,213 × Cart::Line (+47 MiB) from app/models/cart.rb:28",

@@ -8,6 +8,8 @@
 #define MDP_ANALYSIS_INT_H
 
 #include "analysis.h"
+#include "graph.h"
+#include "owner.h"
 #include "table.h"
 
 /* Retained string values are kept up to this many bytes. */
@@ -28,6 +30,14 @@ typedef struct {
   mdp_analysis_map live[MDP_ANALYSIS_DUMPS_MAX];  /* class key: count, bytes, type */
   mdp_analysis_map cname[MDP_ANALYSIS_DUMPS_MAX]; /* class address: name id */
   mdp_analysis_map named[MDP_ANALYSIS_DUMPS_MAX]; /* name id: class address */
+  mdp_analysis_graph g;                           /* the last dump's objects and references */
+  mdp_analysis_ret *ret;                          /* retained objects, in the order found */
+  size_t n_ret, ret_cap;
+  mdp_analysis_map clsid; /* class address: id = record + 1 (graph aux) */
+  mdp_analysis_map pages; /* heap pages (address >> 16) of the dump being read */
+  uint64_t unsure;        /* retained, told from a reused address by type and class only */
+  uint64_t contradicted;  /* dump 3 gave another site than dump 2: another object */
+  uint64_t hook_sited;    /* retained objects allocated in the hook's own files */
   uint64_t old1, old_common, retained_sited;
   uint64_t moved[MDP_ANALYSIS_DUMPS_MAX], classes_moved[MDP_ANALYSIS_DUMPS_MAX];
   uint64_t pinned[MDP_ANALYSIS_DUMPS_MAX], moved_slots[MDP_ANALYSIS_DUMPS_MAX];
@@ -35,6 +45,8 @@ typedef struct {
 
 /* result.c: fill res's lists from the tables. 0 or -ENOMEM. */
 int mdp_analysis_build(mdp_ctx *c);
+/* holder.c: res->holders for merged group m (the suspect). 0 or -ENOMEM. */
+int mdp_analysis_holders(mdp_ctx *c, const mdp_analysis_own *own, uint32_t m);
 /* result.c: the caveats the counts call for. */
 void mdp_analysis_caveats(mdp_ctx *c);
 

@@ -129,7 +129,10 @@ static int long_line(mdp_analysis_reader *r, mdp_analysis_line *l)
   int rc;
 
   memcpy(r->edge, r->buf, EDGE);
-  for(;;) {
+  for(int round = 0;; round++) {
+    if(r->middle && r->end > (round ? 1u : 2u) * EDGE)
+      r->middle(r->middle_arg, r->line + 1, r->edge, r->buf + (round ? 0 : EDGE),
+                r->end - (round ? 1u : 2u) * EDGE);
     before += r->end - EDGE;
     memmove(r->buf, r->buf + r->end - EDGE, EDGE);
     r->end = EDGE;
@@ -138,6 +141,8 @@ static int long_line(mdp_analysis_reader *r, mdp_analysis_line *l)
       char *nl = memchr(r->buf + from, '\n', r->end - from);
       if(nl) {
         size_t p = (size_t)(nl - r->buf);
+        if(r->middle && p > EDGE)
+          r->middle(r->middle_arg, r->line + 1, r->edge, r->buf, p - EDGE);
         memcpy(r->edge + EDGE, r->buf + p - EDGE, EDGE);
         r->start = p + 1;
         r->line++;

@@ -27,8 +27,16 @@ typedef struct {
   uint64_t length; /* the whole line's length */
 } mdp_analysis_line;
 
+/* Called with each stretch of a long line's middle (the bytes between its
+ * first and last EDGE bytes, in order; head is the first EDGE bytes), before
+ * next() returns that line; line is its number. */
+typedef void (*mdp_analysis_middle_fn)(void *arg, uint64_t line, const char *head, const char *p,
+                                       size_t n);
+
 typedef struct {
   int fd;
+  mdp_analysis_middle_fn middle; /* optional; set after open() */
+  void *middle_arg;
   const char *path;
   void *zs; /* ZSTD_DStream *, NULL for plain files */
   char *zin;

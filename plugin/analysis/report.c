@@ -110,7 +110,62 @@ static void group_json(FILE *f, const mdp_analysis_group *g)
   else
     fputs(", \"line\": null", f);
   fprintf(f, ", \"site_source\": \"%s\"", mdp_analysis_site_source_name(g->site_source));
-  fprintf(f, ", \"count\": %" PRIu64 ", \"bytes\": %" PRIu64 "}", g->count, g->bytes);
+  fprintf(f, ", \"count\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"owned\": %" PRIu64, g->count,
+          g->bytes, g->owned);
+  if(g->mostly_type) {
+    jfield(f, ", \"mostly\": {\"class\": ", g->mostly_class);
+    jfield(f, ", \"type\": ", g->mostly_type);
+    fprintf(f, ", \"bytes\": %" PRIu64 "}}", g->mostly_bytes);
+  } else {
+    fputs(", \"mostly\": null}", f);
+  }
+}
+
+static void step_json(FILE *f, const mdp_analysis_step *s)
+{
+  jfield(f, "{\"type\": ", s->type);
+  jfield(f, ", \"name\": ", s->name);
+  fprintf(f, ", \"address\": \"0x%" PRIx64 "\"}", s->address);
+}
+
+static void holder_json(FILE *f, const mdp_analysis_holder *h)
+{
+  if(h->obj.type) {
+    jfield(f, "{\"type\": ", h->obj.type);
+    jfield(f, ", \"class\": ", h->obj.name);
+    fprintf(f, ", \"address\": \"0x%" PRIx64 "\"", h->obj.address);
+  } else {
+    fputs("{\"type\": null, \"class\": null, \"address\": null", f);
+  }
+  fprintf(f, ", \"old\": %s, \"refs\": %" PRIu64, h->old ? "true" : "false", h->refs);
+  jfield(f, ", \"root\": ", h->root);
+  fputs(", \"path\": [", f);
+  for(size_t i = 0; i < h->path_len; i++) {
+    fputs(i ? ", " : "", f);
+    step_json(f, &h->path[i]);
+  }
+  fputs("]}", f);
+}
+
+static const char *verdict_name(mdp_analysis_verdict v)
+{
+  switch(v) {
+  case MDP_ANALYSIS_VERDICT_RUBY: return "ruby_heap";
+  case MDP_ANALYSIS_VERDICT_OUTSIDE: return "outside_ruby_heap";
+  case MDP_ANALYSIS_VERDICT_NO_GROWTH: return "no_growth";
+  case MDP_ANALYSIS_VERDICT_UNKNOWN: break;
+  }
+  return "unknown";
+}
+
+static void heap_json(FILE *f, const mdp_analysis_result *res)
+{
+  fprintf(f,
+          "{\"verdict\": \"%s\", \"rss_growth\": %" PRId64 ", \"heap_growth\": %" PRId64
+          ", \"share_pct\": %d, \"threshold_pct\": %d}",
+          verdict_name(res->verdict), res->rss_growth, res->heap_growth,
+          res->rss_growth > 0 ? (int)(res->heap_growth * 100 / res->rss_growth) : 0,
+          MDP_ANALYSIS_HEAP_SHARE_PCT);
 }
 
 int mdp_analysis_write_brief(FILE *f, const mdp_analysis_result *res, const char *summary,
@@ -127,7 +182,14 @@ int mdp_analysis_write_brief(FILE *f, const mdp_analysis_result *res, const char
     fputs(i ? ", " : "", f);
     group_json(f, &res->groups[i]);
   }
-  fputs("], \"caveats\": [", f);
+  fputs("], \"holder\": ", f);
+  if(res->n_holders)
+    holder_json(f, &res->holders[0]);
+  else
+    fputs("null", f);
+  fputs(", \"heap\": ", f);
+  heap_json(f, res);
+  fputs(", \"caveats\": [", f);
   for(unsigned i = 0; i < res->n_caveats; i++)
     fprintf(f, "%s\"%s\"", i ? ", " : "", res->caveats[i].code);
   fputs("]}", f);
@@ -159,9 +221,18 @@ int mdp_analysis_write_json(FILE *f, const mdp_analysis_result *res, size_t top)
           "{\n  \"format\": \"memdiag-analysis/1\",\n  \"mode\": \"%s\",\n  \"doubtful\": %s,\n"
           "  \"count\": %" PRIu64 ",\n  \"bytes\": %" PRIu64 ",\n  \"moved\": %" PRIu64
           ",\n  \"reused_addresses\": %" PRIu64 ",\n  \"seconds\": %.3f,\n"
-          "  \"peak_memory\": %" PRIu64 ",\n  \"dumps\": [",
+          "  \"peak_memory\": %" PRIu64 ",\n  \"ownership\": %s,\n"
+          "  \"hook\": {\"count\": %" PRIu64 ", \"bytes\": %" PRIu64 "},\n  \"heap\": ",
           res->n_dumps == 2 ? "new" : "retained", res->doubtful ? "true" : "false", res->count,
-          res->bytes, res->moved, res->reused, res->seconds, res->peak_memory);
+          res->bytes, res->moved, res->reused, res->seconds, res->peak_memory,
+          res->ownership ? "true" : "false", res->hook_count, res->hook_bytes);
+  heap_json(f, res);
+  fputs(",\n  \"holders\": [", f);
+  for(size_t i = 0; i < limit(res->n_holders, top); i++) {
+    fputs(i ? ",\n    " : "\n    ", f);
+    holder_json(f, &res->holders[i]);
+  }
+  fputs("],\n  \"dumps\": [", f);
   for(unsigned d = 0; d < res->n_dumps; d++) {
     const mdp_analysis_dump *p = &res->dumps[d];
     fputs(d ? ",\n    {\"path\": " : "\n    {\"path\": ", f);
@@ -169,9 +240,10 @@ int mdp_analysis_write_json(FILE *f, const mdp_analysis_result *res, size_t top)
     fprintf(f,
             ", \"compressed\": %s, \"file_bytes\": %" PRIu64 ", \"json_bytes\": %" PRIu64
             ", \"lines\": %" PRIu64 ", \"objects\": %" PRIu64 ", \"memsize\": %" PRIu64
-            ", \"traced\": %" PRIu64 ", \"max_generation\": %" PRIu32 "}",
+            ", \"traced\": %" PRIu64 ", \"max_generation\": %" PRIu32 ", \"pages\": %" PRIu64
+            ", \"heap\": %" PRIu64 ", \"rss\": %" PRIu64 "}",
             p->compressed ? "true" : "false", p->file_bytes, p->json_bytes, p->lines, p->objects,
-            p->memsize, p->traced, p->max_generation);
+            p->memsize, p->traced, p->max_generation, p->pages, p->heap, p->rss);
   }
   fputs("],\n  \"retained\": [", f);
   n = limit(res->n_groups, top);
@@ -238,7 +310,7 @@ void mdp_analysis_thousands(uint64_t v, char *out, size_t len)
   out[o] = '\0';
 }
 
-static void size_text(uint64_t b, char *out, size_t len)
+void mdp_analysis_size_text(uint64_t b, char *out, size_t len)
 {
   if(b >= (10ull << 20))
     snprintf(out, len, "%" PRIu64 " MiB", (b + (1u << 19)) >> 20);
@@ -250,48 +322,164 @@ static void size_text(uint64_t b, char *out, size_t len)
     snprintf(out, len, "%" PRIu64 " B", b);
 }
 
+static void signed_size(int64_t b, char *out, size_t len)
+{
+  char t[24];
+  mdp_analysis_size_text((uint64_t)(b < 0 ? -b : b), t, sizeof(t));
+  snprintf(out, len, "%s%s", b < 0 ? "-" : "+", t);
+}
+
+/* What a GC root kind holds, in words. */
+static const char *root_words(const char *kind)
+{
+  static const struct {
+    const char *kind, *words;
+  } k[] = {
+      {"vm", "the VM"},
+      {"global_tbl", "global variables"},
+      {"machine_context", "a thread's stack"},
+      {"global_list", "C globals"},
+      {"end_proc", "at_exit blocks"},
+      {"finalizers", "finalizers"},
+      {"obj_to_id", "object ids"},
+  };
+  for(size_t i = 0; kind && i < sizeof(k) / sizeof(k[0]); i++)
+    if(strcmp(kind, k[i].kind) == 0)
+      return k[i].words;
+  return kind ? kind : "a GC root";
+}
+
+static int is_class(const mdp_analysis_step *s)
+{
+  return s->type && (strcmp(s->type, "CLASS") == 0 || strcmp(s->type, "MODULE") == 0);
+}
+
+/* One object of a holder's chain: the holder itself (first) or one that
+ * holds the next (a class or module: its constants). */
+static void step_words(const mdp_analysis_step *s, int first, char *out, size_t len)
+{
+  const char *name = s->name ? s->name : s->type;
+  if(is_class(s))
+    snprintf(out, len, first ? "%.60s (%s)" : "%.60s's constants", name,
+             strcmp(s->type, "CLASS") == 0 ? "class" : "module");
+  else
+    snprintf(out, len, "%.60s", name);
+}
+
+size_t mdp_analysis_holder_text(const mdp_analysis_result *res, char *buf, size_t len)
+{
+  char w[128];
+  size_t n;
+  if(!len)
+    return 0;
+  buf[0] = '\0';
+  if(!res->n_holders)
+    return 0;
+  const mdp_analysis_holder *h = &res->holders[0];
+  if(!h->obj.type) {
+    n = (size_t)snprintf(buf, len, "held by %s", root_words(h->root));
+    return n >= len ? len - 1 : n;
+  }
+  step_words(&h->obj, 1, w, sizeof(w));
+  n = (size_t)snprintf(buf, len, "held by %s", w);
+  if(n >= len)
+    return len - 1;
+  /* Upwards from the holder; the VM root goes without saying. */
+  for(size_t i = h->path_len >= 2 ? h->path_len - 1 : 0; i-- > 0;) {
+    step_words(&h->path[i], 0, w, sizeof(w));
+    size_t k = strlen(w) + 5;
+    if(n + k >= len)
+      return n;
+    n += (size_t)snprintf(buf + n, len - n, " \xe2\x86\x90 %s", w);
+    if(is_class(&h->path[i]) && i == 0)
+      return n;
+  }
+  if(h->root && strcmp(h->root, "vm") != 0) {
+    const char *r = root_words(h->root);
+    if(n + strlen(r) + 5 < len)
+      n += (size_t)snprintf(buf + n, len - n, " \xe2\x86\x90 %s", r);
+  }
+  return n;
+}
+
+static size_t clip(int n, size_t len) { return n < 0 ? 0 : (size_t)n >= len ? len - 1 : (size_t)n; }
+
+static size_t outside(const mdp_analysis_result *res, char *buf, size_t len)
+{
+  char rss[32], heap[32];
+  signed_size(res->rss_growth, rss, sizeof(rss));
+  signed_size(res->heap_growth, heap, sizeof(heap));
+  int share = res->rss_growth > 0 ? (int)(res->heap_growth * 100 / res->rss_growth) : 0;
+  return clip(snprintf(buf, len,
+                       "growth outside the Ruby heap: RSS %s, Ruby heap %s (%d%%) from dump 1 "
+                       "to %u; see the memory map and malloc statistics in the capture",
+                       rss, heap, share < 0 ? 0 : share, res->n_dumps),
+              len);
+}
+
 size_t mdp_analysis_summary(const mdp_analysis_result *res, char *buf, size_t len)
 {
-  char count[32], size[32], head[160];
+  char count[32], size[32], head[200], held[160];
   const mdp_analysis_group *g;
   int n;
 
   if(!len)
     return 0;
   buf[0] = '\0';
+  if(res->verdict == MDP_ANALYSIS_VERDICT_OUTSIDE)
+    return outside(res, buf, len);
   if(!res->n_groups)
     return 0;
   g = &res->groups[0];
   mdp_analysis_thousands(g->count, count, sizeof(count));
-  size_text(g->bytes, size, sizeof(size));
-  n = snprintf(head, sizeof(head), "leak suspect%s: %s \xc3\x97 %.60s%s%s (+%s)",
-               res->doubtful ? " (doubtful)" : "", count, g->class_name ? g->class_name : g->type,
-               g->class_name ? "" : " objects",
-               g->class_name && strlen(g->class_name) > 60 ? "..." : "", size);
+  const char *cls = g->class_name ? g->class_name : g->type;
+  const char *more = g->class_name && strlen(g->class_name) > 60 ? "..." : "";
+  const char *objects = g->class_name ? "" : " objects";
+  const char *doubt = res->doubtful ? " (doubtful)" : "";
+  if(g->owned > g->bytes && g->mostly_type) {
+    char most[80];
+    mdp_analysis_size_text(g->owned, size, sizeof(size));
+    snprintf(most, sizeof(most), "%.40s%s", g->mostly_class ? g->mostly_class : g->mostly_type,
+             g->mostly_class ? "" : " objects");
+    n = snprintf(head, sizeof(head), "leak suspect%s: %s \xc3\x97 %.60s%s%s owning %s, mostly %s",
+                 doubt, count, cls, more, objects, size, most);
+  } else {
+    mdp_analysis_size_text(g->bytes, size, sizeof(size));
+    n = snprintf(head, sizeof(head), "leak suspect%s: %s \xc3\x97 %.60s%s%s (+%s)", doubt, count,
+                 cls, more, objects, size);
+  }
   if(n < 0)
     return 0;
+  const char *from = g->owned > g->bytes && g->mostly_type ? ", from " : " from ";
+  size_t hl = mdp_analysis_holder_text(res, held, sizeof(held));
+  /* The holder after the site, when both fit; else as much as fits. */
   if(!g->file) {
-    n = snprintf(buf, len, "%s, allocation site unknown", head);
-    return n < 0 ? 0 : (size_t)n >= len ? len - 1 : (size_t)n;
+    if(hl && (size_t)n + 28 + 2 + hl < len)
+      return clip(snprintf(buf, len, "%s, allocation site unknown; %s", head, held), len);
+    if(hl && (size_t)n + 2 + hl < len)
+      return clip(snprintf(buf, len, "%s; %s", head, held), len);
+    return clip(snprintf(buf, len, "%s, allocation site unknown", head), len);
   }
   /* " from " FILE ":" LINE, the file cut from the left to fit. */
   char where[16];
   int wl = snprintf(where, sizeof(where), ":%u", g->line);
   size_t flen = strlen(g->file);
-  size_t room = len - 1 - (size_t)n - 6 - (size_t)wl;
-  if((size_t)n + 6 + (size_t)wl + 4 > len - 1) {
-    n = snprintf(buf, len, "%s", head);
-    return (size_t)n >= len ? len - 1 : (size_t)n;
-  }
+  size_t tail_room = hl ? hl + 2 : 0;
+  if((size_t)n + 6 + (size_t)wl + 4 + tail_room > len - 1)
+    tail_room = 0, hl = 0;
+  if((size_t)n + 6 + (size_t)wl + 4 > len - 1)
+    return clip(snprintf(buf, len, "%s", head), len);
+  size_t room = len - 1 - (size_t)n - 6 - (size_t)wl - tail_room;
+  const char *sep = hl ? "; " : "";
   if(flen <= room)
-    n = snprintf(buf, len, "%s from %s%s", head, g->file, where);
+    n = snprintf(buf, len, "%s%s%s%s%s%s", head, from, g->file, where, sep, hl ? held : "");
   else {
-    const char *tail = g->file + flen - (room - 3);
+    const char *tail = g->file + flen - (room > 3 ? room - 3 : 0);
     while((*tail & 0xc0) == 0x80) /* not inside a UTF-8 sequence */
       tail++;
-    n = snprintf(buf, len, "%s from ...%s%s", head, tail, where);
+    n = snprintf(buf, len, "%s%s...%s%s%s%s", head, from, tail, where, sep, hl ? held : "");
   }
-  return n < 0 ? 0 : (size_t)n >= len ? len - 1 : (size_t)n;
+  return clip(n, len);
 }
 
 static int dump_number(const char *name, unsigned *num)

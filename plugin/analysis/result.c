@@ -10,6 +10,9 @@
 #include "scan.h"
 
 #define TYPE_KEY_BIT (1ull << 63)
+/* A raw group's site key (file << 32 | line) with bit 63 set: memdiag's
+ * own objects that no site tells (allocation tracing's own table). */
+#define HOOK_MASK    0x7fffffffu
 
 /* A name or file from the tables, unescaped into a new string. */
 static char *decoded(const mdp_analysis_strtab *t, uint32_t id)
@@ -74,12 +77,6 @@ static int by_bytes(uint64_t ab, uint64_t bb, uint64_t ac, uint64_t bc)
   return 0;
 }
 
-static int cmp_group(const void *x, const void *y)
-{
-  const mdp_analysis_group *a = x, *b = y;
-  return by_bytes(a->bytes, b->bytes, a->count, b->count);
-}
-
 static int cmp_class(const void *x, const void *y)
 {
   const mdp_analysis_class *a = x, *b = y;
@@ -109,49 +106,223 @@ static int cmp_string(const void *x, const void *y)
   return by_bytes(a->count, b->count, a->bytes, b->bytes);
 }
 
-static int build_groups(mdp_ctx *c, unsigned last, mdp_analysis_map *cidx, size_t *ccap)
-{
-  mdp_analysis_result *res = c->res;
-  mdp_analysis_map merged, files;
-  int rc = -ENOMEM;
+/* Groups merged by class name, type and site (raw groups are by class
+ * address, which differs between dumps). */
+typedef struct {
+  mdp_analysis_map merged;
+  uint32_t *of;  /* raw group -> merged */
+  uint8_t *hook; /* raw group -> the hook's own file */
+  size_t n_raw;
+  uint64_t *count, *shallow, *owned; /* per merged; owned NULL without ownership */
+  mdp_analysis_own own;
+  int have_own;
+} merge;
 
-  mdp_analysis_map_init(&merged, &c->mem);
-  mdp_analysis_map_init(&files, &c->mem);
+static int hook_site(mdp_ctx *c, uint32_t file)
+{
+  size_t n;
+  const char *f = file ? mdp_analysis_strtab_str(&c->files, file, &n) : NULL;
+  return f && (memmem(f, n, "memdiag/hook", 12) || memmem(f, n, "memdiag_hook", 12));
+}
+
+static int merge_groups(mdp_ctx *c, unsigned last, merge *mg)
+{
+  mdp_analysis_map_init(&mg->merged, &c->mem);
+  mg->n_raw = c->groups.n;
+  mg->of = mdp_analysis_alloc(&c->mem, (mg->n_raw ? mg->n_raw : 1) * 4);
+  mg->hook = mdp_analysis_alloc(&c->mem, mg->n_raw ? mg->n_raw : 1);
+  if(!mg->of || !mg->hook)
+    return -ENOMEM;
   for(size_t i = 0; i < c->groups.n; i++) {
     mdp_analysis_rec *g = &c->groups.recs[i];
     unsigned type = (unsigned)((g->k1 ^ g->c) >> 56);
     uint32_t name = name_of(c, last, g->c);
-    mdp_analysis_rec *m = mdp_analysis_map_get(&merged, class_id(name, type) << 8 | type, g->k2, 1);
-    mdp_analysis_rec *f = mdp_analysis_map_get(&files, g->k2 >> 32, 0, 1);
-    mdp_analysis_class *k = class_entry(c, cidx, ccap, name, type);
-    if(!m || !f || !k)
-      goto out;
-    m->a += g->a;
-    m->b += g->b;
+    mdp_analysis_rec *m =
+        mdp_analysis_map_get(&mg->merged, class_id(name, type) << 8 | type, g->k2, 1);
+    if(!m)
+      return -ENOMEM;
     m->c = name;
-    f->a += g->a;
-    f->b += g->b;
-    k->count += g->a;
-    k->bytes += g->b;
+    mg->of[i] = (uint32_t)(m - mg->merged.recs);
+    mg->hook[i] = (uint8_t)(g->k2 >> 63 || hook_site(c, (uint32_t)(g->k2 >> 32) & HOOK_MASK));
   }
-  res->groups = calloc(merged.n ? merged.n : 1, sizeof(*res->groups));
-  res->files = calloc(files.n ? files.n : 1, sizeof(*res->files));
-  if(!res->groups || !res->files)
-    goto out;
-  for(size_t i = 0; i < merged.n; i++) {
-    mdp_analysis_rec *m = &merged.recs[i];
+  return 0;
+}
+
+static void merge_free(mdp_ctx *c, merge *mg)
+{
+  size_t n = mg->merged.n ? mg->merged.n : 1;
+  mdp_analysis_own_free(&mg->own);
+  if(!mg->have_own) {
+    if(mg->count)
+      mdp_analysis_release(&c->mem, mg->count, n * 8);
+    if(mg->shallow)
+      mdp_analysis_release(&c->mem, mg->shallow, n * 8);
+  }
+  if(mg->of)
+    mdp_analysis_release(&c->mem, mg->of, (mg->n_raw ? mg->n_raw : 1) * 4);
+  if(mg->hook)
+    mdp_analysis_release(&c->mem, mg->hook, mg->n_raw ? mg->n_raw : 1);
+  mdp_analysis_map_free(&mg->merged);
+}
+
+/* Counts per merged group: from the dominator tree when there is one
+ * (the hook's objects and all they keep alive left out), else from the
+ * raw groups (the hook's sites left out). */
+static int count_groups(mdp_ctx *c, merge *mg)
+{
+  size_t n = mg->merged.n ? mg->merged.n : 1;
+  mdp_analysis_result *res = c->res;
+  if(!c->g.off && c->n_ret) {
+    mg->own = (mdp_analysis_own){.g = &c->g,
+                                 .ret = c->ret,
+                                 .n_ret = c->n_ret,
+                                 .merged = mg->of,
+                                 .hook = mg->hook,
+                                 .n_merged = mg->merged.n};
+    if(mdp_analysis_own_run(&mg->own, &c->mem) == 0) {
+      mg->have_own = 1;
+      mg->count = mg->own.count;
+      mg->shallow = mg->own.shallow;
+      mg->owned = mg->own.owned;
+      res->ownership = 1;
+      res->hook_count = mg->own.hook_count;
+      res->hook_bytes = mg->own.hook_bytes;
+      return 0;
+    }
+    c->mem.over = 0;
+    memset(&mg->own, 0, sizeof(mg->own));
+  }
+  mg->count = mdp_analysis_alloc(&c->mem, n * 8);
+  mg->shallow = mdp_analysis_alloc(&c->mem, n * 8);
+  if(!mg->count || !mg->shallow)
+    return -ENOMEM;
+  for(size_t i = 0; i < c->groups.n; i++) {
+    mdp_analysis_rec *g = &c->groups.recs[i];
+    if(mg->hook[i]) {
+      res->hook_count += g->a;
+      res->hook_bytes += g->b;
+      continue;
+    }
+    mg->count[mg->of[i]] += g->a;
+    mg->shallow[mg->of[i]] += g->b;
+  }
+  return 0;
+}
+
+static const mdp_analysis_rec *sort_recs;
+static const uint64_t *sort_owned, *sort_shallow, *sort_count;
+
+static int cmp_merged(const void *x, const void *y)
+{
+  uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+  uint64_t oa = sort_owned ? sort_owned[a] : sort_shallow[a];
+  uint64_t ob = sort_owned ? sort_owned[b] : sort_shallow[b];
+  if(oa != ob)
+    return oa > ob ? -1 : 1;
+  return by_bytes(sort_shallow[a], sort_shallow[b], sort_count[a], sort_count[b]);
+}
+
+/* What group m keeps alive besides itself, by class. */
+static int mostly(mdp_ctx *c, merge *mg, uint32_t m, mdp_analysis_group *out)
+{
+  size_t n = mg->merged.n;
+  uint64_t *bytes = mdp_analysis_alloc(&c->mem, n * 8);
+  mdp_analysis_map byclass;
+  const mdp_analysis_rec *best = NULL;
+  if(!bytes)
+    return -ENOMEM;
+  mdp_analysis_map_init(&byclass, &c->mem);
+  mdp_analysis_own_mostly(&mg->own, m, bytes);
+  for(size_t k = 0; k < n; k++) {
+    if(!bytes[k])
+      continue;
+    mdp_analysis_rec *r = mdp_analysis_map_get(&byclass, mg->merged.recs[k].k1, 0, 1);
+    if(!r)
+      break;
+    r->a += bytes[k];
+    r->b = mg->merged.recs[k].c;
+    if(!best || r->a > best->a)
+      best = r;
+  }
+  /* best points into byclass, which may have moved: look again */
+  best = NULL;
+  for(size_t i = 0; i < byclass.n; i++)
+    if(!best || byclass.recs[i].a > best->a)
+      best = &byclass.recs[i];
+  if(best) {
+    out->mostly_bytes = best->a;
+    out->mostly_type = mdp_analysis_type_name((unsigned)(best->k1 & 0xff));
+    if(best->b && !(out->mostly_class = decoded(&c->names, (uint32_t)best->b)))
+      best = NULL;
+  }
+  mdp_analysis_map_free(&byclass);
+  mdp_analysis_release(&c->mem, bytes, n * 8);
+  return 0;
+}
+
+static int build_groups(mdp_ctx *c, merge *mg, uint32_t **order_out)
+{
+  mdp_analysis_result *res = c->res;
+  size_t n = mg->merged.n;
+  uint32_t *order = mdp_analysis_alloc(&c->mem, (n ? n : 1) * 4);
+  if(!order)
+    return -ENOMEM;
+  *order_out = order;
+  size_t k = 0;
+  for(size_t i = 0; i < n; i++)
+    if(mg->count[i])
+      order[k++] = (uint32_t)i;
+  sort_recs = mg->merged.recs;
+  sort_owned = mg->owned;
+  sort_shallow = mg->shallow;
+  sort_count = mg->count;
+  qsort(order, k, 4, cmp_merged);
+  res->groups = calloc(k ? k : 1, sizeof(*res->groups));
+  if(!res->groups)
+    return -ENOMEM;
+  for(size_t i = 0; i < k; i++) {
+    mdp_analysis_rec *m = &mg->merged.recs[order[i]];
     mdp_analysis_group *g = &res->groups[res->n_groups++];
-    uint32_t file = (uint32_t)(m->k2 >> 32);
+    uint32_t file = (uint32_t)(m->k2 >> 32) & HOOK_MASK;
     g->type = mdp_analysis_type_name((unsigned)(m->k1 & 0xff));
     g->class_name = m->c ? decoded(&c->names, (uint32_t)m->c) : NULL;
     g->file = file ? decoded(&c->files, file) : NULL;
     g->line = (unsigned)(m->k2 & 0xffffffffu);
     g->site_source = file ? MDP_ANALYSIS_SITE_TRACED : MDP_ANALYSIS_SITE_NONE;
-    g->count = m->a;
-    g->bytes = m->b;
+    g->count = mg->count[order[i]];
+    g->bytes = mg->shallow[order[i]];
+    g->owned = mg->owned ? mg->owned[order[i]] : g->bytes;
+    res->count += g->count;
+    res->bytes += g->bytes;
+    if(file)
+      c->retained_sited += g->count;
     if((m->c && !g->class_name) || (file && !g->file))
-      goto out;
+      return -ENOMEM;
+    if(mg->have_own && i < 10 && mostly(c, mg, order[i], g))
+      return -ENOMEM;
   }
+  return 0;
+}
+
+static int build_files(mdp_ctx *c, merge *mg)
+{
+  mdp_analysis_result *res = c->res;
+  mdp_analysis_map files;
+  int rc = -ENOMEM;
+  mdp_analysis_map_init(&files, &c->mem);
+  for(size_t i = 0; i < mg->merged.n; i++) {
+    if(!mg->count[i])
+      continue;
+    mdp_analysis_rec *f =
+        mdp_analysis_map_get(&files, (mg->merged.recs[i].k2 >> 32) & HOOK_MASK, 0, 1);
+    if(!f)
+      goto out;
+    f->a += mg->count[i];
+    f->b += mg->shallow[i];
+  }
+  res->files = calloc(files.n ? files.n : 1, sizeof(*res->files));
+  if(!res->files)
+    goto out;
   for(size_t i = 0; i < files.n; i++) {
     mdp_analysis_file *f = &res->files[res->n_files++];
     f->file = files.recs[i].k1 ? decoded(&c->files, (uint32_t)files.recs[i].k1) : NULL;
@@ -160,13 +331,27 @@ static int build_groups(mdp_ctx *c, unsigned last, mdp_analysis_map *cidx, size_
     if(files.recs[i].k1 && !f->file)
       goto out;
   }
-  qsort(res->groups, res->n_groups, sizeof(*res->groups), cmp_group);
   qsort(res->files, res->n_files, sizeof(*res->files), cmp_file);
   rc = 0;
 out:
-  mdp_analysis_map_free(&merged);
   mdp_analysis_map_free(&files);
   return rc;
+}
+
+/* Retained counts by class (the live counts are added by build_classes). */
+static int retained_classes(mdp_ctx *c, merge *mg, mdp_analysis_map *cidx, size_t *ccap)
+{
+  for(size_t i = 0; i < mg->merged.n; i++) {
+    mdp_analysis_rec *m = &mg->merged.recs[i];
+    if(!mg->count[i])
+      continue;
+    mdp_analysis_class *k = class_entry(c, cidx, ccap, (uint32_t)m->c, (unsigned)(m->k1 & 0xff));
+    if(!k)
+      return -ENOMEM;
+    k->count += mg->count[i];
+    k->bytes += mg->shallow[i];
+  }
+  return 0;
 }
 
 static int build_classes(mdp_ctx *c, mdp_analysis_map *cidx, size_t *ccap)
@@ -228,16 +413,57 @@ static int build_strings(mdp_ctx *c)
   return 0;
 }
 
+/* The Ruby heap of each dump (its pages and what its objects hold beyond
+ * their slots), and whether it explains the worker's RSS growth. */
+static void verdict(mdp_ctx *c)
+{
+  mdp_analysis_result *res = c->res;
+  unsigned last = res->n_dumps - 1;
+  for(unsigned d = 0; d < res->n_dumps; d++) {
+    mdp_analysis_dump *p = &res->dumps[d];
+    uint64_t slots = p->objects * 40;
+    p->heap = (p->pages << 16) + (p->memsize > slots ? p->memsize - slots : 0);
+    p->rss = c->opts.rss[d];
+  }
+  res->heap_growth = (int64_t)res->dumps[last].heap - (int64_t)res->dumps[0].heap;
+  if(!res->dumps[0].rss || !res->dumps[last].rss)
+    return;
+  res->rss_growth = (int64_t)res->dumps[last].rss - (int64_t)res->dumps[0].rss;
+  if(res->rss_growth < (int64_t)MDP_ANALYSIS_RSS_MIN)
+    res->verdict = MDP_ANALYSIS_VERDICT_NO_GROWTH;
+  else if(res->heap_growth * 100 < res->rss_growth * MDP_ANALYSIS_HEAP_SHARE_PCT)
+    res->verdict = MDP_ANALYSIS_VERDICT_OUTSIDE;
+  else
+    res->verdict = MDP_ANALYSIS_VERDICT_RUBY;
+}
+
 int mdp_analysis_build(mdp_ctx *c)
 {
   mdp_analysis_map cidx;
   size_t ccap = 0;
+  uint32_t *order = NULL;
+  merge mg;
   int rc;
 
+  memset(&mg, 0, sizeof(mg));
   mdp_analysis_map_init(&cidx, &c->mem);
-  rc = build_groups(c, c->res->n_dumps - 1, &cidx, &ccap);
+  verdict(c);
+  rc = merge_groups(c, c->res->n_dumps - 1, &mg);
+  if(!rc)
+    rc = count_groups(c, &mg);
+  if(!rc)
+    rc = build_groups(c, &mg, &order);
+  if(!rc && mg.have_own && c->res->n_groups)
+    rc = mdp_analysis_holders(c, &mg.own, order[0]);
+  if(!rc)
+    rc = build_files(c, &mg);
+  if(!rc)
+    rc = retained_classes(c, &mg, &cidx, &ccap);
   if(!rc)
     rc = build_classes(c, &cidx, &ccap);
+  if(order)
+    mdp_analysis_release(&c->mem, order, (mg.merged.n ? mg.merged.n : 1) * 4);
+  merge_free(c, &mg);
   mdp_analysis_map_free(&cidx);
   if(!rc)
     rc = build_strings(c);
@@ -297,11 +523,27 @@ void mdp_analysis_caveats(mdp_ctx *c)
     caveat(res, "no_sites", 0,
            "the dumps carry no allocation sites (allocation tracing was off): retained objects "
            "are grouped by class and type only, sites unknown");
-  else if(res->count && c->retained_sited < res->count / 2)
+  else if(res->count && (c->retained_sited < res->count / 2 || !res->groups[0].file))
     caveat(res, "partial_sites", 0,
-           "%" PRIu64 " of %" PRIu64 " retained objects have an allocation site (tracing "
-           "started after the others were allocated)",
-           c->retained_sited, res->count);
+           "%" PRIu64 " of %" PRIu64 " retained objects have an allocation site%s (tracing "
+           "started after the others were allocated, or they were allocated by C code)",
+           c->retained_sited, res->count, res->groups[0].file ? "" : ", the top group none");
+  if(c->unsure)
+    caveat(res, "identity_unsure", 0,
+           "%" PRIu64 " retained objects were told from other objects at the same address by "
+           "type and class only: dump %u carries no allocation generation for them (tracing "
+           "stopped) and they are no strings, whose content tells",
+           c->unsure, n);
+  if(c->g.cut)
+    caveat(res, "references_cut", 0,
+           "%" PRIu64 " objects' reference lists were read only in part (lines over 1 MiB): "
+           "what they hold may be counted as held from outside",
+           c->g.cut);
+  if(res->count && !res->ownership)
+    caveat(res, "no_ownership", 0,
+           "ownership, holders and paths were not computed (%s): groups are ranked by their "
+           "own bytes",
+           c->opts.no_graph ? "not asked for" : "over the memory limit");
   if(n == 2)
     caveat(res, "two_dumps", 0,
            "two dumps: these are the objects new since the first dump; a third dump would show "
@@ -315,7 +557,17 @@ void mdp_analysis_result_free(mdp_analysis_result *res)
   for(size_t i = 0; i < res->n_groups; i++) {
     free(res->groups[i].class_name);
     free(res->groups[i].file);
+    free(res->groups[i].mostly_class);
   }
+  for(size_t i = 0; i < res->n_holders; i++) {
+    mdp_analysis_holder *h = &res->holders[i];
+    free(h->obj.name);
+    free(h->root);
+    for(size_t j = 0; j < h->path_len; j++)
+      free(h->path[j].name);
+    free(h->path);
+  }
+  free(res->holders);
   for(size_t i = 0; i < res->n_classes; i++)
     free(res->classes[i].class_name);
   for(size_t i = 0; i < res->n_grew; i++)

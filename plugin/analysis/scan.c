@@ -291,21 +291,33 @@ static const unsigned char ref_char[256] = {
 /* "references":["0x..", ...], the bulk of a dump: a table walk finds the
  * closing bracket when nothing but quoted hex stands before it (an odd
  * number of quotes falls back to the general parser). */
-static int references(cur *c)
+static int references(cur *c, mdp_analysis_obj *o)
 {
   const char *p = c->p;
   size_t quotes = 0;
+  int rc;
   while(p < c->e && WS(*p))
     p++;
   if(p < c->e && *p == '[') {
+    const char *start = p + 1;
     for(p++; p < c->e && ref_char[(unsigned char)*p]; p++)
       quotes += *p == '"';
     if(p < c->e && *p == ']' && quotes % 2 == 0) {
+      o->refs = start;
+      o->refs_len = (size_t)(p - start);
       c->p = p + 1;
       return 0;
     }
+    if(p == c->e && c->partial) {
+      o->refs = start;
+      o->refs_len = (size_t)(p - start);
+      o->refs_open = 1;
+    }
   }
-  return skip_value(c);
+  rc = skip_value(c);
+  if(rc == 0 && o->refs_open) /* closed after all: not plain addresses */
+    o->refs = NULL, o->refs_open = 0;
+  return rc;
 }
 
 static int field(cur *c, mdp_analysis_obj *o, const char *k, size_t kn)
@@ -351,9 +363,23 @@ static int field(cur *c, mdp_analysis_obj *o, const char *k, size_t kn)
       return str_value(c, &o->name, &o->name_len);
     }
     break;
+  case 's':
+    if(KEY("struct")) {
+      skip_ws(c);
+      if(c->p < c->e && *c->p != '"')
+        return skip_value(c);
+      return str_value(c, &o->struct_name, &o->struct_len);
+    }
+    break;
   case 'r':
     if(KEY("references"))
-      return references(c);
+      return references(c, o);
+    if(KEY("root")) {
+      skip_ws(c);
+      if(c->p < c->e && *c->p != '"')
+        return skip_value(c);
+      return str_value(c, &o->root, &o->root_len);
+    }
     break;
   case 'f':
     if(KEY("file"))

@@ -61,10 +61,17 @@ typedef struct {
   size_t value_len;
   const char *name; /* CLASS/MODULE name, escaped; NULL when absent */
   size_t name_len;
+  const char *refs; /* inside "references":[...]: quoted hex addresses; NULL: none */
+  size_t refs_len;
+  const char *struct_name; /* a DATA object's "struct" (escaped); NULL: none */
+  size_t struct_len;
+  const char *root; /* a ROOT record's kind ("vm", "global_tbl", ...); NULL: none */
+  size_t root_len;
   uint32_t generation;
   uint32_t line;
   uint8_t type;
   uint8_t has_gen, has_line, old, pinned, value_cut;
+  uint8_t refs_open; /* a long line's head ended inside the references */
 } mdp_analysis_obj;
 
 /* Scans one line. Returns 0, or -1 with *why set to a static description

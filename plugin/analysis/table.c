@@ -65,13 +65,13 @@ static inline size_t slot_of(uint64_t key, size_t mask)
   return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 20) & mask;
 }
 
-static int alloc_slots(mdp_analysis_objset *s, size_t cap, uint64_t **slots, uint32_t **aux)
+static int alloc_slots(mdp_analysis_objset *s, size_t cap, uint64_t **slots, uint64_t **aux)
 {
   *aux = NULL;
   *slots = mdp_analysis_alloc(s->mem, cap * sizeof(uint64_t));
   if(!*slots)
     return -ENOMEM;
-  if(s->with_aux && !(*aux = mdp_analysis_alloc(s->mem, cap * sizeof(uint32_t)))) {
+  if(s->with_aux && !(*aux = mdp_analysis_alloc(s->mem, cap * sizeof(uint64_t)))) {
     mdp_analysis_release(s->mem, *slots, cap * sizeof(uint64_t));
     return -ENOMEM;
   }
@@ -84,7 +84,7 @@ static void free_slots(mdp_analysis_objset *s)
   if(s->slots)
     mdp_analysis_release(s->mem, s->slots, cap * sizeof(uint64_t));
   if(s->aux)
-    mdp_analysis_release(s->mem, s->aux, cap * sizeof(uint32_t));
+    mdp_analysis_release(s->mem, s->aux, cap * sizeof(uint64_t));
   s->slots = NULL;
   s->aux = NULL;
 }
@@ -108,7 +108,7 @@ static int grow_set(mdp_analysis_objset *s)
 {
   size_t cap = (s->mask + 1) * 2;
   uint64_t *slots;
-  uint32_t *aux;
+  uint64_t *aux;
   if(alloc_slots(s, cap, &slots, &aux))
     return -ENOMEM;
   for(size_t i = 0; i <= s->mask; i++) {
@@ -129,7 +129,7 @@ static int grow_set(mdp_analysis_objset *s)
   return 0;
 }
 
-int mdp_analysis_objset_put(mdp_analysis_objset *s, uint64_t e, uint32_t aux)
+int mdp_analysis_objset_put(mdp_analysis_objset *s, uint64_t e, uint64_t aux)
 {
   if((s->n + 1) * 4 > (s->mask + 1) * 3 && grow_set(s))
     return -ENOMEM;
@@ -147,7 +147,7 @@ int mdp_analysis_objset_put(mdp_analysis_objset *s, uint64_t e, uint32_t aux)
   }
 }
 
-uint64_t mdp_analysis_objset_get(const mdp_analysis_objset *s, uint64_t e, uint32_t *aux)
+uint64_t mdp_analysis_objset_get(const mdp_analysis_objset *s, uint64_t e, uint64_t *aux)
 {
   size_t i = slot_of(MDP_OBJ_ADDR(e), s->mask);
   for(;;) {

@@ -50,19 +50,19 @@ static inline int mdp_obj_same(uint64_t a, uint64_t b)
 
 typedef struct {
   uint64_t *slots; /* 0: empty */
-  uint32_t *aux;   /* with_aux: a number kept with each entry */
+  uint64_t *aux;   /* with_aux: a number kept with each entry */
   size_t mask, n;
   int with_aux;
   mdp_analysis_mem *mem;
 } mdp_analysis_objset;
 
-/* with_aux: keep a 32-bit number with each entry (4 more bytes a slot). */
+/* with_aux: keep a 64-bit number with each entry (8 more bytes a slot). */
 int mdp_analysis_objset_init(mdp_analysis_objset *s, mdp_analysis_mem *m, size_t expect,
                              int with_aux);
 /* Adds e (and aux), or replaces the entry with its address. 0 or -ENOMEM. */
-int mdp_analysis_objset_put(mdp_analysis_objset *s, uint64_t e, uint32_t aux);
+int mdp_analysis_objset_put(mdp_analysis_objset *s, uint64_t e, uint64_t aux);
 /* The entry with e's address, or 0; *aux (may be NULL) gets its number. */
-uint64_t mdp_analysis_objset_get(const mdp_analysis_objset *s, uint64_t e, uint32_t *aux);
+uint64_t mdp_analysis_objset_get(const mdp_analysis_objset *s, uint64_t e, uint64_t *aux);
 void mdp_analysis_objset_free(mdp_analysis_objset *s);
 
 /* A map from a 16-byte key to three counters, records in insertion order. */

@@ -78,6 +78,74 @@ static void count_bytes(uint64_t count, uint64_t bytes)
   printf("  %12s %11s  ", c, b);
 }
 
+static void put_step(const mdp_analysis_step *s)
+{
+  if(s->name)
+    put_str(s->name, 0);
+  else
+    printf("(%s)", s->type);
+  if(strcmp(s->type, "CLASS") == 0 || strcmp(s->type, "MODULE") == 0)
+    printf(" (%s)", s->type[0] == 'C' ? "class" : "module");
+  printf(" 0x%" PRIx64, s->address);
+}
+
+/* The suspect in words, what holds it and the path from a GC root. */
+static void print_holders(const mdp_analysis_result *res)
+{
+  char line[512];
+  if(mdp_analysis_summary(res, line, sizeof(line))) {
+    printf("\n");
+    put_str(line, 0);
+    putchar('\n');
+  }
+  if(!res->n_holders)
+    return;
+  printf("\nheld from outside the retained set by:\n");
+  for(size_t i = 0; i < res->n_holders; i++) {
+    const mdp_analysis_holder *h = &res->holders[i];
+    char c[32];
+    mdp_analysis_thousands(h->refs, c, sizeof(c));
+    printf("  %12s refs  ", c);
+    if(!h->obj.type) {
+      printf("GC root \"");
+      put_str(h->root ? h->root : "?", 0);
+      puts("\"");
+      continue;
+    }
+    put_step(&h->obj);
+    printf("%s\n", h->old ? " (alive in every dump)" : "");
+    if(!h->path_len)
+      continue;
+    printf("%21s path: root \"", "");
+    put_str(h->root ? h->root : "?", 0);
+    putchar('"');
+    for(size_t j = 0; j < h->path_len; j++) {
+      printf(" -> ");
+      put_step(&h->path[j]);
+    }
+    putchar('\n');
+  }
+}
+
+static void print_verdict(const mdp_analysis_result *res)
+{
+  char a[32], b[32];
+  if(res->hook_count) {
+    mdp_analysis_thousands(res->hook_count, a, sizeof(a));
+    size_text(res->hook_bytes, b, sizeof(b));
+    printf("left out: %s objects (%s) of memdiag's own (the hook, allocation tracing)\n", a, b);
+  }
+  if(res->verdict == MDP_ANALYSIS_VERDICT_UNKNOWN)
+    return;
+  size_text((uint64_t)(res->rss_growth < 0 ? -res->rss_growth : res->rss_growth), a, sizeof(a));
+  size_text((uint64_t)(res->heap_growth < 0 ? -res->heap_growth : res->heap_growth), b, sizeof(b));
+  printf("RSS %s%s, Ruby heap %s%s from dump 1 to dump %u: %s\n\n", res->rss_growth < 0 ? "-" : "+",
+         a, res->heap_growth < 0 ? "-" : "+", b, res->n_dumps,
+         res->verdict == MDP_ANALYSIS_VERDICT_OUTSIDE ? "growth outside the Ruby heap"
+         : res->verdict == MDP_ANALYSIS_VERDICT_RUBY  ? "the Ruby heap explains it"
+                                                      : "too little growth to tell");
+}
+
 static void print_human(const mdp_analysis_result *res, size_t top)
 {
   char a[32], b[32];
@@ -96,14 +164,17 @@ static void print_human(const mdp_analysis_result *res, size_t top)
   }
   mdp_analysis_thousands(res->count, a, sizeof(a));
   size_text(res->bytes, b, sizeof(b));
-  printf("total: %s objects, %s%s; analysed in %.2f s\n\n", a, b,
+  printf("total: %s objects, %s%s; analysed in %.2f s\n", a, b,
          res->doubtful ? " (doubtful: see the caveats)" : "", res->seconds);
 
-  printf("  %12s %11s  %-8s %-32s %s\n", "COUNT", "BYTES", "TYPE", "CLASS", "ALLOCATED AT");
+  print_verdict(res);
+  printf("  %12s %11s  %11s  %-8s %-32s %s\n", "COUNT", "BYTES", "OWNED", "TYPE", "CLASS",
+         "ALLOCATED AT");
   for(size_t i = 0; i < upto(res->n_groups, top); i++) {
     const mdp_analysis_group *g = &res->groups[i];
     count_bytes(g->count, g->bytes);
-    printf("%-8s ", g->type);
+    size_text(g->owned, b, sizeof(b));
+    printf("%11s  %-8s ", b, g->type);
     put_str(g->class_name ? g->class_name : "-", 32);
     putchar(' ');
     if(g->file) {
@@ -112,6 +183,7 @@ static void print_human(const mdp_analysis_result *res, size_t top)
     } else
       puts("(unknown)");
   }
+  print_holders(res);
   if(res->n_classes && res->classes[0].count) {
     printf("\nby class:\n");
     for(size_t i = 0; i < upto(res->n_classes, top) && res->classes[i].count; i++) {

@@ -50,7 +50,7 @@ class CaptureAnalyzeTest < Capture::Test
 
     # The OKAY notification names the suspect, within collectd's 256 bytes.
     done = @bench.wait_note("OKAY", /capture of worker leaky-analyze .*capture complete/)
-    assert_match(/leak suspect: [\d,]+ × \S+ \(\+[\d.]+ [KMG]?i?B\) from \S*leaker\.rb:#{LEAK_LINE}\b/, done.message)
+    assert_match(/leak suspect: [\d,]+ × CaptureLeak owning [\d.]+ [KMG]?i?B, mostly Array, from \S*leaker\.rb:#{LEAK_LINE}\b/, done.message)
     assert_operator done.message.bytesize, :<, 256
 
     # memdiagctl status lists the capture with its analysis.

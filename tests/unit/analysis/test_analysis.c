@@ -49,6 +49,14 @@ static const mdp_analysis_group *group(const mdp_analysis_result *res, const cha
   return NULL;
 }
 
+static const mdp_analysis_group *named(const mdp_analysis_result *res, const char *cls)
+{
+  for(size_t i = 0; i < res->n_groups; i++)
+    if(res->groups[i].class_name && strcmp(res->groups[i].class_name, cls) == 0)
+      return &res->groups[i];
+  return NULL;
+}
+
 static int has_caveat(const mdp_analysis_result *res, const char *code)
 {
   for(unsigned i = 0; i < res->n_caveats; i++)
@@ -64,17 +72,27 @@ static void test_retained_by_site(void **s)
   assert_int_equal(run3("basic", &res), 0);
   assert_int_equal(res.n_dumps, 3);
   assert_int_equal(res.n_groups, 3);
-  /* Largest first: 5 Cart::Line (200 B), the Hash (160 B), 2 strings. */
-  assert_string_equal(res.groups[0].class_name, "Cart::Line");
-  assert_string_equal(res.groups[0].type, "OBJECT");
-  assert_string_equal(res.groups[0].file, "app/models/cart.rb");
-  assert_int_equal(res.groups[0].line, 28);
-  assert_int_equal(res.groups[0].site_source, MDP_ANALYSIS_SITE_TRACED);
-  assert_int_equal(res.groups[0].count, 5);
-  assert_int_equal(res.groups[0].bytes, 200);
-  assert_string_equal(res.groups[1].class_name, "Hash");
-  assert_string_equal(res.groups[1].file, "app/cache.rb");
-  assert_int_equal(res.groups[1].line, 10);
+  /* By owned bytes: the Hash (160 B) owns the 2 strings it alone
+   * references (80 B); then the 5 Cart::Line (200 B), then the strings,
+   * which own only themselves. */
+  assert_true(res.ownership);
+  assert_string_equal(res.groups[0].class_name, "Hash");
+  assert_string_equal(res.groups[0].file, "app/cache.rb");
+  assert_int_equal(res.groups[0].line, 10);
+  assert_int_equal(res.groups[0].bytes, 160);
+  assert_int_equal(res.groups[0].owned, 240);
+  assert_string_equal(res.groups[0].mostly_class, "String");
+  assert_int_equal(res.groups[0].mostly_bytes, 80);
+  assert_string_equal(res.groups[1].class_name, "Cart::Line");
+  assert_string_equal(res.groups[1].type, "OBJECT");
+  assert_string_equal(res.groups[1].file, "app/models/cart.rb");
+  assert_int_equal(res.groups[1].line, 28);
+  assert_int_equal(res.groups[1].site_source, MDP_ANALYSIS_SITE_TRACED);
+  assert_int_equal(res.groups[1].count, 5);
+  assert_int_equal(res.groups[1].bytes, 200);
+  assert_int_equal(res.groups[1].owned, 200);
+  assert_null(res.groups[1].mostly_type);
+  assert_int_equal(res.groups[2].owned, 80);
   assert_int_equal(res.count, 8);
   assert_int_equal(res.bytes, 440);
   assert_string_equal(res.classes[0].class_name, "Cart::Line");
@@ -121,8 +139,9 @@ static void test_reuse_of_untraced_slot(void **s)
   mdp_analysis_result_free(&res);
 }
 
-/* Without allocation tracing only type tells reuse apart: 0x2018 stays a
- * Cart::Line and counts as the old one; 0x3200 stays a String and counts as
+/* Without allocation tracing, type, class and a string's content tell
+ * reuse apart: 0x2018 stays a Cart::Line and counts as the old one; 0x3200
+ * is a String "temp" in dump 2 and "other" in dump 3: another string, not
  * retained. Groups have no site, and a caveat says so. */
 static void test_missing_allocation_info(void **s)
 {
@@ -137,10 +156,9 @@ static void test_missing_allocation_info(void **s)
     assert_null(res.groups[i].file);
     assert_int_equal(res.groups[i].site_source, MDP_ANALYSIS_SITE_NONE);
   }
-  assert_string_equal(res.groups[0].class_name, "Cart::Line");
-  assert_int_equal(res.groups[0].count, 4);
-  assert_int_equal(group(&res, "STRING")->count, 3);
-  assert_int_equal(res.reused, 1);
+  assert_int_equal(named(&res, "Cart::Line")->count, 4);
+  assert_int_equal(group(&res, "STRING")->count, 2);
+  assert_int_equal(res.reused, 2);
   assert_int_equal(res.n_files, 1);
   assert_null(res.files[0].file);
   mdp_analysis_result_free(&res);
@@ -155,10 +173,10 @@ static void test_sites_from_dump_2(void **s)
   (void)s;
   assert_int_equal(mdp_analysis_run(paths, 3, NULL, &res, err, sizeof(err)), 0);
   assert_false(has_caveat(&res, "no_sites"));
-  assert_string_equal(res.groups[0].class_name, "Cart::Line");
-  assert_string_equal(res.groups[0].file, "app/models/cart.rb");
-  assert_int_equal(res.groups[0].line, 28);
-  assert_int_equal(res.groups[0].count, 5);
+  const mdp_analysis_group *line = named(&res, "Cart::Line");
+  assert_string_equal(line->file, "app/models/cart.rb");
+  assert_int_equal(line->line, 28);
+  assert_int_equal(line->count, 5);
   assert_int_equal(res.dumps[2].traced, 0);
   mdp_analysis_result_free(&res);
 }
@@ -245,7 +263,7 @@ static void test_zst_input(void **s)
   assert_int_equal(zst.n_groups, plain.n_groups);
   assert_int_equal(zst.count, plain.count);
   assert_int_equal(zst.bytes, plain.bytes);
-  assert_string_equal(zst.groups[0].class_name, "Cart::Line");
+  assert_string_equal(zst.groups[1].class_name, "Cart::Line");
   mdp_analysis_result_free(&plain);
   mdp_analysis_result_free(&zst);
 }
@@ -326,6 +344,14 @@ static void write_long(const char *path, int with_new)
         fputc('a' + i % 26, f);
       fputs("\", \"file\":\"lib/big.rb\", \"line\":8, \"generation\":9, \"memsize\":1500041}\n", f);
     }
+    /* What Big's first, middle and last references name: its own, read
+     * across the line's middle. */
+    for(int i = 0; i < 200000; i += 99999)
+      fprintf(f,
+              "{\"address\":\"0x%x\", \"type\":\"STRING\", \"class\":\"0x1010\", "
+              "\"bytesize\":1, \"value\":\"%c\", \"file\":\"lib/big.rb\", \"line\":9, "
+              "\"generation\":9, \"memsize\":1000}\n",
+              0x100000 + 8 * i, 'a' + i % 26);
   }
   assert_int_equal(fclose(f), 0);
 }
@@ -341,7 +367,7 @@ static void test_long_lines(void **s)
   write_long(b, 1);
   const char *paths[3] = {a, b, b};
   assert_int_equal(mdp_analysis_run(paths, 3, NULL, &res, err, sizeof(err)), 0);
-  assert_int_equal(res.n_groups, 2);
+  assert_int_equal(res.n_groups, 3);
   assert_string_equal(res.groups[0].class_name, "String");
   assert_string_equal(res.groups[0].file, "lib/big.rb");
   assert_int_equal(res.groups[0].line, 8);
@@ -349,6 +375,10 @@ static void test_long_lines(void **s)
   assert_string_equal(res.groups[1].class_name, "Big");
   assert_int_equal(res.groups[1].line, 7);
   assert_int_equal(res.groups[1].bytes, 1600040);
+  assert_int_equal(res.groups[1].owned, 1600040 + 3000);
+  assert_int_equal(res.groups[2].line, 9);
+  assert_int_equal(res.groups[2].owned, 3000);
+  assert_false(has_caveat(&res, "references_cut"));
   assert_int_equal(res.dumps[1].max_generation, 9);
   assert_int_equal(res.n_strings, 1);
   assert_int_equal(res.strings[0].count, 2);
@@ -408,10 +438,20 @@ static void test_json(void **s)
   FILE *f = open_memstream(&text, &len);
   assert_int_equal(mdp_analysis_write_json(f, &res, 2), 0);
   fclose(f);
-  assert_non_null(strstr(text, "\"retained\": [\n    {\"type\": \"OBJECT\", \"class\": "
-                               "\"Cart::Line\", \"file\": \"app/models/cart.rb\", \"line\": 28, "
-                               "\"site_source\": \"traced\", \"count\": 5, \"bytes\": 200}"));
+  assert_non_null(strstr(text,
+                         "\"retained\": [\n    {\"type\": \"HASH\", \"class\": "
+                         "\"Hash\", \"file\": \"app/cache.rb\", \"line\": 10, "
+                         "\"site_source\": \"traced\", \"count\": 1, \"bytes\": 160, "
+                         "\"owned\": 240, \"mostly\": {\"class\": \"String\", \"type\": "
+                         "\"STRING\", \"bytes\": 80}},\n    {\"type\": \"OBJECT\", \"class\": "
+                         "\"Cart::Line\", \"file\": \"app/models/cart.rb\", \"line\": 28, "
+                         "\"site_source\": \"traced\", \"count\": 5, \"bytes\": 200, "
+                         "\"owned\": 200, \"mostly\": null}"));
   assert_null(strstr(text, "\"line\": 29")); /* --top 2 */
+  /* The Hash is referenced by the VM root directly. */
+  assert_non_null(strstr(text, "\"holders\": [\n    {\"type\": null, \"class\": null, "
+                               "\"address\": null, \"old\": false, \"refs\": 1, \"root\": \"vm\""));
+  assert_non_null(strstr(text, "\"ownership\": true"));
   assert_non_null(strstr(text, "\"by_class\": ["));
   assert_non_null(strstr(text, "\"strings\": [\n    {\"value\": \"sku-1\""));
   assert_non_null(strstr(text, "\"caveats\": []"));
@@ -427,10 +467,15 @@ static void test_summary(void **s)
   (void)s;
   assert_int_equal(run3("basic", &res), 0);
   size_t n = mdp_analysis_summary(&res, line, sizeof(line));
-  assert_string_equal(line,
-                      "leak suspect: 5 \xc3\x97 Cart::Line (+200 B) from app/models/cart.rb:28");
+  assert_string_equal(line, "leak suspect: 1 \xc3\x97 Hash owning 240 B, mostly String, from "
+                            "app/cache.rb:10; held by the VM");
   assert_int_equal(n, strlen(line));
-  /* A long path is cut from the left, the line number kept. */
+  /* A long path is cut from the left, the line number kept; a group that
+   * owns nothing but itself says its own size. */
+  res.n_holders = 0;
+  free(res.groups[0].class_name);
+  res.groups[0].class_name = strdup("Cart::Line");
+  res.groups[0].owned = res.groups[0].bytes;
   free(res.groups[0].file);
   res.groups[0].file = malloc(400);
   memset(res.groups[0].file, 'd', 399);
@@ -441,7 +486,132 @@ static void test_summary(void **s)
   assert_true(n <= 255);
   assert_int_equal(strlen(line), n);
   assert_memory_equal(line, "leak suspect: 48,213 \xc3\x97 Cart::Line (+47 MiB) from ...", 53);
-  assert_string_equal(line + n - 11, "/cart.rb:28");
+  assert_string_equal(line + n - 11, "/cart.rb:10");
+  mdp_analysis_result_free(&res);
+}
+
+/* owner-N.json: two Session objects (app/session.rb:12) each own an Array
+ * (4000 B) of two strings, and share a third string, which neither owns;
+ * a Hash in Store's constants (Store in Object's) holds them. The hook's
+ * IMEMO (memdiag/hook/ops/scheduler_dump.rb) and the string it holds are
+ * left out; a String whose dump 3 record is stale (same site and
+ * generation, another value) and a Hash whose dump 3 site contradicts
+ * dump 2's are other objects at reused addresses. */
+static void test_ownership_and_holder(void **s)
+{
+  mdp_analysis_result res;
+  char line[256];
+  (void)s;
+  assert_int_equal(run3("owner", &res), 0);
+  assert_true(res.ownership);
+  const mdp_analysis_group *g = &res.groups[0];
+  assert_string_equal(g->class_name, "Session");
+  assert_string_equal(g->file, "app/session.rb");
+  assert_int_equal(g->line, 12);
+  assert_int_equal(g->count, 2);
+  assert_int_equal(g->bytes, 80);
+  assert_int_equal(g->owned, 80 + 8000 + 160);
+  assert_string_equal(g->mostly_class, "Array");
+  assert_int_equal(g->mostly_bytes, 8000);
+  /* the shared string is held by two owners: its own top-level group */
+  const mdp_analysis_group *shared = NULL;
+  for(size_t i = 0; i < res.n_groups; i++)
+    if(res.groups[i].file && res.groups[i].line == 15)
+      shared = &res.groups[i];
+  assert_non_null(shared);
+  assert_int_equal(shared->owned, 40);
+  /* the hook's objects are counted apart, not in any group */
+  assert_int_equal(res.hook_count, 2);
+  assert_int_equal(res.hook_bytes, 80);
+  for(size_t i = 0; i < res.n_groups; i++)
+    assert_true(!res.groups[i].file || !strstr(res.groups[i].file, "memdiag/hook"));
+  assert_int_equal(res.count, 12);
+  /* 0x3000 (String then Session), 0x3700 twice (a string of dump 1, then
+   * a stale record in dump 3), 0x3800 (another site) */
+  assert_int_equal(res.reused, 4);
+  assert_null(group(&res, "HASH"));
+  /* the holder: the Hash alive in every dump, with a reference to each */
+  assert_true(res.n_holders >= 1);
+  const mdp_analysis_holder *h = &res.holders[0];
+  assert_string_equal(h->obj.type, "HASH");
+  assert_string_equal(h->obj.name, "Hash");
+  assert_int_equal(h->obj.address, 0x2000);
+  assert_true(h->old);
+  assert_int_equal(h->refs, 2);
+  assert_string_equal(h->root, "vm");
+  assert_int_equal(h->path_len, 3);
+  assert_string_equal(h->path[0].name, "Object");
+  assert_string_equal(h->path[0].type, "CLASS");
+  assert_string_equal(h->path[1].name, "Store");
+  assert_string_equal(h->path[1].type, "MODULE");
+  assert_int_equal(h->path[2].address, 0x2000);
+  mdp_analysis_summary(&res, line, sizeof(line));
+  assert_string_equal(line, "leak suspect: 2 \xc3\x97 Session owning 8 KiB, mostly Array, from "
+                            "app/session.rb:12; held by Hash \xe2\x86\x90 Store's constants "
+                            "\xe2\x86\x90 Object's constants");
+  mdp_analysis_result_free(&res);
+}
+
+/* Without the graph (opts.no_graph) groups rank by their own bytes, and a
+ * caveat says so; the hook's objects are still left out by their site. */
+static void test_no_graph(void **s)
+{
+  mdp_analysis_result res;
+  mdp_analysis_opts opts = {.no_graph = 1};
+  const char *paths[3] = {data("owner-1.json"), data("owner-2.json"), data("owner-3.json")};
+  (void)s;
+  assert_int_equal(mdp_analysis_run(paths, 3, &opts, &res, err, sizeof(err)), 0);
+  assert_false(res.ownership);
+  assert_true(has_caveat(&res, "no_ownership"));
+  assert_string_equal(res.groups[0].class_name, "Array");
+  assert_int_equal(res.groups[0].owned, res.groups[0].bytes);
+  assert_int_equal(res.n_holders, 0);
+  assert_int_equal(res.hook_count, 1);
+  mdp_analysis_result_free(&res);
+}
+
+/* The top group (a Hash with no site) has none: partial_sites, though
+ * most retained objects have one. */
+static void test_partial_sites_top_group(void **s)
+{
+  mdp_analysis_result res;
+  (void)s;
+  assert_int_equal(run3("partial", &res), 0);
+  assert_string_equal(res.groups[0].class_name, "Hash");
+  assert_null(res.groups[0].file);
+  assert_int_equal(res.groups[0].owned, 520);
+  assert_true(has_caveat(&res, "partial_sites"));
+  mdp_analysis_result_free(&res);
+}
+
+/* RSS grew 50 MiB between the dumps while the Ruby heap grew a few KiB:
+ * growth outside the Ruby heap, which the summary says instead of a class. */
+static void test_outside_ruby_heap(void **s)
+{
+  mdp_analysis_result res;
+  mdp_analysis_opts opts = {.rss = {100u << 20, 120u << 20, 150u << 20}};
+  const char *paths[3] = {data("owner-1.json"), data("owner-2.json"), data("owner-3.json")};
+  char line[256];
+  (void)s;
+  assert_int_equal(mdp_analysis_run(paths, 3, &opts, &res, err, sizeof(err)), 0);
+  assert_int_equal(res.verdict, MDP_ANALYSIS_VERDICT_OUTSIDE);
+  assert_int_equal(res.rss_growth, 50 << 20);
+  assert_int_equal(res.dumps[0].pages, 1);
+  assert_int_equal(res.heap_growth, (int64_t)res.dumps[2].heap - (int64_t)res.dumps[0].heap);
+  assert_true(res.heap_growth > 0 && res.heap_growth < (1 << 20));
+  mdp_analysis_summary(&res, line, sizeof(line));
+  assert_memory_equal(line, "growth outside the Ruby heap: RSS +50 MiB, Ruby heap +", 54);
+  assert_null(strstr(line, "Session"));
+  mdp_analysis_result_free(&res);
+  /* 5 MiB more RSS is still not the heap's; 1000 bytes is too little to tell */
+  opts.rss[2] = opts.rss[0] + (5u << 20);
+  opts.rss[0] = 100u << 20;
+  assert_int_equal(mdp_analysis_run(paths, 3, &opts, &res, err, sizeof(err)), 0);
+  assert_int_equal(res.verdict, MDP_ANALYSIS_VERDICT_OUTSIDE);
+  mdp_analysis_result_free(&res);
+  opts.rss[2] = opts.rss[0] + 1000;
+  assert_int_equal(mdp_analysis_run(paths, 3, &opts, &res, err, sizeof(err)), 0);
+  assert_int_equal(res.verdict, MDP_ANALYSIS_VERDICT_NO_GROWTH);
   mdp_analysis_result_free(&res);
 }
 
@@ -503,6 +673,10 @@ int main(void)
       cmocka_unit_test(test_json),
       cmocka_unit_test(test_summary),
       cmocka_unit_test(test_find_dumps),
+      cmocka_unit_test(test_ownership_and_holder),
+      cmocka_unit_test(test_no_graph),
+      cmocka_unit_test(test_partial_sites_top_group),
+      cmocka_unit_test(test_outside_ruby_heap),
   };
   return cmocka_run_group_tests(tests, mdt_dir_setup, mdt_dir_teardown);
 }
