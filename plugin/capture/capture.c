@@ -141,16 +141,17 @@ const char *mdp_capture_outcome_name(mdp_capture_outcome o)
   return "unknown outcome";
 }
 
-/* The scheduler speaks errno (plan_sched.h); callers get the outcome. */
-static mdp_capture_outcome admitted(int rc)
+/* The scheduler's answer (plan/sched.h) as the caller's outcome. */
+static mdp_capture_outcome admitted(mdp_admit_t a)
 {
-  switch(rc) {
+  switch(a) {
   case MDP_ADMIT_START: return MDP_CAPTURE_STARTED;
   case MDP_ADMIT_QUEUE: return MDP_CAPTURE_QUEUED;
-  case -EBUSY: return MDP_CAPTURE_BUSY;
-  case -EALREADY: return MDP_CAPTURE_COOLDOWN;
-  default: return MDP_CAPTURE_NO_MEMORY;
+  case MDP_ADMIT_BUSY: return MDP_CAPTURE_BUSY;
+  case MDP_ADMIT_COOLDOWN: return MDP_CAPTURE_COOLDOWN;
+  case MDP_ADMIT_NO_MEMORY: break;
   }
+  return MDP_CAPTURE_NO_MEMORY;
 }
 
 mdp_capture_outcome mdp_capture_start(const mdp_capture_worker_t *w, const char *reason,
@@ -242,7 +243,7 @@ static void limit_dump(mdp_run *r, const mdp_capture_worker_t *w)
   mdp_run_begin(r, NULL, NULL, err, sizeof(err));
 }
 
-/* The identity cooldowns are kept under (plan_sched.h): the registry's
+/* The identity cooldowns are kept under (plan/sched.h): the registry's
  * while the worker is connected, else what the caller knows. */
 static void worker_identity(const mdp_capture_worker_t *w, char *id, size_t len)
 {

@@ -120,16 +120,20 @@ typedef struct mdp_capture_sample {
 /* What became of a request to capture a worker. The refusals (BUSY,
  * COOLDOWN, OUTSIDE) are counted as skipped and notified (FAILURE); FAILED
  * is counted as failed and notified; NO_WORKER and NOT_RUNNING are neither. */
+/* The refusals are negative and below -MDP_CAPTURE_ERR_BASE: never a
+ * negated errno. */
+#define MDP_CAPTURE_ERR_BASE 3000
 typedef enum mdp_capture_outcome {
-  MDP_CAPTURE_STARTED = 0,      /* the plan runs */
-  MDP_CAPTURE_QUEUED = 1,       /* waits behind CaptureConcurrency */
-  MDP_CAPTURE_NO_WORKER = -1,   /* no worker with that connection ID */
-  MDP_CAPTURE_NOT_RUNNING = -2, /* the module is not running */
-  MDP_CAPTURE_BUSY = -3,        /* a plan already runs or waits for this worker */
-  MDP_CAPTURE_COOLDOWN = -4,    /* CaptureCooldown for this worker name */
-  MDP_CAPTURE_OUTSIDE = -5,     /* CaptureDirectory is outside the worker's dump directory */
-  MDP_CAPTURE_FAILED = -6,      /* the capture folder could not be made */
-  MDP_CAPTURE_NO_MEMORY = -7,
+  MDP_CAPTURE_STARTED = 0,                               /* the plan runs */
+  MDP_CAPTURE_QUEUED = 1,                                /* waits behind CaptureConcurrency */
+  MDP_CAPTURE_NO_WORKER = -(MDP_CAPTURE_ERR_BASE + 1),   /* no worker with that connection ID */
+  MDP_CAPTURE_NOT_RUNNING = -(MDP_CAPTURE_ERR_BASE + 2), /* the module is not running */
+  MDP_CAPTURE_BUSY = -(MDP_CAPTURE_ERR_BASE + 3), /* a plan already runs or waits for this worker */
+  MDP_CAPTURE_COOLDOWN = -(MDP_CAPTURE_ERR_BASE + 4), /* CaptureCooldown for this worker name */
+  MDP_CAPTURE_OUTSIDE =
+      -(MDP_CAPTURE_ERR_BASE + 5), /* CaptureDirectory is outside the worker's dump directory */
+  MDP_CAPTURE_FAILED = -(MDP_CAPTURE_ERR_BASE + 6), /* the capture folder could not be made */
+  MDP_CAPTURE_NO_MEMORY = -(MDP_CAPTURE_ERR_BASE + 7),
 } mdp_capture_outcome;
 
 /* How a started capture went, once its folder was made or not (see

@@ -409,10 +409,10 @@ static int set_timer(mdp_run *r, uint64_t ms, uint64_t timer_id)
   token_t *t = token(r, timer_id);
 
   if(!t)
-    return -1;
+    return -ENOMEM;
   if(!mdp_loop_timer_add(mdp_capst.loop, ms, on_timer, free, t)) {
     free(t); /* the loop is closed or out of memory: the caller aborts */
-    return -1;
+    return -ESHUTDOWN;
   }
   return 0;
 }
@@ -508,12 +508,13 @@ static mdp_capture_outcome on_folder(uint64_t conn, uint64_t gen, mdp_run_folder
 
 int mdp_run_begin(mdp_run *r, mdp_capture_started_fn cb, void *arg, char *err, size_t errlen)
 {
-  if(mdp_run_open_folder(r, &mdp_capst.cfg, on_folder, cb, arg, err, errlen) == 0) {
+  int rc = mdp_run_open_folder(r, &mdp_capst.cfg, on_folder, cb, arg, err, errlen);
+  if(rc == 0) {
     r->opening = true;
     return 0;
   }
   not_begun(r, false, err);
-  return -1;
+  return rc;
 }
 
 mdp_capture_outcome mdp_run_opened(mdp_run *r, mdp_run_folder *f)
@@ -559,14 +560,15 @@ void mdp_run_pump(void)
 {
   char why[256], err[256];
   uint64_t conn;
-  int got;
-  while((got = mdp_sched_next(&mdp_capst.sched, mdp_run_now_ms(), &conn, why, sizeof(why))) != 0) {
+  mdp_next_t got;
+  while((got = mdp_sched_next(&mdp_capst.sched, mdp_run_now_ms(), &conn, why, sizeof(why))) !=
+        MDP_NEXT_NONE) {
     mdp_run *r = mdp_run_find(conn);
     if(!r) {
       mdp_sched_finished(&mdp_capst.sched, conn, false);
       continue;
     }
-    if(got == 2) {
+    if(got == MDP_NEXT_DROPPED) {
       mdp_capst.counters.skipped++;
       mdp_run_notify(NOTIF_FAILURE, r, "capture of worker %s (pid %d) skipped: %s", r->name,
                      (int)r->pid, why);

@@ -111,7 +111,8 @@ mdp_run *mdp_run_claim(uint64_t conn, uint64_t gen);
 /* Start a run whose slot the scheduler granted: its folder is made on the
  * fs thread, then it begins, and cb (may be NULL) learns on the loop thread
  * how that went (exactly once, after this call returned; never if the loop
- * closes first). Returns 0, or -1 when the job could not even be queued:
+ * closes first). Returns 0, or a negative errno when the job could not even
+ * be queued (that of mdp_run_open_folder):
  * the run was counted as failed, reported and dropped, err says why and cb
  * is not called. */
 int mdp_run_begin(mdp_run *r, mdp_capture_started_fn cb, void *arg, char *err, size_t errlen);

@@ -1,4 +1,4 @@
-/* Capture admission policy: see plan_sched.h. */
+/* Capture admission policy: see sched.h. */
 #include "sched.h"
 
 #include <errno.h>
@@ -127,23 +127,23 @@ static int start(mdp_sched_t *s, mdp_sched_conn_t *c, int64_t now_ms)
   return 0;
 }
 
-int mdp_sched_admit(mdp_sched_t *s, uint64_t conn, const char *name, int64_t now_ms, bool manual,
-                    char *why, size_t whylen)
+mdp_admit_t mdp_sched_admit(mdp_sched_t *s, uint64_t conn, const char *name, int64_t now_ms,
+                            bool manual, char *why, size_t whylen)
 {
   mdp_sched_conn_t *c = find(s, conn);
   if(c && c->state != MDP_CONN_IDLE) {
     snprintf(why, whylen, "a capture plan already %s for this worker",
              c->state == MDP_CONN_RUNNING ? "runs" : "waits");
-    return -EBUSY;
+    return MDP_ADMIT_BUSY;
   }
   if(!manual && mdp_sched_cooldown_left(s, name, now_ms)) {
     cooldown_why(s, name, now_ms, why, whylen);
-    return -EALREADY;
+    return MDP_ADMIT_COOLDOWN;
   }
   c = get(s, conn, name);
   if(!c) {
     snprintf(why, whylen, "out of memory");
-    return -ENOMEM;
+    return MDP_ADMIT_NO_MEMORY;
   }
   if(s->running >= s->concurrency) {
     c->state = MDP_CONN_QUEUED;
@@ -154,10 +154,9 @@ int mdp_sched_admit(mdp_sched_t *s, uint64_t conn, const char *name, int64_t now
              s->concurrency);
     return MDP_ADMIT_QUEUE;
   }
-  int rc = start(s, c, now_ms);
-  if(rc) {
+  if(start(s, c, now_ms)) {
     snprintf(why, whylen, "out of memory");
-    return rc;
+    return MDP_ADMIT_NO_MEMORY;
   }
   return MDP_ADMIT_START;
 }
@@ -172,10 +171,10 @@ void mdp_sched_finished(mdp_sched_t *s, uint64_t conn, bool dump_taken)
   s->running--;
 }
 
-int mdp_sched_next(mdp_sched_t *s, int64_t now_ms, uint64_t *conn, char *why, size_t whylen)
+mdp_next_t mdp_sched_next(mdp_sched_t *s, int64_t now_ms, uint64_t *conn, char *why, size_t whylen)
 {
   if(s->running >= s->concurrency)
-    return 0;
+    return MDP_NEXT_NONE;
   mdp_sched_conn_t *oldest = NULL;
   for(size_t i = 0; i < s->n_conns; i++) {
     mdp_sched_conn_t *c = &s->conns[i];
@@ -183,19 +182,19 @@ int mdp_sched_next(mdp_sched_t *s, int64_t now_ms, uint64_t *conn, char *why, si
       oldest = c;
   }
   if(!oldest)
-    return 0;
+    return MDP_NEXT_NONE;
   *conn = oldest->connection_id;
   if(!oldest->manual && mdp_sched_cooldown_left(s, oldest->name, now_ms)) {
     oldest->state = MDP_CONN_IDLE;
     cooldown_why(s, oldest->name, now_ms, why, whylen);
-    return 2;
+    return MDP_NEXT_DROPPED;
   }
   if(start(s, oldest, now_ms)) {
     oldest->state = MDP_CONN_IDLE;
     snprintf(why, whylen, "out of memory");
-    return 2;
+    return MDP_NEXT_DROPPED;
   }
-  return 1;
+  return MDP_NEXT_START;
 }
 
 bool mdp_sched_gone(mdp_sched_t *s, uint64_t conn)

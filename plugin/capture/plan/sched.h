@@ -66,22 +66,33 @@ void mdp_sched_init(mdp_sched_t *s, unsigned concurrency, uint64_t cooldown_ms,
                     bool restart_after_capture);
 void mdp_sched_free(mdp_sched_t *s);
 
-enum { MDP_ADMIT_START = 0, MDP_ADMIT_QUEUE = 1 };
+/* What became of a trigger (mdp_sched_admit). Never an errno. */
+typedef enum mdp_admit {
+  MDP_ADMIT_START,     /* the caller starts the plan now; the worker counts as running */
+  MDP_ADMIT_QUEUE,     /* waits behind CaptureConcurrency */
+  MDP_ADMIT_BUSY,      /* a plan already runs or waits for this worker */
+  MDP_ADMIT_COOLDOWN,  /* CaptureCooldown for this identity */
+  MDP_ADMIT_NO_MEMORY, /* nothing was changed */
+} mdp_admit_t;
 
-/* A trigger for a worker. Returns MDP_ADMIT_START (the caller starts the
- * plan now; the worker counts as running), MDP_ADMIT_QUEUE, or -EBUSY (a plan
- * runs or waits for this worker), -EALREADY (cooldown), -ENOMEM; refusals
- * put the reason in why. */
-int mdp_sched_admit(mdp_sched_t *s, uint64_t conn, const char *name, int64_t now_ms, bool manual,
-                    char *why, size_t whylen);
+/* A trigger for a worker. The refusals (BUSY, COOLDOWN, NO_MEMORY) and
+ * QUEUE put the reason in why. */
+mdp_admit_t mdp_sched_admit(mdp_sched_t *s, uint64_t conn, const char *name, int64_t now_ms,
+                            bool manual, char *why, size_t whylen);
 
 /* The plan of conn ended. */
 void mdp_sched_finished(mdp_sched_t *s, uint64_t conn, bool dump_taken);
 
-/* Next queued worker that may start now. Returns 1 with *conn set (now
- * running), 0 when none can start. A queued worker that fell into cooldown
- * meanwhile is dropped: returns 2 with *conn and why set. */
-int mdp_sched_next(mdp_sched_t *s, int64_t now_ms, uint64_t *conn, char *why, size_t whylen);
+/* What mdp_sched_next found. Never an errno. */
+typedef enum mdp_next {
+  MDP_NEXT_NONE,    /* no queued worker may start now */
+  MDP_NEXT_START,   /* *conn starts now (it counts as running) */
+  MDP_NEXT_DROPPED, /* *conn fell into cooldown while queued (or memory ran out): it is no
+                     * longer queued, and why says so */
+} mdp_next_t;
+
+/* The next queued worker that may start now, oldest first. */
+mdp_next_t mdp_sched_next(mdp_sched_t *s, int64_t now_ms, uint64_t *conn, char *why, size_t whylen);
 
 /* The worker is gone; forget it (a queued trigger is dropped). Returns true
  * if it was queued. */

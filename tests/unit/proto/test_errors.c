@@ -10,9 +10,8 @@
 
 #include "md/wire.h"
 
-static const int codes[] = {MD_EAGAIN, MD_EIO,     MD_ETLS,      MD_EPROTO,
-                            MD_ETOOBIG, MD_ECLOSED, MD_ENOMEM,    MD_EINVAL,
-                            MD_ETIMEDOUT, MD_EROLE, MD_ECONFIG};
+static const int codes[] = {MD_EAGAIN, MD_EIO,    MD_ETLS,      MD_EPROTO, MD_ETOOBIG, MD_ECLOSED,
+                            MD_ENOMEM, MD_EINVAL, MD_ETIMEDOUT, MD_EROLE,  MD_ECONFIG};
 
 static void outcomes_are_no_errno(void **state)
 {

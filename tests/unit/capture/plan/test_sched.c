@@ -6,7 +6,6 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <errno.h>
 #include <string.h>
 
 #include "capture/plan/sched.h"
@@ -25,12 +24,13 @@ static int teardown(void **state)
   return 0;
 }
 
-static int admit(mdp_sched_t *sc, uint64_t conn, const char *name, int64_t now_ms, bool manual)
+static mdp_admit_t admit(mdp_sched_t *sc, uint64_t conn, const char *name, int64_t now_ms,
+                         bool manual)
 {
   return mdp_sched_admit(sc, conn, name, now_ms, manual, why, sizeof(why));
 }
 
-static int next(mdp_sched_t *sc, int64_t now_ms, uint64_t *conn)
+static mdp_next_t next(mdp_sched_t *sc, int64_t now_ms, uint64_t *conn)
 {
   return mdp_sched_next(sc, now_ms, conn, why, sizeof(why));
 }
@@ -45,7 +45,7 @@ static void one_plan_per_worker(void **state)
   (void)state;
   mdp_sched_init(&s, 2, HOUR, false);
   assert_int_equal(admit(&s, 1, "web-1", 0, false), MDP_ADMIT_START);
-  assert_int_equal(admit(&s, 1, "web-1", 10, true), -EBUSY);
+  assert_int_equal(admit(&s, 1, "web-1", 10, true), MDP_ADMIT_BUSY);
   assert_non_null(strstr(why, "already runs"));
 }
 
@@ -58,16 +58,16 @@ static void concurrency_queues_oldest_first(void **state)
   assert_int_equal(admit(&s, 3, "c", 1, false), MDP_ADMIT_QUEUE);
   assert_non_null(strstr(why, "CaptureConcurrency 1"));
   assert_int_equal(admit(&s, 2, "b", 2, false), MDP_ADMIT_QUEUE);
-  assert_int_equal(admit(&s, 2, "b", 3, false), -EBUSY);
+  assert_int_equal(admit(&s, 2, "b", 3, false), MDP_ADMIT_BUSY);
   assert_non_null(strstr(why, "waits"));
   /* Nothing starts while the slot is taken. */
-  assert_int_equal(next(&s, 5, &conn), 0);
+  assert_int_equal(next(&s, 5, &conn), MDP_NEXT_NONE);
   mdp_sched_finished(&s, 1, true);
-  assert_int_equal(next(&s, 6, &conn), 1);
+  assert_int_equal(next(&s, 6, &conn), MDP_NEXT_START);
   assert_int_equal(conn, 3);
-  assert_int_equal(next(&s, 6, &conn), 0);
+  assert_int_equal(next(&s, 6, &conn), MDP_NEXT_NONE);
   mdp_sched_finished(&s, 3, true);
-  assert_int_equal(next(&s, 7, &conn), 1);
+  assert_int_equal(next(&s, 7, &conn), MDP_NEXT_START);
   assert_int_equal(conn, 2);
   assert_int_equal(s.running, 1);
 }
@@ -89,7 +89,7 @@ static void cooldown_per_name(void **state)
   mdp_sched_finished(&s, 1, true);
   mdp_sched_gone(&s, 1);
   /* The restarted worker has a new connection ID but the same name. */
-  assert_int_equal(admit(&s, 2, "web", HOUR / 2, false), -EALREADY);
+  assert_int_equal(admit(&s, 2, "web", HOUR / 2, false), MDP_ADMIT_COOLDOWN);
   assert_non_null(strstr(why, "CaptureCooldown"));
   assert_non_null(strstr(why, "1800 s"));
   /* Another name is not affected, an operator is not held back. */
@@ -118,7 +118,7 @@ static void cooldown_per_identity(void **state)
   assert_int_equal(admit(&s, 3, other_cert, 2000, false), MDP_ADMIT_START);
   mdp_sched_finished(&s, 3, true);
   /* The same identity on a new connection is in its cooldown. */
-  assert_int_equal(admit(&s, 4, again, 3000, false), -EALREADY);
+  assert_int_equal(admit(&s, 4, again, 3000, false), MDP_ADMIT_COOLDOWN);
   assert_non_null(strstr(why, "'billing-api' (uid 1000, certificate 'memdiag worker')"));
   /* At the limit, a worker whose name alone was captured gets its dump
    * first, not a bare restart. */
@@ -139,14 +139,14 @@ static void queued_then_cooldown_is_dropped(void **state)
   assert_int_equal(admit(&s, 2, "jobs", 1, false), MDP_ADMIT_QUEUE);
   assert_int_equal(admit(&s, 3, "jobs", 2, false), MDP_ADMIT_QUEUE);
   mdp_sched_finished(&s, 1, true);
-  assert_int_equal(next(&s, 3, &conn), 1);
+  assert_int_equal(next(&s, 3, &conn), MDP_NEXT_START);
   assert_int_equal(conn, 2);
   mdp_sched_finished(&s, 2, true);
   /* "jobs" was captured meanwhile: the second "jobs" trigger is dropped. */
-  assert_int_equal(next(&s, 4, &conn), 2);
+  assert_int_equal(next(&s, 4, &conn), MDP_NEXT_DROPPED);
   assert_int_equal(conn, 3);
   assert_non_null(strstr(why, "CaptureCooldown"));
-  assert_int_equal(next(&s, 4, &conn), 0);
+  assert_int_equal(next(&s, 4, &conn), MDP_NEXT_NONE);
   assert_int_equal(mdp_sched_find(&s, 3)->state, MDP_CONN_IDLE);
 }
 
@@ -159,7 +159,7 @@ static void gone_drops_queued(void **state)
   assert_true(mdp_sched_gone(&s, 2));
   mdp_sched_finished(&s, 1, false);
   uint64_t conn = 0;
-  assert_int_equal(next(&s, 1, &conn), 0);
+  assert_int_equal(next(&s, 1, &conn), MDP_NEXT_NONE);
   /* A running worker that goes frees its slot. */
   assert_int_equal(admit(&s, 4, "d", 5, false), MDP_ADMIT_START);
   assert_false(mdp_sched_gone(&s, 4));
@@ -182,9 +182,9 @@ static void limit_decisions(void **state)
   assert_int_equal(admit(&s, 2, "b", 0, true), MDP_ADMIT_QUEUE);
   mdp_sched_finished(&s, 9, true);
   uint64_t conn;
-  assert_int_equal(next(&s, 2, &conn), 0); /* slot: limit dump of 1 */
+  assert_int_equal(next(&s, 2, &conn), MDP_NEXT_NONE); /* slot: limit dump of 1 */
   mdp_sched_finished(&s, 1, true);
-  assert_int_equal(next(&s, 2, &conn), 1);
+  assert_int_equal(next(&s, 2, &conn), MDP_NEXT_START);
   mdp_sched_finished(&s, 2, true);
   assert_int_equal(limit(&s, 2, "b", 3), MDP_LIMIT_SIGNAL);
   assert_non_null(strstr(why, "already captured"));
