@@ -31,6 +31,16 @@ typedef struct {
   mdp_course_kind kind;
 } curve;
 
+/* F(1, dof) exceeded by chance 1 time in 100; beyond 20 degrees of
+ * freedom, 8. */
+static double f99(double dof)
+{
+  static const double t[] = {4052, 4052, 98.5, 34.1, 21.2, 16.3, 13.7, 12.2, 11.3, 10.6, 10.0,
+                             9.65, 9.33, 9.07, 8.86, 8.68, 8.53, 8.40, 8.29, 8.18, 8.10};
+  unsigned k = dof > 0 ? (unsigned)dof : 0;
+  return k < sizeof(t) / sizeof(t[0]) ? t[k] : 8.0;
+}
+
 /* Sums over the kept points (y centred). */
 typedef struct {
   double s0, sx, sxx, sy, sxy, syy;
@@ -93,25 +103,85 @@ static int fit_settling(const sums *s, double q, double sz, double szz, double s
 {
   double m00 = s->s0, m01 = s->sx, m02 = sz, m11 = s->sxx, m12 = sxz, m22 = szz;
   double r0 = s->sy, r1 = s->sxy, r2 = szy;
-  double det = m00 * (m11 * m22 - m12 * m12) - m01 * (m01 * m22 - m12 * m02) +
-               m02 * (m01 * m12 - m11 * m02);
+  double det =
+      m00 * (m11 * m22 - m12 * m12) - m01 * (m01 * m22 - m12 * m02) + m02 * (m01 * m12 - m11 * m02);
   if(!(fabs(det) > 1e-9 * m00 * m11 * m22))
     return 0;
   memset(out, 0, sizeof(*out));
-  out->a = (r0 * (m11 * m22 - m12 * m12) - m01 * (r1 * m22 - m12 * r2) +
-            m02 * (r1 * m12 - m11 * r2)) /
-           det;
-  out->c = (m00 * (r1 * m22 - m12 * r2) - r0 * (m01 * m22 - m12 * m02) +
-            m02 * (m01 * r2 - r1 * m02)) /
-           det;
-  out->b = (m00 * (m11 * r2 - r1 * m12) - m01 * (m01 * r2 - r1 * m02) +
-            r0 * (m01 * m12 - m11 * m02)) /
-           det;
+  out->a =
+      (r0 * (m11 * m22 - m12 * m12) - m01 * (r1 * m22 - m12 * r2) + m02 * (r1 * m12 - m11 * r2)) /
+      det;
+  out->c =
+      (m00 * (r1 * m22 - m12 * r2) - r0 * (m01 * m22 - m12 * m02) + m02 * (m01 * r2 - r1 * m02)) /
+      det;
+  out->b =
+      (m00 * (m11 * r2 - r1 * m12) - m01 * (m01 * r2 - r1 * m02) + r0 * (m01 * m12 - m11 * m02)) /
+      det;
   out->q = q;
   out->sse = s->syy - out->a * r0 - out->c * r1 - out->b * r2;
   out->k = 4;
   out->kind = MDP_COURSE_SETTLING;
   return 1;
+}
+
+/* What the search over time constants keeps. */
+typedef struct {
+  curve best, plateau, settling;
+  double never; /* least error of a course that stays at or below the level */
+} search;
+
+/* Tries one q (0 < q, q != 1) on the kept points. */
+static void try_q(const sums *s, const double *y, const unsigned char *w, unsigned n, double q,
+                  double level_c, search *r)
+{
+  double q2 = q * q, sz = 0, szz = 0, szy = 0, sxz = 0;
+  curve c;
+  /* Horner: the sums of q^i, q^2i, y_i q^i and i q^i over the kept points. */
+  for(unsigned i = n; i-- > 0;) {
+    sz = sz * q + w[i];
+    szz = szz * q2 + w[i];
+    szy = szy * q + (w[i] ? y[i] : 0);
+    sxz = sxz * q + (w[i] ? (double)i : 0);
+  }
+  /* A rising approach or a speeding-up rise; anything else is left to the
+   * line. */
+  if(fit_exp(s, q, sz, szz, szy, &c) && (q < 1 ? c.b < 0 : c.b > 0)) {
+    consider(&r->best, &c, s->s0);
+    if(q < 1 && (r->plateau.kind == MDP_COURSE_NONE || c.sse < r->plateau.sse))
+      r->plateau = c;
+  }
+  if(q >= 1)
+    return;
+  /* The approach with its plateau held at or below the level: the free fit
+   * if its plateau is there, else the plateau on the level (y - level =
+   * b z). */
+  double e = c.sse;
+  if(!(c.b < 0 && c.a <= level_c) && szz > 0) {
+    double zy = szy - level_c * sz, yy = s->syy - 2 * level_c * s->sy + level_c * level_c * s->s0;
+    double b = zy / szz;
+    e = b < 0 ? yy - b * zy : yy;
+  }
+  if(e < r->never)
+    r->never = e;
+  if(n >= SETTLING_MIN && fit_settling(s, q, sz, szz, szy, sxz, &c) && c.b < 0 && c.c > 0 &&
+     (r->settling.kind == MDP_COURSE_NONE || c.sse < r->settling.sse))
+    r->settling = c;
+}
+
+/* Narrows the time constant of the curve *found (r->plateau or
+ * r->settling) found on the grid, whose steps are a factor of about 1.4:
+ * four tries each side of the best so far, closer each time. */
+static void refine(const sums *s, const double *y, const unsigned char *w, unsigned n,
+                   double level_c, const curve *found, search *r)
+{
+  double step = 1.2;
+  for(int i = 0; i < 4; i++, step = sqrt(step)) {
+    if(found->kind == MDP_COURSE_NONE || !(found->q > 0 && found->q < 1))
+      return;
+    double tau = -1 / log(found->q);
+    try_q(s, y, w, n, exp(-1 / (tau * step)), level_c, r);
+    try_q(s, y, w, n, exp(-step / tau), level_c, r);
+  }
 }
 
 /* The best course over the points with w[i] set (y already centred), and
@@ -122,6 +192,7 @@ static int fit_once(const double *y, const unsigned char *w, unsigned n, double 
                     curve *best, double *never)
 {
   sums s = {0, 0, 0, 0, 0, 0};
+  search r;
   for(unsigned i = 0; i < n; i++)
     if(w[i]) {
       s.s0 += 1;
@@ -131,48 +202,32 @@ static int fit_once(const double *y, const unsigned char *w, unsigned n, double 
       s.sxy += i * y[i];
       s.syy += y[i] * y[i];
     }
-  best->kind = MDP_COURSE_NONE;
-  *never = INFINITY;
-  curve c;
-  if(!fit_line(&s, &c))
+  memset(&r, 0, sizeof(r));
+  r.best.kind = r.plateau.kind = r.settling.kind = MDP_COURSE_NONE;
+  curve line;
+  if(!fit_line(&s, &line))
     return 0;
-  consider(best, &c, s.s0);
-  /* Flat at the level or below: the least a course that never rises
-   * above it can do. */
-  double flat = s.syy - s.sy * s.sy / s.s0;
+  consider(&r.best, &line, s.s0);
+  /* Flat at the level or below: the least a course that never rises above
+   * it can do. */
+  r.never = s.syy - s.sy * s.sy / s.s0;
   if(s.sy / s.s0 > level_c)
-    flat = s.syy - 2 * level_c * s.sy + level_c * level_c * s.s0;
-  *never = flat;
-  for(unsigned g = 0; g < NGRID; g++) {
-    double q = grid[g], q2 = q * q, sz = 0, szz = 0, szy = 0, sxz = 0;
-    /* Horner: the sums of q^i, q^2i, y_i q^i and i q^i over the kept points. */
-    for(unsigned i = n; i-- > 0;) {
-      sz = sz * q + w[i];
-      szz = szz * q2 + w[i];
-      szy = szy * q + (w[i] ? y[i] : 0);
-      sxz = sxz * q + (w[i] ? (double)i : 0);
-    }
-    /* A rising approach or a speeding-up rise; anything else is left to
-     * the line. */
-    if(fit_exp(&s, q, sz, szz, szy, &c) && (q < 1 ? c.b < 0 : c.b > 0))
-      consider(best, &c, s.s0);
-    if(q < 1) {
-      /* The approach with its plateau held at or below the level: the
-       * free fit if its plateau is there, else the plateau on the level
-       * (y - level = b z). */
-      double e = c.sse;
-      if(!(c.b < 0 && c.a <= level_c) && szz > 0) {
-        double zy = szy - level_c * sz, yy = s.syy - 2 * level_c * s.sy + level_c * level_c * s.s0;
-        double b = zy / szz;
-        e = b < 0 ? yy - b * zy : yy;
-      }
-      if(e < *never)
-        *never = e;
-    }
-    if(q < 1 && n >= SETTLING_MIN && fit_settling(&s, q, sz, szz, szy, sxz, &c) && c.b < 0 &&
-       c.c > 0)
-      consider(best, &c, s.s0);
+    r.never = s.syy - 2 * level_c * s.sy + level_c * level_c * s.s0;
+  for(unsigned g = 0; g < NGRID; g++)
+    try_q(&s, y, w, n, grid[g], level_c, &r);
+  refine(&s, y, w, n, level_c, &r.plateau, &r);
+  refine(&s, y, w, n, level_c, &r.settling, &r);
+  /* A leak under a warm-up is one more parameter than the warm-up alone:
+   * it must fit better than any plateau beyond what chance gives (an F
+   * test at 99 %), not merely by the criterion. */
+  if(r.settling.kind != MDP_COURSE_NONE && s.s0 > 5) {
+    double noise = r.settling.sse / (s.s0 - 4);
+    double gain = r.plateau.kind == MDP_COURSE_NONE ? INFINITY : r.plateau.sse - r.settling.sse;
+    if(noise <= 0 || gain > f99(s.s0 - 4) * noise)
+      consider(&r.best, &r.settling, s.s0);
   }
+  *best = r.best;
+  *never = r.never;
   return 1;
 }
 
@@ -273,13 +328,9 @@ void mdp_course_fit(const double *y, const unsigned char *have, unsigned n, doub
 
 double mdp_course_ruled_out(const mdp_course *c)
 {
-  /* F(1, dof) at 99 %: beyond 20 degrees of freedom, 8. */
-  static const double f99[] = {0, 4052, 98.5, 34.1, 21.2, 16.3, 13.7, 12.2, 11.3, 10.6,
-                               10.0, 9.65, 9.33, 9.07, 8.86, 8.68, 8.53, 8.40, 8.29, 8.18, 8.10};
   if(c->kind == MDP_COURSE_NONE || c->dof == 0)
     return 0;
-  double crit = c->dof < sizeof(f99) / sizeof(f99[0]) ? f99[c->dof] : 8.0;
-  return c->against / crit;
+  return c->against / f99(c->dof);
 }
 
 double mdp_course_at(const mdp_course *c, double x)

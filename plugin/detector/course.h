@@ -34,9 +34,9 @@ typedef enum {
 
 typedef struct {
   mdp_course_kind kind;
-  double a, b, c, q; /* y(x) = a + c * x + b * q^x (q = 1, b = 0: steady) */
-  double scatter;   /* median distance of the points kept from the curve */
-  unsigned used;    /* points kept in the final fit */
+  double a, b, c, q;  /* y(x) = a + c * x + b * q^x (q = 1, b = 0: steady) */
+  double scatter;     /* median distance of the points kept from the curve */
+  unsigned used;      /* points kept in the final fit */
   double first, last; /* x of the first and last point used */
   double against;     /* evidence against any course that levels off at or
                          below the level asked about: how much worse the best

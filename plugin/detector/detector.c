@@ -510,7 +510,7 @@ static int evaluate_short(mdp_detector *d, double t, mdp_decision *ev)
   /* Fire only when the envelope's course reaches the limit within Horizon:
    * a warm-up that levels off below it (however steep it was) does not. */
   if(growing && mdp_detector_course_levels_off(d, t, (double)c->memory_limit - excursion,
-                                               c->horizon, &ev->plateau))
+                                               URGENT_SHARE * c->horizon, &ev->plateau))
     growing = 0;
   d->splateau = ev->plateau;
   if(!growing) {

@@ -4,6 +4,9 @@
  * Pure code, as the rest of the detector. */
 #include <math.h>
 #include <string.h>
+#ifdef MDP_URGENT_DEBUG
+#include <stdio.h>
+#endif
 
 #include "course.h"
 #include "detector_internal.h"
@@ -81,5 +84,11 @@ int mdp_detector_course_levels_off(const mdp_detector *d, double t, double level
   if(p > 0)
     *plateau = p;
   double reach = mdp_course_reach(&course, x_now, level);
+#ifdef MDP_URGENT_DEBUG
+  fprintf(stderr,
+          "veto t=%.0f m=%u kind=%d q=%.4f a=%.1f b=%.1f c=%.2f level=%.1f reach=%.1f F=%.2f\n",
+          t - d->origin, m, course.kind, course.q, course.a / 1048576, course.b / 1048576,
+          course.c / 1048576, level / 1048576, reach, mdp_course_ruled_out(&course));
+#endif
   return reach < 0 || reach * d->cbucket_len > within;
 }

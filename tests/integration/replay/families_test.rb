@@ -6,8 +6,8 @@
 #
 # What it asserts is what holds today (docs/detector.md, "Families"):
 # every fast leak is captured by sustained-growth before the limit, and at
-# most 15 % of the warm-ups fire (25 % did before the urgent rule asked the
-# envelope's course; issue 23 wants none). It does not yet assert the
+# most 5 % of the warm-ups fire (2 of 120 do; 30 did before the urgent rule
+# asked the envelope's course; issue 23 wants none). It does not yet assert the
 # issue's acceptance (no warm-up fires; every fast leak 50 minutes ahead).
 require "minitest/autorun"
 require_relative "family_replay"
@@ -35,7 +35,7 @@ class ReplayFamiliesTest < Minitest::Test
     report("warmup", outcomes)
     assert_equal 120, outcomes.size
     fired = outcomes.select { |o| o.captures.positive? }
-    assert_operator fired.size, :<=, 0.15 * outcomes.size,
+    assert_operator fired.size, :<=, 0.05 * outcomes.size,
                     "warm-ups that fire: #{fired.map(&:name).join(' ')}"
   end
 
