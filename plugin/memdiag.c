@@ -51,11 +51,11 @@ static int memdiag_config(oconfig_item_t *ci)
  * configured. */
 static uint64_t primary(const mdp_sample *s)
 {
-  if(cfg.memory & MDP_MEM_RSS)
+  if(cfg.sampler.memory & MDP_MEM_RSS)
     return s->rss;
-  if(cfg.memory & MDP_MEM_PSS)
+  if(cfg.sampler.memory & MDP_MEM_PSS)
     return s->pss;
-  if(cfg.memory & MDP_MEM_PRIVATE)
+  if(cfg.sampler.memory & MDP_MEM_PRIVATE)
     return s->private_bytes;
   return s->swap;
 }
@@ -112,15 +112,15 @@ static void sample_worker(mdp_worker *w, cdtime_t now, cdtime_t interval)
   uint64_t v;
   int fired;
 
-  if(w->proc_fd < 0 || mdp_sampler_read(w->proc_fd, cfg.memory, &s) != 0)
+  if(w->proc_fd < 0 || mdp_sampler_read(w->proc_fd, cfg.sampler.memory, &s) != 0)
     return; /* exited: the server notices the closed connection */
-  if(cfg.memory & MDP_MEM_RSS)
+  if(cfg.sampler.memory & MDP_MEM_RSS)
     mdp_notify_gauge(w->instance, "memory", "rss", (double)s.rss, now, interval);
-  if(cfg.memory & MDP_MEM_PSS)
+  if(cfg.sampler.memory & MDP_MEM_PSS)
     mdp_notify_gauge(w->instance, "memory", "pss", (double)s.pss, now, interval);
-  if(cfg.memory & MDP_MEM_PRIVATE)
+  if(cfg.sampler.memory & MDP_MEM_PRIVATE)
     mdp_notify_gauge(w->instance, "memory", "private", (double)s.private_bytes, now, interval);
-  if(cfg.memory & MDP_MEM_SWAP)
+  if(cfg.sampler.memory & MDP_MEM_SWAP)
     mdp_notify_gauge(w->instance, "memory", "swap", (double)s.swap, now, interval);
   v = primary(&s);
   remember(w, t, v);
@@ -153,7 +153,8 @@ static int memdiag_read(user_data_t *ud)
 {
   mdp_worker **workers;
   cdtime_t now = cdtime();
-  cdtime_t interval = cfg.interval_ms ? MS_TO_CDTIME_T(cfg.interval_ms) : plugin_get_interval();
+  cdtime_t interval =
+      cfg.sampler.interval_ms ? MS_TO_CDTIME_T(cfg.sampler.interval_ms) : plugin_get_interval();
   double cpu0 = thread_cpu_s();
   size_t n;
 
@@ -180,7 +181,7 @@ static void stop_parts(void)
   store = NULL;
   /* The relay forgets the loop before it is freed: a late request is
    * refused (-ESHUTDOWN) instead of touching freed memory. */
-  mdp_relay_init(NULL, NULL, cfg.dump_timeout_ms);
+  mdp_relay_init(NULL, NULL, cfg.relay.dump_timeout_ms);
   mdp_loop_free(loop);
   loop = NULL;
 }
@@ -195,14 +196,14 @@ static int memdiag_init(void)
     return -1; /* already logged, naming the key */
   if(running)
     return 0;
-  if(!cfg.socket) {
-    cfg.socket = strdup(MDP_DEFAULT_SOCKET);
-    if(!cfg.socket)
+  if(!cfg.server.socket) {
+    cfg.server.socket = strdup(MDP_DEFAULT_SOCKET);
+    if(!cfg.server.socket)
       return -1;
   }
   if(mdp_config_check(&cfg) != 0)
     goto refuse;
-  rc = mdp_registry_init(&cfg.detector, cfg.memory);
+  rc = mdp_registry_init(&cfg.detector, cfg.sampler.memory);
   if(rc)
     goto refuse;
   rc = mdp_loop_new(&loop);
@@ -219,9 +220,9 @@ static int memdiag_init(void)
     loop = NULL;
     goto refuse;
   }
-  mdp_relay_init(loop, mdp_server_send_worker, cfg.dump_timeout_ms);
+  mdp_relay_init(loop, mdp_server_send_worker, cfg.relay.dump_timeout_ms);
   mdp_rstream_init(loop, mdp_server_send_worker, store, 0);
-  rc = mdp_server_start(&cfg, loop, &mdp_wiring_server_hooks);
+  rc = mdp_server_start(&cfg.server, loop, &mdp_wiring_server_hooks);
   if(rc) {
     mdp_store_stop(store);
     store = NULL;
@@ -234,15 +235,16 @@ static int memdiag_init(void)
     stop_parts();
     goto refuse;
   }
-  rc = plugin_register_complex_read(NULL, "memdiag", memdiag_read,
-                                    cfg.interval_ms ? MS_TO_CDTIME_T(cfg.interval_ms) : 0, NULL);
+  rc = plugin_register_complex_read(
+      NULL, "memdiag", memdiag_read,
+      cfg.sampler.interval_ms ? MS_TO_CDTIME_T(cfg.sampler.interval_ms) : 0, NULL);
   if(rc) {
     ERROR("memdiag plugin: cannot register the read callback");
     stop_parts();
     goto refuse;
   }
   running = 1;
-  mdp_config_memory_text(cfg.memory, memory, sizeof(memory));
+  mdp_sampler_memory_text(cfg.sampler.memory, memory, sizeof(memory));
   INFO("memdiag plugin: started (Memory %s)", memory);
   return 0;
 refuse:

@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "capture/plan/request.h"
 #include "ship/ship.h"
 
 #ifdef __cplusplus
@@ -54,7 +55,7 @@ typedef struct mdp_capture_config {
   int restart_signal;                   /* RestartSignal */
   uint32_t step_timeout_ms;             /* StepTimeout: 0 = the server's default per operation */
   uint64_t restart_deadline_ms;         /* RestartDeadline: wait past a dump's timeout */
-  int dump_transfer;                    /* DumpTransfer: MDP_TRANSFER_* */
+  int dump_transfer;                    /* DumpTransfer: MDP_TRANSFER_* (plan/request.h) */
   bool dump_compression;                /* DumpCompression: zstd (true) or none */
   int dump_compression_level;           /* DumpCompressionLevel: zstd level, 1..19 */
   bool analyze;                         /* Analyze: the retained set after each capture */
@@ -62,15 +63,14 @@ typedef struct mdp_capture_config {
   mdp_ship_config_t command;            /* CaptureCommand* (capture/command.h) */
 } mdp_capture_config_t;
 
-/* How a dump reaches the capture folder (DumpTransfer). */
-enum {
-  MDP_TRANSFER_AUTO = 0, /* stream unless the worker can write into the folder itself */
-  MDP_TRANSFER_STREAM,   /* over the worker's connection, stored by the plugin */
-  MDP_TRANSFER_FILE,     /* the worker writes the file (same host, same mounts) */
-};
-
 /* Fill in every default (see docs/capture.md). */
 void mdp_capture_config_init(mdp_capture_config_t *cfg);
+
+/* The table entry of key when it is one of the capture keys
+ * (case-insensitive; detector/keys.h; the CaptureCommand keys are ship/'s,
+ * mdp_ship_config_key), else NULL. */
+struct mdp_key;
+const struct mdp_key *mdp_capture_config_key(const char *key);
 
 /* Set one key from its text value ("CaptureInterval", "60s").
  * Returns 0, -ENOENT when the key is not a capture key (the caller tries

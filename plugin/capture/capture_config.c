@@ -9,7 +9,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "detector/units.h"
+#include "keys/keys.h"
+#include "keys/units.h"
 #include "md/text.h"
 #include "memdiag.pb-c.h"
 
@@ -41,165 +42,171 @@ void mdp_capture_config_init(mdp_capture_config_t *cfg)
   mdp_ship_config_init(&cfg->command);
 }
 
-static int parse_bool(const char *v, bool *out)
+static int set_signal(const mdp_key *k, void *field, const mdp_key_value *v, char *err,
+                      size_t errlen)
 {
-  static const char *yes[] = {"true", "yes", "on", "1"}, *no[] = {"false", "no", "off", "0"};
-  for(size_t i = 0; i < 4; i++) {
-    if(strcasecmp(v, yes[i]) == 0)
-      return *out = true, 0;
-    if(strcasecmp(v, no[i]) == 0)
-      return *out = false, 0;
-  }
-  return -EINVAL;
-}
-
-static int parse_signal(const char *v, int *out)
-{
+  const char *name = v->text;
   char *end;
-  long n = strtol(v, &end, 10);
-  if(*v && !*end) {
-    if(n <= 0 || n >= NSIG)
-      return -EINVAL;
-    return *out = (int)n, 0;
+  long n = strtol(name, &end, 10);
+
+  if(*name && !*end) {
+    if(n > 0 && n < NSIG)
+      return *(int *)field = (int)n, 0;
+  } else {
+    if(strncasecmp(name, "SIG", 3) == 0)
+      name += 3;
+    for(int s = 1; s < NSIG; s++) {
+      const char *abbrev = sigabbrev_np(s);
+      if(abbrev && strcasecmp(abbrev, name) == 0)
+        return *(int *)field = s, 0;
+    }
   }
-  if(strncasecmp(v, "SIG", 3) == 0)
-    v += 3;
-  for(int s = 1; s < NSIG; s++) {
-    const char *name = sigabbrev_np(s);
-    if(name && strcasecmp(name, v) == 0)
-      return *out = s, 0;
-  }
+  md_seterr(err, errlen,
+            "%s \"%s\" is not a signal name (TERM, INT, QUIT, USR1, KILL...) or number", k->name,
+            v->text);
   return -EINVAL;
 }
 
-/* Values that units.h parses: it writes its own message naming the key. */
-static int set_units(mdp_capture_config_t *cfg, const char *key, const char *value, char *err,
-                     size_t errlen)
+/* CaptureDirectory: an absolute path with room below it for the capture
+ * folders' names; trailing slashes dropped. */
+static int set_directory(const mdp_key *k, void *field, const mdp_key_value *v, char *err,
+                         size_t errlen)
 {
-  uint64_t ms;
-  unsigned n;
+  char *dir = field;
+  size_t len = strlen(v->text);
+
+  if(v->text[0] != '/' || len + 128 >= k->size) {
+    md_seterr(err, errlen, "%s \"%s\" is not an absolute path", k->name, v->text);
+    return -EINVAL;
+  }
+  memcpy(dir, v->text, len + 1);
+  while(len > 1 && dir[len - 1] == '/')
+    dir[--len] = '\0';
+  return 0;
+}
+
+/* Plan: the step names, each known (err names a bad one). */
+static int set_plan(const mdp_key *k, void *field, const mdp_key_value *v, char *err, size_t errlen)
+{
+  mdp_step_kind_t kinds[MDP_CAPTURE_PLAN_MAX];
+  size_t n;
   int rc;
 
-  if(strcasecmp(key, "DumpSpaceFactor") == 0)
-    return mdp_units_parse(MDP_UNITS_NUMBER, key, value, 0, 100, &cfg->dump_space_factor, err,
-                           errlen);
-  if(strcasecmp(key, "KeepFree") == 0)
-    return mdp_units_size(key, value, 0, UINT64_MAX, &cfg->keep_free, err, errlen);
-  if(strcasecmp(key, "AnalyzeMaxMemory") == 0) /* 0: no cap */
-    return mdp_units_size(key, value, 0, UINT64_MAX, &cfg->analyze_max_memory, err, errlen);
-  if(strcasecmp(key, "MaxUse") == 0) /* 0: no bound */
-    return mdp_units_size(key, value, 0, UINT64_MAX, &cfg->max_use, err, errlen);
-  if(strcasecmp(key, "CaptureInterval") == 0) /* above 0: at least a millisecond */
-    return mdp_units_ms(key, value, 0.001, 1e9, &cfg->interval_ms, err, errlen);
-  if(strcasecmp(key, "CaptureCooldown") == 0) /* 0: none */
-    return mdp_units_ms(key, value, 0, 1e9, &cfg->cooldown_ms, err, errlen);
-  if(strcasecmp(key, "RestartDeadline") == 0) /* 0: restart at the dump's timeout */
-    return mdp_units_ms(key, value, 0, 86400, &cfg->restart_deadline_ms, err, errlen);
-  if(strcasecmp(key, "StepTimeout") == 0) { /* 0: the server's default per operation */
-    rc = mdp_units_ms(key, value, 0, UINT32_MAX / 1000.0, &ms, err, errlen);
-    if(rc == 0)
-      cfg->step_timeout_ms = (uint32_t)ms;
-    return rc;
+  if(strlen(v->text) >= k->size) {
+    md_seterr(err, errlen, "%s \"%.40s...\" is not a list of steps shorter than %zu characters",
+              k->name, v->text, k->size);
+    return -EINVAL;
   }
-  if(strcasecmp(key, "DumpCompressionLevel") == 0) {
-    rc = mdp_units_count(key, value, 1, 19, &n, err, errlen);
-    if(rc == 0)
-      cfg->dump_compression_level = (int)n;
-    return rc;
-  }
-  if(strcasecmp(key, "CaptureConcurrency") == 0) {
-    rc = mdp_units_count(key, value, 1, 64, &n, err, errlen);
-    if(rc == 0)
-      cfg->concurrency = n;
-    return rc;
-  }
-  return -ENOENT;
+  rc = mdp_plan_parse(v->text, kinds, MDP_CAPTURE_PLAN_MAX, &n, err, errlen);
+  if(rc == 0)
+    memcpy(field, v->text, strlen(v->text) + 1);
+  return rc;
 }
+
+/* DumpCompression: zstd or none, kept as a bool. */
+static int set_compression(const mdp_key *k, void *field, const mdp_key_value *v, char *err,
+                           size_t errlen)
+{
+  if(strcasecmp(v->text, "zstd") == 0 || strcasecmp(v->text, "none") == 0) {
+    *(bool *)field = strcasecmp(v->text, "zstd") == 0;
+    return 0;
+  }
+  md_seterr(err, errlen, "%s \"%s\" is not zstd or none", k->name, v->text);
+  return -EINVAL;
+}
+
+static const mdp_key_word dump_modes[] = {
+    {"inline", MEMDIAG__V1__DUMP_MODE__DUMP_MODE_INLINE},
+    {"fork", MEMDIAG__V1__DUMP_MODE__DUMP_MODE_FORK},
+    {"auto", MEMDIAG__V1__DUMP_MODE__DUMP_MODE_AUTO},
+    {NULL, 0},
+};
+
+static const mdp_key_word transfers[] = {
+    {"auto", MDP_TRANSFER_AUTO},
+    {"stream", MDP_TRANSFER_STREAM},
+    {"file", MDP_TRANSFER_FILE},
+    {NULL, 0},
+};
+
+#define AT(field) MDP_KEY_AT(mdp_capture_config_t, field)
+
+static const mdp_key capture_keys[] = {
+    {.name = "CaptureDirectory", .kind = MDP_KEY_CUSTOM, AT(directory), .parse = set_directory},
+    {.name = "Plan", .kind = MDP_KEY_CUSTOM, AT(plan), .parse = set_plan},
+    {.name = "TraceAllocations", .kind = MDP_KEY_BOOL, AT(trace_allocations)},
+    {.name = "DumpMode",
+     .kind = MDP_KEY_WORD,
+     AT(dump_mode),
+     .words = dump_modes,
+     .want = "inline, fork or auto"},
+    {.name = "DumpShapes", .kind = MDP_KEY_BOOL, AT(dump_shapes)},
+    {.name = "DumpSpaceFactor",
+     .kind = MDP_KEY_NUMBER,
+     AT(dump_space_factor),
+     .min = 0,
+     .max = 100},
+    {.name = "KeepFree", .kind = MDP_KEY_SIZE, AT(keep_free), .min = 0, .max = MDP_UNITS_NO_MAX},
+    {.name = "MaxUse",
+     .kind = MDP_KEY_SIZE,
+     AT(max_use),
+     .min = 0,
+     .max = MDP_UNITS_NO_MAX}, /* 0: no bound */
+    {.name = "CaptureInterval",
+     .kind = MDP_KEY_MS,
+     AT(interval_ms),
+     .min = 0.001,
+     .max = 1e9}, /* at least a millisecond */
+    {.name = "CaptureConcurrency", .kind = MDP_KEY_COUNT, AT(concurrency), .min = 1, .max = 64},
+    {.name = "CaptureCooldown",
+     .kind = MDP_KEY_MS,
+     AT(cooldown_ms),
+     .min = 0,
+     .max = 1e9}, /* 0: none */
+    {.name = "RestartAfterCapture", .kind = MDP_KEY_BOOL, AT(restart_after_capture)},
+    {.name = "RestartSignal", .kind = MDP_KEY_CUSTOM, AT(restart_signal), .parse = set_signal},
+    /* 0: the server's default per operation */
+    {.name = "StepTimeout",
+     .kind = MDP_KEY_MS,
+     AT(step_timeout_ms),
+     .min = 0,
+     .max = UINT32_MAX / 1000.0},
+    /* 0: restart at the dump's timeout */
+    {.name = "RestartDeadline",
+     .kind = MDP_KEY_MS,
+     AT(restart_deadline_ms),
+     .min = 0,
+     .max = 86400},
+    {.name = "DumpTransfer",
+     .kind = MDP_KEY_WORD,
+     AT(dump_transfer),
+     .words = transfers,
+     .want = "auto, stream or file"},
+    {.name = "DumpCompression",
+     .kind = MDP_KEY_CUSTOM,
+     AT(dump_compression),
+     .parse = set_compression},
+    {.name = "DumpCompressionLevel",
+     .kind = MDP_KEY_COUNT,
+     AT(dump_compression_level),
+     .min = 1,
+     .max = 19},
+    {.name = "Analyze", .kind = MDP_KEY_BOOL, AT(analyze)},
+    {.name = "AnalyzeMaxMemory",
+     .kind = MDP_KEY_SIZE,
+     AT(analyze_max_memory),
+     .min = 0,
+     .max = MDP_UNITS_NO_MAX}, /* 0: no cap */
+    {.name = NULL},
+};
+
+const mdp_key *mdp_capture_config_key(const char *key) { return mdp_keys_find(capture_keys, key); }
 
 int mdp_capture_config_set(mdp_capture_config_t *cfg, const char *key, const char *value, char *err,
                            size_t errlen)
 {
-  int rc = set_units(cfg, key, value, err, errlen);
-  const char *want = "";
-
-  if(rc != -ENOENT)
-    return rc;
-  rc = mdp_ship_config_set(&cfg->command, key, value, err, errlen);
-  if(rc != -ENOENT)
-    return rc;
-  rc = 0;
-  if(strcasecmp(key, "CaptureDirectory") == 0) {
-    want = "an absolute path";
-    if(value[0] != '/' || strlen(value) >= sizeof(cfg->directory) - 128)
-      rc = -EINVAL;
-    else {
-      snprintf(cfg->directory, sizeof(cfg->directory), "%s", value);
-      size_t l = strlen(cfg->directory);
-      while(l > 1 && cfg->directory[l - 1] == '/')
-        cfg->directory[--l] = '\0';
-    }
-  } else if(strcasecmp(key, "Plan") == 0) {
-    mdp_step_kind_t kinds[MDP_CAPTURE_PLAN_MAX];
-    size_t n;
-    if(strlen(value) >= sizeof(cfg->plan)) {
-      want = "a list of steps shorter than 512 characters";
-      rc = -EINVAL;
-    } else if((rc = mdp_plan_parse(value, kinds, MDP_CAPTURE_PLAN_MAX, &n, err, errlen))) {
-      return rc; /* err names the bad step */
-    } else {
-      snprintf(cfg->plan, sizeof(cfg->plan), "%s", value);
-    }
-  } else if(strcasecmp(key, "TraceAllocations") == 0) {
-    want = "true or false";
-    rc = parse_bool(value, &cfg->trace_allocations);
-  } else if(strcasecmp(key, "Analyze") == 0) {
-    want = "true or false";
-    rc = parse_bool(value, &cfg->analyze);
-  } else if(strcasecmp(key, "DumpShapes") == 0) {
-    want = "true or false";
-    rc = parse_bool(value, &cfg->dump_shapes);
-  } else if(strcasecmp(key, "RestartAfterCapture") == 0) {
-    want = "true or false";
-    rc = parse_bool(value, &cfg->restart_after_capture);
-  } else if(strcasecmp(key, "DumpMode") == 0) {
-    want = "inline, fork or auto";
-    if(strcasecmp(value, "inline") == 0)
-      cfg->dump_mode = MEMDIAG__V1__DUMP_MODE__DUMP_MODE_INLINE;
-    else if(strcasecmp(value, "fork") == 0)
-      cfg->dump_mode = MEMDIAG__V1__DUMP_MODE__DUMP_MODE_FORK;
-    else if(strcasecmp(value, "auto") == 0)
-      cfg->dump_mode = MEMDIAG__V1__DUMP_MODE__DUMP_MODE_AUTO;
-    else
-      rc = -EINVAL;
-  } else if(strcasecmp(key, "DumpTransfer") == 0) {
-    want = "auto, stream or file";
-    if(strcasecmp(value, "auto") == 0)
-      cfg->dump_transfer = MDP_TRANSFER_AUTO;
-    else if(strcasecmp(value, "stream") == 0)
-      cfg->dump_transfer = MDP_TRANSFER_STREAM;
-    else if(strcasecmp(value, "file") == 0)
-      cfg->dump_transfer = MDP_TRANSFER_FILE;
-    else
-      rc = -EINVAL;
-  } else if(strcasecmp(key, "DumpCompression") == 0) {
-    want = "zstd or none";
-    if(strcasecmp(value, "none") == 0)
-      cfg->dump_compression = false;
-    else if(strcasecmp(value, "zstd") == 0)
-      cfg->dump_compression = true;
-    else
-      rc = -EINVAL;
-  } else if(strcasecmp(key, "RestartSignal") == 0) {
-    want = "a signal name (TERM, INT, QUIT, USR1, KILL...) or number";
-    rc = parse_signal(value, &cfg->restart_signal);
-  } else {
-    return -ENOENT;
-  }
-  if(rc) {
-    rc = -EINVAL;
-    md_seterr(err, errlen, "%s \"%s\" is not %s", key, value, want);
-  }
-  return rc;
+  mdp_key_value v = {.key = key, .text = value, .quoting = MDP_KEY_QUOTED};
+  return mdp_keys_set(capture_keys, cfg, &v, err, errlen);
 }
 
 int mdp_capture_config_check(const mdp_capture_config_t *cfg, char *err, size_t errlen)

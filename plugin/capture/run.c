@@ -354,7 +354,9 @@ static void send_step(mdp_run *r, size_t idx)
   const mdp_step_t *s = &r->plan.steps[idx];
   uint32_t extra = 0;
 
-  if(mdp_request_build(&cr, s, r->dir, &mdp_capst.cfg) != 0)
+  mdp_request_opts ro = {
+      .dir = r->dir, .shapes = mdp_capst.cfg.dump_shapes, .dump_mode = mdp_capst.cfg.dump_mode};
+  if(mdp_request_build(&cr, s, &ro) != 0)
     why = "the step sends no request";
   else if(!(t = token(r, 0)))
     why = "out of memory";

@@ -63,11 +63,16 @@ typedef struct {
 void mdp_detector_config_init(mdp_detector_config *cfg);
 
 /* Sets one key (case-insensitive, collectd spelling) from its text value,
- * e.g. ("MemoryLimit", "1G"), spelled as detector/units.h says. Returns 0, -ENOENT for an unknown
+ * e.g. ("MemoryLimit", "1G"), spelled as keys/units.h says. Returns 0, -ENOENT for an unknown
  * key or -EINVAL for a bad value; on error writes a one-line message naming the key into err (may
  * be NULL). Used by the collectd config (numbers passed as their decimal text) and by replay. */
 int mdp_detector_config_set(mdp_detector_config *cfg, const char *key, const char *value, char *err,
                             size_t errlen);
+
+/* The table entry of key when it is one of the detector's
+ * (case-insensitive; detector/keys.h), else NULL. */
+struct mdp_key;
+const struct mdp_key *mdp_detector_config_key(const char *key);
 
 /* Checks the keys together (e.g. CaptureSize below MemoryLimit). Returns 0
  * or -EINVAL with a message in err. */

@@ -3,11 +3,11 @@
  * the same spellings. */
 #include <errno.h>
 #include <string.h>
-#include <strings.h>
 
 #include "detector.h"
+#include "keys/keys.h"
 #include "md/text.h"
-#include "units.h"
+#include "keys/units.h"
 
 #define MIN_WINDOW 60.0
 
@@ -21,57 +21,87 @@ void mdp_detector_config_init(mdp_detector_config *cfg)
   cfg->short_window = 20 * 60;
 }
 
+/* ShortWindow: 0 turns the urgent rule off; otherwise, like GrowthWindow,
+ * at least a minute. */
+static int set_short_window(const mdp_key *k, void *field, const mdp_key_value *v, char *err,
+                            size_t errlen)
+{
+  double d;
+  int rc =
+      mdp_units_parse(MDP_UNITS_DURATION, k->name, v->text, 0, MDP_UNITS_NO_MAX, &d, err, errlen);
+  if(rc)
+    return rc;
+  if(d > 0 && d < MIN_WINDOW) {
+    md_seterr(err, errlen, "%s \"%s\" is too short: 0 (off) or at least %.0f s", k->name, v->text,
+              MIN_WINDOW);
+    return -EINVAL;
+  }
+  *(double *)field = d;
+  return 0;
+}
+
+#define AT(field) MDP_KEY_AT(mdp_detector_config, field)
+
+static const mdp_key detector_keys[] = {
+    {.name = "MemoryLimit",
+     .kind = MDP_KEY_SIZE,
+     AT(memory_limit),
+     .min = 0,
+     .max = MDP_UNITS_NO_MAX},
+    {.name = "CaptureSize",
+     .kind = MDP_KEY_SIZE,
+     AT(capture_size),
+     .min = 0,
+     .max = MDP_UNITS_NO_MAX},
+    /* Shorter than a minute leaves too few samples per bucket. */
+    {.name = "GrowthWindow",
+     .kind = MDP_KEY_DURATION,
+     AT(growth_window),
+     .min = MIN_WINDOW,
+     .max = MDP_UNITS_NO_MAX},
+    {.name = "MinGrowthRate",
+     .kind = MDP_KEY_RATE,
+     AT(min_growth_rate),
+     .min = 0,
+     .max = MDP_UNITS_NO_MAX},
+    /* 0 would project every slope past the limit at once. */
+    {.name = "Horizon",
+     .kind = MDP_KEY_DURATION,
+     AT(horizon),
+     .min = 0.001,
+     .max = MDP_UNITS_NO_MAX},
+    {.name = "NearLimit",
+     .kind = MDP_KEY_FRACTION,
+     AT(near_limit),
+     .min = 0,
+     .max = 1}, /* 0 turns it off */
+    {.name = "WarmupTime", .kind = MDP_KEY_DURATION, AT(warmup), .min = 0, .max = MDP_UNITS_NO_MAX},
+    {.name = "ShortWindow", .kind = MDP_KEY_CUSTOM, AT(short_window), .parse = set_short_window},
+    {.name = NULL},
+};
+
+const mdp_key *mdp_detector_config_key(const char *key)
+{
+  return mdp_keys_find(detector_keys, key);
+}
+
 int mdp_detector_config_set(mdp_detector_config *cfg, const char *key, const char *value, char *err,
                             size_t errlen)
 {
+  mdp_key_value v = {.key = key, .text = value, .quoting = MDP_KEY_QUOTED};
+  char names[256];
+  int rc;
+
   if(!key || !*key) {
     md_seterr(err, errlen, "missing key");
     return -ENOENT;
   }
-  if(!value) {
-    md_seterr(err, errlen, "%s: missing value", key);
-    return -EINVAL;
+  rc = mdp_keys_set(detector_keys, cfg, &v, err, errlen);
+  if(rc == -ENOENT) {
+    mdp_keys_names(detector_keys, names, sizeof(names));
+    md_seterr(err, errlen, "unknown key \"%s\" (known: %s)", key, names);
   }
-  if(strcasecmp(key, "MemoryLimit") == 0)
-    return mdp_units_size(key, value, 0, UINT64_MAX, &cfg->memory_limit, err, errlen);
-  if(strcasecmp(key, "CaptureSize") == 0)
-    return mdp_units_size(key, value, 0, UINT64_MAX, &cfg->capture_size, err, errlen);
-  /* Shorter than a minute leaves too few samples per bucket. */
-  if(strcasecmp(key, "GrowthWindow") == 0)
-    return mdp_units_parse(MDP_UNITS_DURATION, key, value, MIN_WINDOW, MDP_UNITS_NO_MAX,
-                           &cfg->growth_window, err, errlen);
-  /* 0 would project every slope past the limit at once. */
-  if(strcasecmp(key, "Horizon") == 0)
-    return mdp_units_parse(MDP_UNITS_DURATION, key, value, 0.001, MDP_UNITS_NO_MAX, &cfg->horizon,
-                           err, errlen);
-  if(strcasecmp(key, "WarmupTime") == 0)
-    return mdp_units_parse(MDP_UNITS_DURATION, key, value, 0, MDP_UNITS_NO_MAX, &cfg->warmup, err,
-                           errlen);
-  /* 0 turns the urgent rule off; otherwise, like GrowthWindow, at least a
-   * minute. */
-  if(strcasecmp(key, "ShortWindow") == 0) {
-    double d;
-    int rc = mdp_units_parse(MDP_UNITS_DURATION, key, value, 0, MDP_UNITS_NO_MAX, &d, err, errlen);
-    if(rc)
-      return rc;
-    if(d > 0 && d < MIN_WINDOW) {
-      md_seterr(err, errlen, "%s \"%s\" is too short: 0 (off) or at least %.0f s", key, value,
-                MIN_WINDOW);
-      return -EINVAL;
-    }
-    cfg->short_window = d;
-    return 0;
-  }
-  if(strcasecmp(key, "MinGrowthRate") == 0)
-    return mdp_units_parse(MDP_UNITS_RATE, key, value, 0, MDP_UNITS_NO_MAX, &cfg->min_growth_rate,
-                           err, errlen);
-  if(strcasecmp(key, "NearLimit") == 0) /* 0 turns it off */
-    return mdp_units_parse(MDP_UNITS_FRACTION, key, value, 0, 1, &cfg->near_limit, err, errlen);
-  md_seterr(err, errlen,
-            "unknown key \"%s\" (known: MemoryLimit, CaptureSize, GrowthWindow, MinGrowthRate, "
-            "Horizon, NearLimit, WarmupTime, ShortWindow)",
-            key);
-  return -ENOENT;
+  return rc;
 }
 
 int mdp_detector_config_check(const mdp_detector_config *cfg, char *err, size_t errlen)

@@ -21,6 +21,7 @@
 
 #include <stdint.h>
 
+#include "keys/keys.h"
 #include "loop/loop.h"
 #include "memdiag.pb-c.h"
 #include "rstream.h"
@@ -37,6 +38,19 @@ typedef void (*mdp_reply_fn)(const Memdiag__V1__Reply *reply, void *arg);
  * requests end through mdp_relay_worker_gone), or another negative errno
  * (not sent; the connection stays). */
 typedef int (*mdp_relay_send_fn)(uint64_t connection_id, const Memdiag__V1__Frame *f);
+
+/* The relay's key (relay_config.c): the default timeout of a dump. */
+typedef struct mdp_relay_config {
+  uint32_t dump_timeout_ms; /* DumpTimeout */
+} mdp_relay_config;
+
+void mdp_relay_config_init(mdp_relay_config *cfg);
+
+/* The table entry of key when it is the relay's, else NULL. */
+const mdp_key *mdp_relay_config_key(const char *key);
+
+/* Set one key (see mdp_keys_set): 0, -ENOENT, or -EINVAL with a message. */
+int mdp_relay_config_set(mdp_relay_config *cfg, const mdp_key_value *v, char *err, size_t errlen);
 
 /* Before the loop turns: which loop runs the requests, how frames go out,
  * and DumpTimeout. Ends any shutdown of a former run. A NULL loop (before

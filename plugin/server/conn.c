@@ -8,7 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "config.h"
+#include "server_config.h"
 #include "conn.h"
 
 #define GOODBYE_FLUSH_MS   1000u

@@ -32,7 +32,7 @@ typedef enum {
 
 /* What every connection of one server shares. */
 typedef struct mdp_conn_env {
-  const struct mdp_config *cfg;
+  const struct mdp_server_config *cfg;
   mdp_server_hooks hooks;
 } mdp_conn_env;
 

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "config.h"
+#include "server_config.h"
 #include "md/text.h"
 #include "hello.h"
 #include "workers/identity.h"

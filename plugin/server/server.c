@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "server_config.h"
 #include "conn.h"
 #include "hello.h"
 #include "unauth.h"
@@ -337,7 +337,7 @@ static long socket_gid(const char *group)
   return (long)gid;
 }
 
-static int listen_on(const mdp_config *cfg)
+static int listen_on(const mdp_server_config *cfg)
 {
   char err[512] = "";
   long gid = socket_gid(cfg->socket_group);
@@ -357,7 +357,7 @@ static int listen_on(const mdp_config *cfg)
   return listen_watch ? 0 : -ENOMEM;
 }
 
-int mdp_server_start(const mdp_config *cfg, mdp_loop *l, const mdp_server_hooks *hooks)
+int mdp_server_start(const mdp_server_config *cfg, mdp_loop *l, const mdp_server_hooks *hooks)
 {
   md_tls_options o = {0};
   mdp_loop_hooks lh = {.before_sleep = before_sleep, .error = loop_error};

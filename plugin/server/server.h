@@ -23,7 +23,7 @@
 #include "memdiag.pb-c.h"
 #include "workers/registry.h"
 
-struct mdp_config;
+struct mdp_server_config;
 
 /* What the server hands over. Every hook is required. */
 typedef struct mdp_server_hooks {
@@ -49,7 +49,8 @@ typedef struct mdp_server_hooks {
 
 /* Load TLS material, listen, start the loop's thread. Returns 0 or a
  * negative errno; every failure is logged naming the file or setting. */
-int mdp_server_start(const struct mdp_config *cfg, mdp_loop *loop, const mdp_server_hooks *hooks);
+int mdp_server_start(const struct mdp_server_config *cfg, mdp_loop *loop,
+                     const mdp_server_hooks *hooks);
 
 /* Stop the loop: hooks->stopping ends what is in flight, tasks already
  * posted run, timers not yet due are finalized without running, connections

@@ -65,11 +65,16 @@ void mdp_ship_config_init(mdp_ship_config_t *cfg);
 int mdp_ship_config_set(mdp_ship_config_t *cfg, const char *key, const char *value, char *err,
                         size_t errlen);
 
+/* The table entry of key when it is one of the three above
+ * (case-insensitive; detector/keys.h), else NULL. */
+struct mdp_key;
+const struct mdp_key *mdp_ship_config_key(const char *key);
+
 /* Checks against the system: the program is an executable regular file,
  * the user exists. Returns 0 or -EINVAL with a message in err. */
 int mdp_ship_config_check(const mdp_ship_config_t *cfg, char *err, size_t errlen);
 
-/* Who the command runs as (command_config.c; the runner uses it). */
+/* Who the command runs as (ship_config.c; the runner uses it). */
 #define MDP_SHIP_GROUPS_MAX 256
 typedef struct mdp_ship_identity {
   bool drop; /* CaptureCommandUser given: the child changes identity */

@@ -8,11 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "detector/units.h"
+#include "keys/keys.h"
 #include "md/text.h"
 
 #define DEFAULT_TIMEOUT_MS (3600 * 1000ull)
@@ -23,29 +22,27 @@ void mdp_ship_config_init(mdp_ship_config_t *cfg)
   cfg->timeout_ms = DEFAULT_TIMEOUT_MS;
 }
 
+#define AT(field) MDP_KEY_AT(mdp_ship_config_t, field)
+
+static const mdp_key ship_keys[] = {
+    /* No PATH search and no shell: root runs exactly this file. */
+    {.name = "CaptureCommand", .kind = MDP_KEY_PATH, AT(program), .want = "an absolute path"},
+    {.name = "CaptureCommandTimeout",
+     .kind = MDP_KEY_MS,
+     AT(timeout_ms),
+     .min = 1,
+     .max = 7 * 86400},
+    {.name = "CaptureCommandUser", .kind = MDP_KEY_TEXT, AT(user), .want = "a user name or number"},
+    {.name = NULL},
+};
+
+const mdp_key *mdp_ship_config_key(const char *key) { return mdp_keys_find(ship_keys, key); }
+
 int mdp_ship_config_set(mdp_ship_config_t *cfg, const char *key, const char *value, char *err,
                         size_t errlen)
 {
-  if(strcasecmp(key, "CaptureCommand") == 0) {
-    /* No PATH search and no shell: root runs exactly this file. */
-    if(value[0] != '/' || strlen(value) >= sizeof(cfg->program)) {
-      md_seterr(err, errlen, "CaptureCommand \"%s\" is not an absolute path", value);
-      return -EINVAL;
-    }
-    snprintf(cfg->program, sizeof(cfg->program), "%s", value);
-    return 0;
-  }
-  if(strcasecmp(key, "CaptureCommandTimeout") == 0)
-    return mdp_units_ms(key, value, 1, 7 * 86400, &cfg->timeout_ms, err, errlen);
-  if(strcasecmp(key, "CaptureCommandUser") == 0) {
-    if(!value[0] || strlen(value) >= sizeof(cfg->user)) {
-      md_seterr(err, errlen, "CaptureCommandUser \"%s\" is not a user name or number", value);
-      return -EINVAL;
-    }
-    snprintf(cfg->user, sizeof(cfg->user), "%s", value);
-    return 0;
-  }
-  return -ENOENT;
+  mdp_key_value v = {.key = key, .text = value, .quoting = MDP_KEY_QUOTED};
+  return mdp_keys_set(ship_keys, cfg, &v, err, errlen);
 }
 
 /* Resolved in the parent, because after fork in a threaded process only

@@ -7,7 +7,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
 #include "sampler.h"
 
 static int uses_rollup(unsigned memory)

@@ -13,15 +13,46 @@
 #ifndef MDP_SAMPLER_H
 #define MDP_SAMPLER_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "keys/keys.h"
+
+/* The figures a sample may hold (Memory). */
+enum {
+  MDP_MEM_RSS = 1u << 0,
+  MDP_MEM_PSS = 1u << 1,
+  MDP_MEM_PRIVATE = 1u << 2,
+  MDP_MEM_SWAP = 1u << 3,
+};
+
+/* The sampler's keys (sampler_config.c): how often, and what. */
+typedef struct mdp_sampler_config {
+  uint64_t interval_ms; /* Interval: 0 = collectd's interval */
+  unsigned memory;      /* Memory: MDP_MEM_* */
+  unsigned memory_seen; /* Memory lines so far: the first replaces the default, later ones add */
+} mdp_sampler_config;
+
+void mdp_sampler_config_init(mdp_sampler_config *cfg);
+
+/* The table entry of key when it is one of the sampler's, else NULL. */
+const mdp_key *mdp_sampler_config_key(const char *key);
+
+/* Set one key (see mdp_keys_set); Memory takes its words as one text
+ * ("rss pss"). 0, -ENOENT, or -EINVAL with a message in err. */
+int mdp_sampler_config_set(mdp_sampler_config *cfg, const mdp_key_value *v, char *err,
+                           size_t errlen);
+
+/* "rss pss" for logs and docs. */
+void mdp_sampler_memory_text(unsigned memory, char *buf, size_t len);
 
 typedef struct mdp_sample {
   uint64_t rss, pss, private_bytes, swap; /* bytes; 0 when not read */
 } mdp_sample;
 
 /* Open the /proc/PID file that gives the figures in `memory` (MDP_MEM_*
- * from config.h). Returns the fd or a negative errno. */
+ * above). Returns the fd or a negative errno. */
 int mdp_sampler_open(pid_t pid, unsigned memory);
 
 /* Read the figures in `memory` through an fd from mdp_sampler_open with the

@@ -186,12 +186,12 @@ static void setup(void)
   mdp_config_init(&cfg);
   /* a directory that cannot be made: a capture is refused, not written */
   if(mdp_capture_config_set(&cfg.capture, "CaptureDirectory", "/proc/memdiag-fuzz", NULL, 0) ||
-     mdp_loop_new(&loop) || mdp_registry_init(&cfg.detector, cfg.memory) ||
+     mdp_loop_new(&loop) || mdp_registry_init(&cfg.detector, cfg.sampler.memory) ||
      mdp_capture_init(&cfg.capture, loop))
     abort();
-  mdp_relay_init(loop, mdp_server_send_worker, cfg.dump_timeout_ms);
+  mdp_relay_init(loop, mdp_server_send_worker, cfg.relay.dump_timeout_ms);
   mdp_rstream_init(loop, mdp_server_send_worker, NULL, 0); /* fuzz_stream gives it a store */
-  env.cfg = &cfg;
+  env.cfg = &cfg.server;
   env.hooks = mdp_wiring_server_hooks;
 }
 

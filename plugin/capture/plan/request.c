@@ -1,27 +1,26 @@
-/* The request each plan step sends: see capture_request.h. */
+/* The request each plan step sends: see request.h. */
 #include "request.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-int mdp_request_build(mdp_request_t *out, const mdp_step_t *s, const char *dir,
-                      const mdp_capture_config_t *cfg)
+int mdp_request_build(mdp_request_t *out, const mdp_step_t *s, const mdp_request_opts *o)
 {
   Memdiag__V1__Request *req = &out->req;
 
   memdiag__v1__request__init(req);
   /* Files always go into the capture folder, under the plan's own names:
    * the worker is never asked to write anywhere a trigger chose. */
-  snprintf(out->path, sizeof(out->path), "%s/%.*s", dir, (int)mdp_step_plain_len(s), s->file);
+  snprintf(out->path, sizeof(out->path), "%s/%.*s", o->dir, (int)mdp_step_plain_len(s), s->file);
   switch(s->kind) {
   case MDP_STEP_DUMP:
     memdiag__v1__memory_dump__init(&out->op.md);
     out->op.md.path = out->path;
     out->op.md.has_shapes = 1;
-    out->op.md.shapes = cfg->dump_shapes;
+    out->op.md.shapes = o->shapes;
     out->op.md.has_mode = 1;
-    out->op.md.mode = (Memdiag__V1__DumpMode)cfg->dump_mode;
+    out->op.md.mode = (Memdiag__V1__DumpMode)o->dump_mode;
     req->op_case = MEMDIAG__V1__REQUEST__OP_MEMORY_DUMP;
     req->memory_dump = &out->op.md;
     return 0;
@@ -29,7 +28,7 @@ int mdp_request_build(mdp_request_t *out, const mdp_step_t *s, const char *dir,
     memdiag__v1__allocation_trace_stop__init(&out->op.tp);
     out->op.tp.path = out->path;
     out->op.tp.has_shapes = 1;
-    out->op.tp.shapes = cfg->dump_shapes;
+    out->op.tp.shapes = o->shapes;
     req->op_case = MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_STOP;
     req->allocation_trace_stop = &out->op.tp;
     return 0;

@@ -7,13 +7,25 @@
 #ifndef MDP_REQUEST_H
 #define MDP_REQUEST_H
 
-#include "capture/capture.h"
+#include <stdbool.h>
+
 #include "memdiag.pb-c.h"
 #include "plan.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* A capture folder's path and a step's file name in it. */
+#define MDP_REQUEST_PATH_MAX (4096 + 80)
+
+/* What a step's request says besides the step: the capture's folder and
+ * the capture keys that shape a dump. */
+typedef struct mdp_request_opts {
+  const char *dir; /* the capture folder */
+  bool shapes;     /* DumpShapes */
+  int dump_mode;   /* DumpMode: MEMDIAG__V1__DUMP_MODE__* */
+} mdp_request_opts;
 
 typedef struct mdp_request {
   Memdiag__V1__Request req;
@@ -26,13 +38,19 @@ typedef struct mdp_request {
     Memdiag__V1__SchedulerDump sd;
     Memdiag__V1__ThreadDump td;
   } op;
-  char path[MDP_CAPTURE_PATH_MAX + 80];
+  char path[MDP_REQUEST_PATH_MAX];
 } mdp_request_t;
 
-/* Fill out with the request for step s of a capture writing into dir.
+/* Fill out with the request for step s of a capture writing into o->dir.
  * Returns 0, or -EINVAL for a step that sends nothing (wait). */
-int mdp_request_build(mdp_request_t *out, const mdp_step_t *s, const char *dir,
-                      const mdp_capture_config_t *cfg);
+int mdp_request_build(mdp_request_t *out, const mdp_step_t *s, const mdp_request_opts *o);
+
+/* How a dump reaches the capture folder (DumpTransfer). */
+enum {
+  MDP_TRANSFER_AUTO = 0, /* stream unless the worker can write into the folder itself */
+  MDP_TRANSFER_STREAM,   /* over the worker's connection, stored by the plugin */
+  MDP_TRANSFER_FILE,     /* the worker writes the file (same host, same mounts) */
+};
 
 /* Where the worker may write, as the caller found it (the plan does no
  * I/O): whether it shares collectd's mount namespace and whether its dump

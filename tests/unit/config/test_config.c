@@ -116,15 +116,15 @@ static void tls(block *bl)
 static void defaults(void **state)
 {
   (void)state;
-  assert_null(cfg.socket);
-  assert_int_equal(cfg.socket_mode, 0660);
-  assert_int_equal(cfg.max_connections, 1024);
-  assert_int_equal(cfg.memory, MDP_MEM_RSS);
-  assert_int_equal(cfg.heartbeat_ms, 5000);
-  assert_int_equal(cfg.handshake_timeout_ms, 5000);
-  assert_int_equal(cfg.dump_timeout_ms, 600000);
-  assert_int_equal(cfg.max_frame, 16u << 20);
-  assert_int_equal(cfg.interval_ms, 0);
+  assert_null(cfg.server.socket);
+  assert_int_equal(cfg.server.socket_mode, 0660);
+  assert_int_equal(cfg.server.max_connections, 1024);
+  assert_int_equal(cfg.sampler.memory, MDP_MEM_RSS);
+  assert_int_equal(cfg.server.heartbeat_ms, 5000);
+  assert_int_equal(cfg.server.handshake_timeout_ms, 5000);
+  assert_int_equal(cfg.relay.dump_timeout_ms, 600000);
+  assert_int_equal(cfg.server.max_frame, 16u << 20);
+  assert_int_equal(cfg.sampler.interval_ms, 0);
   /* Without TLS files the plugin does not start, naming the first. */
   assert_int_equal(mdp_config_check(&cfg), -EINVAL);
   assert_non_null(strstr(logged, "memdiag plugin: TLSCertificate is required"));
@@ -147,17 +147,17 @@ static void own_keys(void **state)
   str(&b, "MaxFrameSize", "64K");
   assert_int_equal(mdp_config_apply(&cfg, &b.block), 0);
   assert_string_equal(logged, "");
-  assert_string_equal(cfg.socket, "/run/memdiag/supervisor.ipc");
-  assert_int_equal(cfg.socket_mode, 0600);
-  assert_string_equal(cfg.socket_group, "0");
-  assert_string_equal(cfg.tls_ca, "/etc/memdiag/ca.pem");
-  assert_int_equal(cfg.max_connections, 10);
-  assert_int_equal(cfg.interval_ms, 500);
-  assert_int_equal(cfg.memory, MDP_MEM_RSS | MDP_MEM_PSS | MDP_MEM_SWAP);
-  assert_int_equal(cfg.heartbeat_ms, 2000);
-  assert_int_equal(cfg.handshake_timeout_ms, 1500);
-  assert_int_equal(cfg.dump_timeout_ms, 1800000);
-  assert_int_equal(cfg.max_frame, 65536);
+  assert_string_equal(cfg.server.socket, "/run/memdiag/supervisor.ipc");
+  assert_int_equal(cfg.server.socket_mode, 0600);
+  assert_string_equal(cfg.server.socket_group, "0");
+  assert_string_equal(cfg.server.tls_ca, "/etc/memdiag/ca.pem");
+  assert_int_equal(cfg.server.max_connections, 10);
+  assert_int_equal(cfg.sampler.interval_ms, 500);
+  assert_int_equal(cfg.sampler.memory, MDP_MEM_RSS | MDP_MEM_PSS | MDP_MEM_SWAP);
+  assert_int_equal(cfg.server.heartbeat_ms, 2000);
+  assert_int_equal(cfg.server.handshake_timeout_ms, 1500);
+  assert_int_equal(cfg.relay.dump_timeout_ms, 1800000);
+  assert_int_equal(cfg.server.max_frame, 65536);
   assert_int_equal(mdp_config_check(&cfg), 0);
 }
 
@@ -168,8 +168,8 @@ static void memory_replaces_the_default(void **state)
   (void)state;
   str(&b, "Memory", "private");
   assert_int_equal(mdp_config_apply(&cfg, &b.block), 0);
-  assert_int_equal(cfg.memory, MDP_MEM_PRIVATE);
-  mdp_config_memory_text(MDP_MEM_RSS | MDP_MEM_PRIVATE | MDP_MEM_SWAP, text, sizeof(text));
+  assert_int_equal(cfg.sampler.memory, MDP_MEM_PRIVATE);
+  mdp_sampler_memory_text(MDP_MEM_RSS | MDP_MEM_PRIVATE | MDP_MEM_SWAP, text, sizeof(text));
   assert_string_equal(text, "rss private swap");
 }
 
@@ -249,7 +249,7 @@ static void every_bad_key_is_logged(void **state)
       fail_msg("log lacks \"%s\"; it says:\n%s", want[i], logged);
   assert_null(strstr(logged, "unknown configuration key \"CaptureInterval\""));
   /* Nothing bad was kept. */
-  assert_int_equal(cfg.max_connections, 1024);
+  assert_int_equal(cfg.server.max_connections, 1024);
   assert_int_equal(cfg.detector.memory_limit, 0);
   assert_true(cfg.detector.near_limit == 0.9);
   assert_int_equal(cfg.capture.concurrency, 1);
@@ -294,7 +294,7 @@ static void last_value_wins_and_strings_are_owned(void **state)
   str(&b, "Socket", "/run/b.ipc");
   assert_int_equal(mdp_config_apply(&cfg, &b.block), 0);
   path[5] = 'x';
-  assert_string_equal(cfg.socket, "/run/b.ipc");
+  assert_string_equal(cfg.server.socket, "/run/b.ipc");
 }
 
 int main(void)

@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "detector/units.h"
+#include "keys/units.h"
 
 static char err[512];
 

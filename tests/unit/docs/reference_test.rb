@@ -8,8 +8,9 @@
 #
 # The names are taken from the sources, not from a list kept here:
 #   keys       strcasecmp(<anything>, "Key") in plugin/**/*.c (memdiagctl's
-#              own sources excluded), plus {"Key", ...} table entries in the
-#              plugin's *config*.c files, so a table-driven parser is found too
+#              own sources excluded), plus {"Key", ...} and {.name = "Key"}
+#              key-table entries (keys/keys.h) in the plugin's *config*.c
+#              files
 #   verbs      the verb table in plugin/ctl/cmd.c, plus verbs main.c sends
 #              elsewhere (strcmp(argv[i], "replay"))
 #   variables  "MEMDIAG_X" (or "MEMDIAG_X=...") string literals in the
@@ -33,7 +34,10 @@ class ReferenceTest < Minitest::Test
     @config_keys ||= plugin_c_files.flat_map do |f|
       text = File.read(f)
       keys = text.scan(/\bstrcasecmp\(\s*[\w.\->\[\]]+\s*,\s*"([A-Z][A-Za-z0-9]+)"/).flatten
-      keys += text.scan(/\{\s*"([A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*)"\s*,/).flatten if File.basename(f).include?("config")
+      if File.basename(f).include?("config")
+        keys += text.scan(/\{\s*"([A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*)"\s*,/).flatten
+        keys += text.scan(/\{\s*\.name\s*=\s*"([A-Z][A-Za-z0-9]+)"/).flatten
+      end
       keys
     end.uniq.sort
   end

@@ -206,40 +206,45 @@ static void test_keys(void **state)
   assert_int_equal(c.command.timeout_ms, 3600 * 1000);
   assert_int_equal(mdp_capture_config_check(&c, err, sizeof(err)), 0);
 
-  assert_int_equal(mdp_capture_config_set(&c, "capturecommand", "ship.sh", err, sizeof(err)),
+  assert_int_equal(mdp_ship_config_set(&c.command, "capturecommand", "ship.sh", err, sizeof(err)),
                    -EINVAL);
   assert_non_null(strstr(err, "CaptureCommand \"ship.sh\" is not an absolute path"));
-  assert_int_equal(mdp_capture_config_set(&c, "CaptureCommandTimeout", "90s", err, sizeof(err)), 0);
+  assert_int_equal(
+      mdp_ship_config_set(&c.command, "CaptureCommandTimeout", "90s", err, sizeof(err)), 0);
   assert_int_equal(c.command.timeout_ms, 90000);
-  assert_int_equal(mdp_capture_config_set(&c, "CaptureCommandTimeout", "-1", err, sizeof(err)),
+  assert_int_equal(mdp_ship_config_set(&c.command, "CaptureCommandTimeout", "-1", err, sizeof(err)),
                    -EINVAL);
   assert_non_null(strstr(err, "CaptureCommandTimeout"));
-  assert_int_equal(mdp_capture_config_set(&c, "CaptureCommandUser", "", err, sizeof(err)), -EINVAL);
+  assert_int_equal(mdp_ship_config_set(&c.command, "CaptureCommandUser", "", err, sizeof(err)),
+                   -EINVAL);
 
   /* a user without a command is a mistake, not silently ignored */
-  assert_int_equal(mdp_capture_config_set(&c, "CaptureCommandUser", "nobody", err, sizeof(err)), 0);
+  assert_int_equal(
+      mdp_ship_config_set(&c.command, "CaptureCommandUser", "nobody", err, sizeof(err)), 0);
   assert_int_equal(mdp_capture_config_check(&c, err, sizeof(err)), -EINVAL);
   assert_non_null(strstr(err, "CaptureCommandUser is set but CaptureCommand is not"));
 
   path(p, sizeof(p), "missing.sh");
-  assert_int_equal(mdp_capture_config_set(&c, "CaptureCommand", p, err, sizeof(err)), 0);
+  assert_int_equal(mdp_ship_config_set(&c.command, "CaptureCommand", p, err, sizeof(err)), 0);
   assert_int_equal(mdp_capture_config_check(&c, err, sizeof(err)), -EINVAL);
   assert_non_null(strstr(err, "missing.sh"));
 
   script("plain.sh", "exit 0\n");
   path(p, sizeof(p), "plain.sh");
   chmod(p, 0644);
-  assert_int_equal(mdp_capture_config_set(&c, "CaptureCommand", p, err, sizeof(err)), 0);
+  assert_int_equal(mdp_ship_config_set(&c.command, "CaptureCommand", p, err, sizeof(err)), 0);
   assert_int_equal(mdp_capture_config_check(&c, err, sizeof(err)), -EINVAL);
   assert_non_null(strstr(err, "not an executable file"));
   chmod(p, 0755);
   assert_int_equal(mdp_capture_config_check(&c, err, sizeof(err)), 0);
 
   assert_int_equal(
-      mdp_capture_config_set(&c, "CaptureCommandUser", "no-such-user-md", err, sizeof(err)), 0);
+      mdp_ship_config_set(&c.command, "CaptureCommandUser", "no-such-user-md", err, sizeof(err)),
+      0);
   assert_int_equal(mdp_capture_config_check(&c, err, sizeof(err)), -EINVAL);
   assert_non_null(strstr(err, "CaptureCommandUser \"no-such-user-md\": no such user"));
-  assert_int_equal(mdp_capture_config_set(&c, "CaptureCommandUser", "65534", err, sizeof(err)), 0);
+  assert_int_equal(mdp_ship_config_set(&c.command, "CaptureCommandUser", "65534", err, sizeof(err)),
+                   0);
   assert_int_equal(mdp_capture_config_check(&c, err, sizeof(err)), 0);
 }
 

@@ -11,8 +11,13 @@
 
 #include <string.h>
 
+#include "capture/capture.h"
 #include "capture/plan/request.h"
 #include "capture/plan/plan.h"
+
+/* The request options of a capture into dir with cfg's dump keys. */
+#define REQ(d)                                                                                     \
+  (&(mdp_request_opts){.dir = (d), .shapes = cfg.dump_shapes, .dump_mode = cfg.dump_mode})
 
 #define GiB (1024ull * 1024 * 1024)
 #define MiB (1024ull * 1024)
@@ -135,7 +140,7 @@ static void worker_writes_the_plain_file(void **state)
   s.kind = MDP_STEP_DUMP;
   strcpy(s.file, "heap-3.json.zst");
   assert_int_equal(mdp_step_plain_len(&s), strlen("heap-3.json"));
-  assert_int_equal(mdp_request_build(&r, &s, "/c", &cfg), 0);
+  assert_int_equal(mdp_request_build(&r, &s, REQ("/c")), 0);
   assert_string_equal(r.req.memory_dump->path, "/c/heap-3.json");
   strcpy(s.file, "heap-3.json");
   assert_int_equal(mdp_step_plain_len(&s), strlen("heap-3.json"));
