@@ -12,12 +12,14 @@
 
 #include "capture/capture.h"
 #include "config.h"
+#include "containers.h"
 #include "detector/detector.h"
 #include "loop/loop.h"
 #include "notify/notify.h"
 #include "relay/relay.h"
 #include "server/server.h"
 #include "wiring.h"
+#include "workers/cgroup.h"
 #include "workers/registry.h"
 #include "workers/sampler.h"
 
@@ -109,7 +111,7 @@ static void sample_worker(mdp_worker *w, cdtime_t now, cdtime_t interval)
   mdp_decision d;
   char text[96];
   double t = CDTIME_T_TO_DOUBLE(now);
-  uint64_t v;
+  uint64_t v, limit;
   int fired;
 
   if(w->proc_fd < 0 || mdp_sampler_read(w->proc_fd, cfg.sampler.memory, &s) != 0)
@@ -124,6 +126,10 @@ static void sample_worker(mdp_worker *w, cdtime_t now, cdtime_t interval)
     mdp_notify_gauge(w->instance, "memory", "swap", (double)s.swap, now, interval);
   v = primary(&s);
   remember(w, t, v);
+  /* MemoryLimit, or the worker's cgroup limit when lower (a pod resized in
+   * place is seen at the next sample) */
+  limit = mdp_containers_limit(w);
+  w->detector.cfg.memory_limit = limit;
   fired = mdp_detector_feed(&w->detector, t, v, &d);
   mdp_detector_describe(&w->detector, text, sizeof(text));
   mdp_registry_store(w, &s, t, text);
@@ -136,7 +142,7 @@ static void sample_worker(mdp_worker *w, cdtime_t now, cdtime_t interval)
                                .rss = v};
     if(fired == 1)
       trigger(w, &d, v);
-    mdp_capture_observe(&cw, cfg.detector.memory_limit && v >= cfg.detector.memory_limit);
+    mdp_capture_observe(&cw, limit && v >= limit);
   }
 }
 
@@ -162,6 +168,7 @@ static int memdiag_read(user_data_t *ud)
   n = mdp_registry_snapshot(&workers);
   if(n == (size_t)-1)
     return -1;
+  mdp_containers_read(workers, n, &cfg, now, interval);
   for(size_t i = 0; i < n; i++)
     sample_worker(workers[i], now, interval);
   mdp_registry_release(workers, n);
@@ -257,6 +264,7 @@ static int memdiag_shutdown(void)
   if(running) {
     stop_parts();
     mdp_registry_destroy();
+    mdp_cgroup_shutdown();
     running = 0;
   }
   if(configured)

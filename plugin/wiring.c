@@ -2,6 +2,7 @@
 #include "wiring.h"
 
 #include "capture/capture.h"
+#include "containers.h"
 #include "control/control.h"
 #include "relay/relay.h"
 #include "workers/registry.h"
@@ -14,6 +15,7 @@ static int worker_hello(const mdp_worker_hello *hello, uint64_t *id, int *proc_e
 /* Forgotten first, so that nothing its requests' callbacks do finds it. */
 static void worker_gone(uint64_t id)
 {
+  mdp_containers_worker_gone(id); /* did the kernel's OOM killer end it? */
   mdp_registry_remove(id);
   mdp_relay_worker_gone(id);
   mdp_capture_worker_gone(id);

@@ -356,6 +356,27 @@ size_t mdp_capture_list(mdp_capture_info_t *out, size_t max)
   return n;
 }
 
+void mdp_capture_evidence(uint64_t connection_id, mdp_capture_evidence_t *out)
+{
+  memset(out, 0, sizeof(*out));
+  pthread_mutex_lock(&st->lock);
+  for(size_t i = 0; i < st->n_runs; i++) {
+    const mdp_run *r = st->runs[i];
+    if(r->conn == connection_id && r->begun) {
+      out->kind = MDP_EVIDENCE_RUNNING;
+      snprintf(out->directory, sizeof(out->directory), "%s", r->dir);
+      out->dumps = mdp_run_dumps_taken(&r->plan);
+    }
+  }
+  /* newest first */
+  for(unsigned i = 0; out->kind == MDP_EVIDENCE_NONE && i < MDP_CAPTURE_EVIDENCE_MAX; i++) {
+    unsigned k = (st->finished_next + MDP_CAPTURE_EVIDENCE_MAX - 1 - i) % MDP_CAPTURE_EVIDENCE_MAX;
+    if(i < st->finished_next && st->finished_conn[k] == connection_id)
+      *out = st->finished[k];
+  }
+  pthread_mutex_unlock(&st->lock);
+}
+
 void mdp_capture_get_counters(mdp_capture_counters_t *out)
 {
   pthread_mutex_lock(&st->lock);

@@ -219,6 +219,27 @@ size_t mdp_capture_recent(mdp_capture_recent_t *out, size_t max);
 
 void mdp_capture_get_counters(mdp_capture_counters_t *out);
 
+/* What captures of a connection left behind, for a report of its death:
+ * its plan still running (its dumps so far), the last one finished
+ * (complete or not) among the last MDP_CAPTURE_EVIDENCE_MAX finished
+ * plans, or none. */
+typedef enum mdp_capture_evidence_kind {
+  MDP_EVIDENCE_NONE = 0,
+  MDP_EVIDENCE_RUNNING,    /* a plan was still running */
+  MDP_EVIDENCE_COMPLETE,   /* its last plan finished complete */
+  MDP_EVIDENCE_INCOMPLETE, /* its last plan finished incomplete */
+} mdp_capture_evidence_kind;
+
+typedef struct mdp_capture_evidence {
+  mdp_capture_evidence_kind kind;
+  char directory[MDP_CAPTURE_PATH_MAX];
+  unsigned dumps; /* heap dumps taken (status ok) */
+} mdp_capture_evidence_t;
+
+#define MDP_CAPTURE_EVIDENCE_MAX 16
+
+void mdp_capture_evidence(uint64_t connection_id, mdp_capture_evidence_t *out);
+
 /* One word for `memdiagctl status` / WorkerInfo.plan_state:
  * "idle", "queued", "running: <step>", "cooldown", "signalled". */
 void mdp_capture_plan_state(uint64_t connection_id, char *buf, size_t len);

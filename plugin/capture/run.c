@@ -419,6 +419,18 @@ static int set_timer(mdp_run *r, uint64_t ms, uint64_t timer_id)
   return 0;
 }
 
+/* For mdp_capture_evidence: a report of the worker's death names it. */
+static void remember_finished(const mdp_run *r, bool complete)
+{
+  unsigned k = mdp_capst.finished_next++ % MDP_CAPTURE_EVIDENCE_MAX;
+  mdp_capture_evidence_t *e = &mdp_capst.finished[k];
+
+  e->kind = complete ? MDP_EVIDENCE_COMPLETE : MDP_EVIDENCE_INCOMPLETE;
+  snprintf(e->directory, sizeof(e->directory), "%s", r->dir);
+  e->dumps = mdp_run_dumps_taken(&r->plan);
+  mdp_capst.finished_conn[k] = r->conn;
+}
+
 void mdp_run_actions(mdp_run *r, const mdp_actions_t *acts)
 {
   for(size_t i = 0; i < acts->n; i++) {
@@ -449,6 +461,7 @@ void mdp_run_actions(mdp_run *r, const mdp_actions_t *acts)
       mdp_run_write_manifest(r, &mdp_capst.cfg);
       break;
     case MDP_ACT_DONE:
+      remember_finished(r, a->complete);
       if(a->complete)
         mdp_capst.counters.completed++;
       else
@@ -461,6 +474,15 @@ void mdp_run_actions(mdp_run *r, const mdp_actions_t *acts)
 }
 
 /* ---------------------------------------------------------------- lifecycle */
+
+unsigned mdp_run_dumps_taken(const mdp_plan_t *p)
+{
+  unsigned n = 0;
+
+  for(size_t i = 0; i < p->n_steps; i++)
+    n += mdp_step_is_dump(p->steps[i].kind) && p->steps[i].status == MDP_SS_OK;
+  return n;
+}
 
 bool mdp_run_dump_taken(const mdp_plan_t *p)
 {

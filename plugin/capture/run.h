@@ -75,7 +75,14 @@ typedef struct mdp_capture_state {
   mdp_run **runs;
   size_t n_runs, cap_runs;
   uint64_t next_gen; /* never reset: a restarted module ignores old callbacks */
+  /* The last finished plans, for mdp_capture_evidence (ring). */
+  mdp_capture_evidence_t finished[MDP_CAPTURE_EVIDENCE_MAX];
+  uint64_t finished_conn[MDP_CAPTURE_EVIDENCE_MAX];
+  unsigned finished_next;
 } mdp_capture_state;
+
+/* Heap dumps of the plan that succeeded. */
+unsigned mdp_run_dumps_taken(const mdp_plan_t *p);
 
 extern mdp_capture_state mdp_capst;
 

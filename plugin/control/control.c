@@ -131,6 +131,18 @@ static int list_fill(worker_list *l)
     wi->has_ns_pid = w->ns_pid != 0 && w->ns_pid != w->pid;
     wi->ns_pid = (uint32_t)w->ns_pid;
     wi->cgroup = w->cgroup[0] ? w->cgroup : NULL;
+    {
+      mdp_worker_limit lim;
+      mdp_registry_limit(w, &lim);
+      wi->has_memory_limit = lim.source != MDP_LIMIT_NONE;
+      wi->memory_limit = lim.limit;
+      wi->memory_limit_source = lim.source == MDP_LIMIT_CONFIG   ? "config"
+                                : lim.source == MDP_LIMIT_CGROUP ? "cgroup"
+                                                                 : NULL;
+      wi->limit_cgroup = (char *)lim.cgroup_dir;
+      wi->has_cgroup_charge = lim.has_charge;
+      wi->cgroup_charge = lim.charge;
+    }
     wi->name = w->name;
     wi->instance = w->instance;
     wi->runtime = w->runtime;
@@ -222,6 +234,8 @@ static void status_fill(Memdiag__V1__StatusReport *sr, capture_lists *c)
   sr->captures_started = counters.started;
   sr->captures_completed = counters.completed;
   sr->captures_failed = counters.failed;
+  sr->has_oom_kills = 1;
+  sr->oom_kills = mdp_cgroup_oom_kills();
 }
 
 /* "workers" answers with the worker list; "status" (full) with the list in

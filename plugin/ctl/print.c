@@ -72,6 +72,14 @@ static void json_worker(mdctl_json *j, const Memdiag__V1__WorkerInfo *w)
   mdctl_json_kv_str(j, "runtime", w->runtime);
   mdctl_json_kv_str(j, "runtime_version", w->runtime_version);
   mdctl_json_kv_u64(j, "rss", w->rss);
+  if(w->has_memory_limit)
+    mdctl_json_kv_u64(j, "memory_limit", w->memory_limit);
+  if(w->memory_limit_source && w->memory_limit_source[0])
+    mdctl_json_kv_str(j, "memory_limit_source", w->memory_limit_source);
+  if(w->limit_cgroup && w->limit_cgroup[0])
+    mdctl_json_kv_str(j, "limit_cgroup", w->limit_cgroup);
+  if(w->has_cgroup_charge)
+    mdctl_json_kv_u64(j, "cgroup_charge", w->cgroup_charge);
   if(w->has_pss)
     mdctl_json_kv_u64(j, "pss", w->pss);
   if(w->has_private_bytes)
@@ -124,6 +132,22 @@ static void put_clean(FILE *out, const char *s, unsigned flags, int width)
     fputc(' ', out);
 }
 
+/* "config", or the host directory of the cgroup whose limit applies. */
+static const char *limit_source(const Memdiag__V1__WorkerInfo *w)
+{
+  if(!w->has_memory_limit || !w->memory_limit_source)
+    return "-";
+  if(!strcmp(w->memory_limit_source, "cgroup") && w->limit_cgroup && w->limit_cgroup[0])
+    return w->limit_cgroup;
+  return w->memory_limit_source;
+}
+
+static int limit_source_width(const Memdiag__V1__WorkerInfo *w)
+{
+  int l = (int)strlen(limit_source(w));
+  return l < 12 ? 12 : l > 70 ? 70 : l;
+}
+
 static int name_width(Memdiag__V1__WorkerInfo **w, size_t n)
 {
   int width = 4;
@@ -151,7 +175,7 @@ static void table_workers(Memdiag__V1__WorkerInfo **w, size_t n, int with_detect
   time_t now = time(NULL);
   char size[32];
 
-  int dw = 8, rw = 7, cw = 0;
+  int dw = 8, rw = 7, cw = 0, lw = 0;
   bool nspid = false;
   char rt[64];
 
@@ -159,6 +183,10 @@ static void table_workers(Memdiag__V1__WorkerInfo **w, size_t n, int with_detect
     nspid |= w[i]->has_ns_pid;
     if(w[i]->cgroup && (int)strlen(w[i]->cgroup) > cw)
       cw = (int)strlen(w[i]->cgroup) > 60 ? 60 : (int)strlen(w[i]->cgroup);
+    if(w[i]->has_memory_limit) {
+      int l = limit_source_width(w[i]);
+      lw = l > lw ? l : lw;
+    }
     pss |= w[i]->has_pss && w[i]->pss;
     priv |= w[i]->has_private_bytes && w[i]->private_bytes;
     swap |= w[i]->has_swap && w[i]->swap;
@@ -178,6 +206,8 @@ static void table_workers(Memdiag__V1__WorkerInfo **w, size_t n, int with_detect
     printf(" %10s", "PRIVATE");
   if(swap)
     printf(" %10s", "SWAP");
+  if(lw)
+    printf(" %10s %-*s", "LIMIT", lw, "LIMIT_SOURCE");
   printf(" %-8s %-*s", "UPTIME", with_detector ? rw : 0, "RUNTIME");
   if(with_detector)
     printf("  %-*s %s", dw, "DETECTOR", "PLAN");
@@ -210,6 +240,11 @@ static void table_workers(Memdiag__V1__WorkerInfo **w, size_t n, int with_detect
     if(swap) {
       mdctl_format_size(size, sizeof(size), x->swap);
       printf(" %10s", x->has_swap ? size : "-");
+    }
+    if(lw) {
+      mdctl_format_size(size, sizeof(size), x->memory_limit);
+      printf(" %10s ", x->has_memory_limit ? size : "-");
+      put_clean(stdout, limit_source(x), MD_TEXT_PLAIN, lw);
     }
     if(x->has_connected_at && (uint64_t)now >= x->connected_at)
       format_age(age, sizeof(age), (uint64_t)now - x->connected_at);
@@ -306,6 +341,7 @@ void mdctl_print_status(const mdctl_cmd *cmd, const Memdiag__V1__StatusReport *r
     mdctl_json_kv_u64(&j, "captures_completed", r->captures_completed);
     mdctl_json_kv_u64(&j, "captures_failed", r->captures_failed);
     mdctl_json_kv_u64(&j, "captures_skipped", r->captures_skipped);
+    mdctl_json_kv_u64(&j, "oom_kills", r->oom_kills);
     mdctl_json_key(&j, "workers");
     json_workers(&j, r->workers, r->n_workers);
     mdctl_json_key(&j, "captures");
@@ -327,6 +363,7 @@ void mdctl_print_status(const mdctl_cmd *cmd, const Memdiag__V1__StatusReport *r
   printf("captures: %" PRIu64 " started, %" PRIu64 " completed, %" PRIu64 " failed, %" PRIu64
          " skipped\n",
          r->captures_started, r->captures_completed, r->captures_failed, r->captures_skipped);
+  printf("oom kills: %" PRIu64 "\n", r->oom_kills);
   if(r->n_workers == 0)
     printf("no workers registered\n");
   else

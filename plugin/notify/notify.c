@@ -47,6 +47,23 @@ void mdp_notify_gauge(const char *instance, const char *type, const char *type_i
   plugin_dispatch_values(&vl);
 }
 
+void mdp_notify_derive(const char *instance, const char *type_instance, uint64_t value, uint64_t t,
+                       uint64_t interval)
+{
+  value_list_t vl = VALUE_LIST_INIT;
+  value_t v = {.derive = (derive_t)value};
+
+  vl.values = &v;
+  vl.values_len = 1;
+  vl.time = (cdtime_t)t;
+  vl.interval = (cdtime_t)interval;
+  sstrncpy(vl.plugin, "memdiag", sizeof(vl.plugin));
+  sstrncpy(vl.plugin_instance, instance, sizeof(vl.plugin_instance));
+  sstrncpy(vl.type, "derive", sizeof(vl.type));
+  sstrncpy(vl.type_instance, type_instance, sizeof(vl.type_instance));
+  plugin_dispatch_values(&vl);
+}
+
 int mdp_notify_counter(const char *type_instance, uint64_t value)
 {
   value_t v = {.counter = (counter_t)value};

@@ -23,6 +23,11 @@ int mdp_notify(int severity, const char *instance, const char *fmt, ...)
 void mdp_notify_gauge(const char *instance, const char *type, const char *type_instance,
                       double value, uint64_t t, uint64_t interval);
 
+/* Dispatch one value of type "derive" (a count that only rises: events,
+ * kills) with this plugin_instance. t and interval as for the gauge. */
+void mdp_notify_derive(const char *instance, const char *type_instance, uint64_t value, uint64_t t,
+                       uint64_t interval);
+
 /* Dispatch one counter (type "counter", no plugin_instance). Returns 0 or
  * collectd's error. */
 int mdp_notify_counter(const char *type_instance, uint64_t value);

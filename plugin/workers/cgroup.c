@@ -20,7 +20,7 @@ struct mdp_cgroup {
   char instance[128];
   int dir_fd;
   int charge_fd, stat_fd, events_fd, pressure_fd;
-  int limit_fd, failcnt_fd; /* v1 */
+  int limit_fd, failcnt_fd;                                        /* v1 */
   int max_fd[MDP_CGROUP_DEPTH_MAX], high_fd[MDP_CGROUP_DEPTH_MAX]; /* v2: self first */
   size_t depth;
   int wd; /* inotify watch of v2 memory.events, -1 if none */
@@ -45,6 +45,7 @@ struct mdp_cgroup {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static mdp_cgroup *table;
 static int ino_fd = -1;
+static uint64_t oom_reported;
 
 /* ---------------------------------------------------------------- files */
 
@@ -350,6 +351,23 @@ int mdp_cgroup_acquire(pid_t pid, mdp_cgroup **out, char *err, size_t errlen)
   return rc;
 }
 
+void mdp_cgroup_ref(mdp_cgroup *cg)
+{
+  pthread_mutex_lock(&lock);
+  cg->refs++;
+  pthread_mutex_unlock(&lock);
+}
+
+uint64_t mdp_cgroup_oom_kills(void)
+{
+  uint64_t n;
+
+  pthread_mutex_lock(&lock);
+  n = oom_reported;
+  pthread_mutex_unlock(&lock);
+  return n;
+}
+
 void mdp_cgroup_release(mdp_cgroup *cg)
 {
   if(!cg)
@@ -376,10 +394,7 @@ void mdp_cgroup_shutdown(void)
   pthread_mutex_unlock(&lock);
 }
 
-int mdp_cgroup_inotify_fd(void)
-{
-  return ino_fd;
-}
+int mdp_cgroup_inotify_fd(void) { return ino_fd; }
 
 /* ---------------------------------------------------------------- sampling */
 
@@ -525,31 +540,20 @@ int mdp_cgroup_oom_check(mdp_cgroup *cg, mdp_cgroup_stats *now)
   now->has_events = true;
   if(oom_total(&s) > cg->oom_accounted) {
     cg->oom_accounted++;
+    oom_reported++;
     hit = 1;
   }
   pthread_mutex_unlock(&lock);
   return hit;
 }
 
-mdp_cgroup_version mdp_cgroup_version_of(const mdp_cgroup *cg)
-{
-  return cg->version;
-}
+mdp_cgroup_version mdp_cgroup_version_of(const mdp_cgroup *cg) { return cg->version; }
 
-const char *mdp_cgroup_path(const mdp_cgroup *cg)
-{
-  return cg->path;
-}
+const char *mdp_cgroup_path(const mdp_cgroup *cg) { return cg->path; }
 
-const char *mdp_cgroup_dir(const mdp_cgroup *cg)
-{
-  return cg->dir;
-}
+const char *mdp_cgroup_dir(const mdp_cgroup *cg) { return cg->dir; }
 
-const char *mdp_cgroup_instance_of(const mdp_cgroup *cg)
-{
-  return cg->instance;
-}
+const char *mdp_cgroup_instance_of(const mdp_cgroup *cg) { return cg->instance; }
 
 mdp_detector *mdp_cgroup_detector(mdp_cgroup *cg, const mdp_detector_config *cfg)
 {

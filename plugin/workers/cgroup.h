@@ -48,11 +48,11 @@
 #define MDP_CGROUP_DEPTH_MAX  32 /* v2 levels read for the tightest limit */
 
 typedef struct mdp_cgroup_stats {
-  uint64_t charge;      /* v2 memory.current, v1 memory.usage_in_bytes */
-  uint64_t working_set; /* charge - inactive_file (cAdvisor), never below 0 */
-  uint64_t anon, file;  /* v2 anon/file, v1 total_rss/total_cache */
-  uint64_t limit;       /* tightest limit on the path, MDP_CGROUP_NO_LIMIT if none */
-  uint64_t high;        /* v2 tightest memory.high, MDP_CGROUP_NO_LIMIT if none (v1) */
+  uint64_t charge;                  /* v2 memory.current, v1 memory.usage_in_bytes */
+  uint64_t working_set;             /* charge - inactive_file (cAdvisor), never below 0 */
+  uint64_t anon, file;              /* v2 anon/file, v1 total_rss/total_cache */
+  uint64_t limit;                   /* tightest limit on the path, MDP_CGROUP_NO_LIMIT if none */
+  uint64_t high;                    /* v2 tightest memory.high, MDP_CGROUP_NO_LIMIT if none (v1) */
   uint64_t high_events, max_events; /* v2 memory.events high/max; v1 max = failcnt */
   uint64_t oom_kill, oom_group_kill;
   double psi_some10, psi_full10; /* memory.pressure avg10, percent */
@@ -79,6 +79,9 @@ typedef struct mdp_cgroup_source {
 int mdp_cgroup_acquire_from(const mdp_cgroup_source *src, mdp_cgroup **out, char *err,
                             size_t errlen);
 
+/* One more reference to cg (the caller holds one). */
+void mdp_cgroup_ref(mdp_cgroup *cg);
+
 /* Give a reference back; the last closes its files. NULL is ignored. */
 void mdp_cgroup_release(mdp_cgroup *cg);
 
@@ -97,13 +100,17 @@ int mdp_cgroup_oom_check(mdp_cgroup *cg, mdp_cgroup_stats *now);
 
 /* Immutable after acquire. */
 mdp_cgroup_version mdp_cgroup_version_of(const mdp_cgroup *cg);
-const char *mdp_cgroup_path(const mdp_cgroup *cg);     /* in the hierarchy: "/a/b" */
-const char *mdp_cgroup_dir(const mdp_cgroup *cg);      /* host directory */
+const char *mdp_cgroup_path(const mdp_cgroup *cg);        /* in the hierarchy: "/a/b" */
+const char *mdp_cgroup_dir(const mdp_cgroup *cg);         /* host directory */
 const char *mdp_cgroup_instance_of(const mdp_cgroup *cg); /* collectd plugin_instance */
 
 /* The cgroup's own detector (read thread only): initialised from cfg at
  * the first call, its MemoryLimit the cgroup's limit. */
 mdp_detector *mdp_cgroup_detector(mdp_cgroup *cg, const mdp_detector_config *cfg);
+
+/* Workers reported as OOM-killed since the plugin started (the
+ * mdp_cgroup_oom_check calls that returned 1). Any thread. */
+uint64_t mdp_cgroup_oom_kills(void);
 
 /* The inotify descriptor watching v2 memory.events files, or -1. */
 int mdp_cgroup_inotify_fd(void);

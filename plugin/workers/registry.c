@@ -33,6 +33,7 @@ static void worker_free(mdp_worker *w)
     close(w->proc_fd);
   if(w->pidfd >= 0)
     close(w->pidfd);
+  mdp_cgroup_release(w->cg);
   for(size_t i = 0; i < w->n_capabilities; i++)
     free(w->capabilities[i]);
   free(w->capabilities);
@@ -129,6 +130,10 @@ int mdp_registry_add(const mdp_worker_hello *h, uint64_t *id, int *proc_err)
   rc = copy_caps(w, h->capabilities, h->n_capabilities);
   if(rc)
     goto fail;
+  /* Its cgroup as collectd sees it, from the host PID; the pidfd check
+   * below tells that the PID was still this process's. */
+  if(mdp_cgroup_acquire(h->pid, &w->cg, w->cgroup_err, sizeof w->cgroup_err) != 0)
+    w->cg = NULL;
   /* Opened by PID: if the process behind the pidfd is still alive after the
    * open, the PID was still its own, so the file is that process's. */
   w->proc_fd = mdp_sampler_open(h->pid, memory_kinds);
@@ -163,6 +168,15 @@ int mdp_registry_add(const mdp_worker_hello *h, uint64_t *id, int *proc_err)
   mdp_detector_init(&w->detector, &detector_cfg);
   /* Two live workers with one name would write one series; the second
    * (and later) ones are told apart by PID. */
+  /* "cgroup-..." names the cgroups' series (workers/cgroup_parse.h) */
+  if(!strncmp(base, "cgroup-", 7)) {
+    size_t l = strlen(base);
+    if(l + 8 > sizeof base)
+      l = sizeof base - 8;
+    memmove(base + 7, base, l);
+    memcpy(base, "worker-", 7);
+    base[l + 7] = '\0';
+  }
   if(name_taken_locked(base))
     snprintf(w->instance, sizeof(w->instance), "%s-%ld", base, (long)w->pid);
   else
@@ -326,4 +340,44 @@ int mdp_registry_can(uint64_t id, const char *op)
       can = 1;
   pthread_mutex_unlock(&lock);
   return can;
+}
+
+void mdp_registry_limit(const mdp_worker *w, mdp_worker_limit *out)
+{
+  mdp_cgroup_stats s;
+  uint64_t config;
+
+  memset(out, 0, sizeof *out);
+  pthread_mutex_lock(&lock);
+  config = detector_cfg.memory_limit;
+  pthread_mutex_unlock(&lock);
+  if(config) {
+    out->limit = config;
+    out->source = MDP_LIMIT_CONFIG;
+  }
+  if(!w->cg)
+    return;
+  out->cgroup_dir = mdp_cgroup_dir(w->cg);
+  if(!mdp_cgroup_last(w->cg, &s))
+    return;
+  out->charge = s.charge;
+  out->has_charge = true;
+  if(s.limit != MDP_CGROUP_NO_LIMIT && (!config || s.limit < config)) {
+    out->limit = s.limit;
+    out->source = MDP_LIMIT_CGROUP;
+  }
+}
+
+mdp_cgroup *mdp_registry_cgroup(uint64_t id)
+{
+  mdp_cgroup *cg = NULL;
+
+  pthread_mutex_lock(&lock);
+  mdp_worker *w = find_locked(id, NULL);
+  if(w && w->cg) {
+    cg = w->cg;
+    mdp_cgroup_ref(cg);
+  }
+  pthread_mutex_unlock(&lock);
+  return cg;
 }

@@ -15,11 +15,13 @@
 #ifndef MDP_REGISTRY_H
 #define MDP_REGISTRY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "detector/detector.h"
+#include "workers/cgroup.h"
 #include "sampler.h"
 
 #define MDP_WORKER_HISTORY 32 /* samples kept for a capture manifest */
@@ -42,8 +44,10 @@ typedef struct mdp_worker {
   char **capabilities; /* owned */
   size_t n_capabilities;
   uint64_t connected_at;
-  int proc_fd; /* mdp_sampler_open; -1 if it could not be opened */
-  int pidfd;   /* the registered process (pidfd.h); -1 if the kernel has none */
+  int proc_fd;          /* mdp_sampler_open; -1 if it could not be opened */
+  int pidfd;            /* the registered process (pidfd.h); -1 if the kernel has none */
+  mdp_cgroup *cg;       /* its memory cgroup (a reference), NULL when none is known */
+  char cgroup_err[128]; /* why cg is NULL, "" otherwise */
 
   /* Read thread only (collectd runs one read callback at a time). */
   mdp_detector detector;
@@ -135,6 +139,30 @@ int mdp_registry_info(uint64_t id, mdp_worker_info *out);
 int mdp_registry_can(uint64_t id, const char *op);
 void mdp_registry_detector_text(const mdp_worker *w, char *buf, size_t len);
 void mdp_registry_last(const mdp_worker *w, mdp_sample *s, double *t);
+
+/* The memory limit that applies to a worker: the lower of MemoryLimit and
+ * its cgroup's tightest limit (as last sampled), either alone when only
+ * one exists. cgroup_dir is the worker's cgroup (immutable while the
+ * caller holds its reference), NULL when none is known. */
+typedef enum mdp_limit_source {
+  MDP_LIMIT_NONE = 0,
+  MDP_LIMIT_CONFIG,
+  MDP_LIMIT_CGROUP,
+} mdp_limit_source;
+
+typedef struct mdp_worker_limit {
+  uint64_t limit; /* bytes; 0 with MDP_LIMIT_NONE */
+  mdp_limit_source source;
+  const char *cgroup_dir; /* host directory of its cgroup, or NULL */
+  uint64_t charge;        /* the cgroup's charge at its last sample */
+  bool has_charge;
+} mdp_worker_limit;
+
+void mdp_registry_limit(const mdp_worker *w, mdp_worker_limit *out);
+
+/* A new reference to the cgroup of worker id (mdp_cgroup_release it), or
+ * NULL when it is not registered or has none. */
+mdp_cgroup *mdp_registry_cgroup(uint64_t id);
 
 /* Turn a worker name into a collectd plugin_instance: letters, digits and
  * "._-" kept, anything else becomes '_'. */

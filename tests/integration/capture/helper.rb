@@ -38,7 +38,10 @@ module Capture
     # dump_dir: the worker's MEMDIAG_DUMP_DIRECTORY (default: the captures).
     # uid: run the worker under this uid/gid (setpriv) with its own copy of
     # the worker certificate; the site's socket must admit it (SocketMode).
-    def start_leaker(name, rate: 8 * MiB, max: 300 * MiB, dump_dir: @captures, uid: nil, ballast: 0)
+    # cgroup: a v1/v2 cgroup directory the worker joins before it starts
+    # (so it registers from inside it).
+    def start_leaker(name, rate: 8 * MiB, max: 300 * MiB, dump_dir: @captures, uid: nil, ballast: 0,
+                     cgroup: nil)
       marker = File.join(@site.dir, "#{name}.term")
       out = File.join(@site.dir, "#{name}.out")
       cert, key, ca = @site.cert("worker"), @site.key("worker"), @site.ca
@@ -53,6 +56,7 @@ module Capture
         FileUtils.chown_R(uid, uid, own)
         prefix = ["setpriv", "--reuid=#{uid}", "--regid=#{uid}", "--clear-groups", "--"]
       end
+      prefix = ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', cgroup] + prefix if cgroup
       env = TestPreload.env.merge(
         "MEMDIAG_SOCKET" => @site.socket,
         "MEMDIAG_CERT" => cert,

@@ -69,17 +69,14 @@ static void test_proc_cgroup_lines(void **state)
   char out[MDP_CGROUP_PATH_MAX];
   (void)state;
 
-  assert_int_equal(mdp_cgroup_parse_proc(slurp("v1/proc_cgroup_host"), MDP_CGROUP_V1, out,
-                                         sizeof out),
-                   0);
+  assert_int_equal(
+      mdp_cgroup_parse_proc(slurp("v1/proc_cgroup_host"), MDP_CGROUP_V1, out, sizeof out), 0);
   assert_string_equal(out, "/docker/abc");
-  assert_int_equal(mdp_cgroup_parse_proc(slurp("hybrid/proc_cgroup_host"), MDP_CGROUP_V1, out,
-                                         sizeof out),
-                   0);
+  assert_int_equal(
+      mdp_cgroup_parse_proc(slurp("hybrid/proc_cgroup_host"), MDP_CGROUP_V1, out, sizeof out), 0);
   assert_string_equal(out, "/system.slice/app.service");
-  assert_int_equal(mdp_cgroup_parse_proc(slurp("v2/proc_cgroup_host"), MDP_CGROUP_V2, out,
-                                         sizeof out),
-                   0);
+  assert_int_equal(
+      mdp_cgroup_parse_proc(slurp("v2/proc_cgroup_host"), MDP_CGROUP_V2, out, sizeof out), 0);
   assert_string_equal(out, "/kubepods.slice/kubepods-pod1.slice/cri-containerd-abc.scope");
   /* a v2-only text has no memory line for v1 */
   assert_int_equal(mdp_cgroup_parse_proc("0::/x\n", MDP_CGROUP_V1, out, sizeof out), -ENOENT);

@@ -1,0 +1,229 @@
+/* memdiag plugin: the memory cgroups of registered workers; see
+ * containers.h. */
+#include "collectd/core/daemon/collectd.h"
+#include "collectd/core/daemon/plugin.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture/capture.h"
+#include "containers.h"
+#include "detector/detector.h"
+#include "notify/notify.h"
+#include "workers/cgroup.h"
+
+#define MiB(x) ((double)(x) / 1048576.0)
+
+static void dispatch(const mdp_cgroup *cg, const mdp_cgroup_stats *s, unsigned workers,
+                     uint64_t t, uint64_t interval)
+{
+  const char *in = mdp_cgroup_instance_of(cg);
+
+  mdp_notify_gauge(in, "memory", "charge", (double)s->charge, t, interval);
+  if(s->has_stat) {
+    mdp_notify_gauge(in, "memory", "working_set", (double)s->working_set, t, interval);
+    mdp_notify_gauge(in, "memory", "anon", (double)s->anon, t, interval);
+    mdp_notify_gauge(in, "memory", "file", (double)s->file, t, interval);
+  }
+  if(s->limit != MDP_CGROUP_NO_LIMIT)
+    mdp_notify_gauge(in, "memory", "limit", (double)s->limit, t, interval);
+  if(s->high != MDP_CGROUP_NO_LIMIT)
+    mdp_notify_gauge(in, "memory", "high", (double)s->high, t, interval);
+  if(s->has_events) {
+    if(mdp_cgroup_version_of(cg) == MDP_CGROUP_V2)
+      mdp_notify_derive(in, "high_events", s->high_events, t, interval);
+    mdp_notify_derive(in, "oom_kill", s->oom_kill, t, interval);
+    if(s->has_group_kill)
+      mdp_notify_derive(in, "oom_group_kill", s->oom_group_kill, t, interval);
+  }
+  if(s->has_events || s->has_stat)
+    mdp_notify_derive(in, "max_events", s->max_events, t, interval);
+  if(s->has_psi) {
+    mdp_notify_gauge(in, "percent", "pressure_some_avg10", s->psi_some10, t, interval);
+    mdp_notify_gauge(in, "percent", "pressure_full_avg10", s->psi_full10, t, interval);
+  }
+  mdp_notify_gauge(in, "count", "workers", (double)workers, t, interval);
+}
+
+/* How much a worker grew over the samples it keeps (its history ring). */
+static int64_t growth(const mdp_worker *w)
+{
+  unsigned newest, oldest;
+
+  if(w->history_n < 2)
+    return 0;
+  newest = (w->history_head + MDP_WORKER_HISTORY - 1) % MDP_WORKER_HISTORY;
+  oldest = (w->history_head + MDP_WORKER_HISTORY - w->history_n) % MDP_WORKER_HISTORY;
+  return (int64_t)w->history_v[newest] - (int64_t)w->history_v[oldest];
+}
+
+static uint64_t last_rss(const mdp_worker *w)
+{
+  mdp_sample s;
+  double t;
+
+  mdp_registry_last(w, &s, &t);
+  return s.rss;
+}
+
+/* The worker whose growth drives the cgroup's charge: the largest recent
+ * RSS growth among its registered workers (the largest RSS on a tie). */
+static mdp_worker *driver(mdp_worker **w, size_t n, const mdp_cgroup *cg)
+{
+  mdp_worker *best = NULL;
+  int64_t best_g = 0;
+
+  for(size_t i = 0; i < n; i++) {
+    int64_t g;
+    if(w[i]->cg != cg)
+      continue;
+    g = growth(w[i]);
+    if(!best || g > best_g || (g == best_g && last_rss(w[i]) > last_rss(best))) {
+      best = w[i];
+      best_g = g;
+    }
+  }
+  return best;
+}
+
+static void trigger(mdp_worker *w, const mdp_cgroup *cg, const mdp_cgroup_stats *s,
+                    const mdp_decision *d)
+{
+  mdp_capture_sample_t samples[MDP_WORKER_HISTORY];
+  mdp_capture_worker_t cw = {.connection_id = w->id,
+                             .name = w->name,
+                             .pid = w->pid,
+                             .uid = w->uid,
+                             .gid = w->gid,
+                             .rss = w->history_n ? w->history_v[(w->history_head +
+                                                                 MDP_WORKER_HISTORY - 1) %
+                                                                MDP_WORKER_HISTORY]
+                                                 : 0,
+                             .time_left_s = d->time_to_limit == 0 ? 1 : d->time_to_limit};
+  char reason[512], err[256] = "";
+  unsigned start = (w->history_head + MDP_WORKER_HISTORY - w->history_n) % MDP_WORKER_HISTORY;
+  mdp_capture_outcome rc;
+
+  for(unsigned i = 0; i < w->history_n; i++) {
+    unsigned k = (start + i) % MDP_WORKER_HISTORY;
+    samples[i].time = w->history_t[k];
+    samples[i].value = w->history_v[k];
+  }
+  snprintf(reason, sizeof reason,
+           "%s of cgroup %s: working set %.1f MiB of limit %.1f MiB (charge %.1f MiB)%s%.0f%s",
+           d->reason, mdp_cgroup_dir(cg), MiB(s->working_set), MiB(s->limit), MiB(s->charge),
+           d->slope > 0 ? ", growing " : "", d->slope > 0 ? d->slope : 0,
+           d->slope > 0 ? " bytes/s" : "");
+  INFO("memdiag plugin: cgroup detector fired for %s; capture of worker %" PRIu64
+       " ('%s' pid %ld), whose growth drives the charge: %s",
+       mdp_cgroup_dir(cg), w->id, w->name, (long)w->pid, reason);
+  rc = mdp_capture_start(&cw, reason, samples, w->history_n, 0, NULL, NULL, err, sizeof err);
+  if(rc < 0)
+    INFO("memdiag plugin: no capture for worker %" PRIu64 ": %s", w->id,
+         err[0] ? err : mdp_capture_outcome_name(rc));
+}
+
+static void detect(mdp_worker **w, size_t n, mdp_cgroup *cg, const mdp_cgroup_stats *s,
+                   const mdp_config *cfg)
+{
+  mdp_detector_config dc = cfg->detector;
+  mdp_detector *d;
+  mdp_decision dec;
+
+  if(s->limit == MDP_CGROUP_NO_LIMIT || !s->has_stat)
+    return; /* no room to project against: the workers' own detectors watch */
+  dc.memory_limit = s->limit;
+  dc.capture_size = 0; /* CaptureSize is a worker's size, not a cgroup's */
+  d = mdp_cgroup_detector(cg, &dc);
+  d->cfg.memory_limit = s->limit; /* a limit resized in place */
+  if(mdp_detector_feed(d, s->t, s->working_set, &dec) == 1) {
+    mdp_worker *target = driver(w, n, cg);
+    if(target)
+      trigger(target, cg, s, &dec);
+  }
+}
+
+void mdp_containers_read(mdp_worker **w, size_t n, const mdp_config *cfg, uint64_t t,
+                         uint64_t interval)
+{
+  double now = CDTIME_T_TO_DOUBLE((cdtime_t)t);
+
+  for(size_t i = 0; i < n; i++) {
+    mdp_cgroup *cg = w[i]->cg;
+    mdp_cgroup_stats s;
+    unsigned count = 0;
+    size_t j;
+
+    if(!cg)
+      continue;
+    for(j = 0; j < i && w[j]->cg != cg; j++)
+      ;
+    if(j < i)
+      continue; /* sampled with its first worker */
+    for(j = i; j < n; j++)
+      count += w[j]->cg == cg;
+    if(mdp_cgroup_sample(cg, now, &s) != 0)
+      continue;
+    dispatch(cg, &s, count, t, interval);
+    detect(w, n, cg, &s, cfg);
+  }
+  mdp_notify_counter("oom_kills", mdp_cgroup_oom_kills());
+}
+
+uint64_t mdp_containers_limit(const mdp_worker *w)
+{
+  mdp_worker_limit lim;
+
+  mdp_registry_limit(w, &lim);
+  return lim.limit;
+}
+
+void mdp_containers_worker_gone(uint64_t id)
+{
+  mdp_worker_info info;
+  mdp_cgroup *cg;
+  mdp_cgroup_stats s;
+  mdp_capture_evidence_t ev;
+  char evidence[MDP_CAPTURE_PATH_MAX + 64], limit[64];
+  char text[2 * MDP_CAPTURE_PATH_MAX + 512];
+
+  if(mdp_registry_info(id, &info) != 0)
+    return;
+  cg = mdp_registry_cgroup(id);
+  if(!cg)
+    return;
+  if(mdp_cgroup_oom_check(cg, &s) != 1) {
+    mdp_cgroup_release(cg);
+    return;
+  }
+  mdp_capture_evidence(id, &ev);
+  switch(ev.kind) {
+  case MDP_EVIDENCE_COMPLETE:
+    snprintf(evidence, sizeof evidence, "capture %s complete", ev.directory);
+    break;
+  case MDP_EVIDENCE_RUNNING:
+  case MDP_EVIDENCE_INCOMPLETE:
+    snprintf(evidence, sizeof evidence, "capture %s incomplete, %u heap dump%s", ev.directory,
+             ev.dumps, ev.dumps == 1 ? "" : "s");
+    break;
+  default: snprintf(evidence, sizeof evidence, "no capture"); break;
+  }
+  if(s.t == 0)
+    snprintf(limit, sizeof limit, "charge and limit unknown");
+  else if(s.limit == MDP_CGROUP_NO_LIMIT)
+    snprintf(limit, sizeof limit, "at charge %.0f MiB, no limit", MiB(s.charge));
+  else
+    snprintf(limit, sizeof limit, "at charge %.0f MiB of limit %.0f MiB", MiB(s.charge),
+             MiB(s.limit));
+  /* collectd cuts a notification at 256 characters: the words that matter
+   * first, the (long) cgroup path last, and the whole line in the log */
+  snprintf(text, sizeof text,
+           "worker %" PRIu64 " ('%s' pid %ld) killed by the kernel's OOM killer %s; %s; cgroup %s",
+           id, info.name, (long)info.pid, limit, evidence, mdp_cgroup_dir(cg));
+  mdp_notify(NOTIF_FAILURE, info.instance, "%s", text);
+  if(strlen(text) >= NOTIF_MAX_MSG_LEN)
+    WARNING("memdiag plugin: in full: %s", text);
+  mdp_cgroup_release(cg);
+}

@@ -1,0 +1,40 @@
+/* memdiag plugin: containers, the memory cgroups that hold registered
+ * workers, as the kernel sees them (prefix mdp_containers_).
+ *
+ * Glue: it calls down into workers/ (the cgroup table, the registry),
+ * detector/, capture/ and notify/; nothing there calls it. Each read pass
+ * samples every cgroup in use once (however many workers share it),
+ * dispatches its values (plugin_instance "cgroup-...", docs/containers.md
+ * and docs/configuration.md), runs the cgroup's own detector on its
+ * working set against its limit, and sends a capture to the worker whose
+ * growth drives the charge. When a worker vanishes it says whether the
+ * kernel's OOM killer ended it.
+ *
+ * Threading: mdp_containers_read on collectd's read thread (one at a
+ * time), mdp_containers_worker_gone on the server thread.
+ * Ownership: borrowed arguments only.
+ */
+#ifndef MDP_CONTAINERS_H
+#define MDP_CONTAINERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "workers/registry.h"
+
+/* Sample the cgroups of these workers (a snapshot the caller holds); t and
+ * interval are cdtime_t values. Call before the workers are sampled, so
+ * that their detectors see the cgroup's current limit. */
+void mdp_containers_read(mdp_worker **workers, size_t n, const mdp_config *cfg, uint64_t t,
+                         uint64_t interval);
+
+/* Worker id's connection is gone; call before it leaves the registry.
+ * Sends a FAILURE notification when its cgroup counted an OOM kill. */
+void mdp_containers_worker_gone(uint64_t id);
+
+/* The limit that applies to w's detector (MemoryLimit, or its cgroup's
+ * when lower); 0 when none. */
+uint64_t mdp_containers_limit(const mdp_worker *w);
+
+#endif
