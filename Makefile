@@ -6,7 +6,7 @@ JOBS  ?= $(shell nproc 2>/dev/null || echo 2)
 DEB_PACKAGES = build-essential cmake pkg-config openssl libssl-dev \
   protobuf-c-compiler libprotobuf-c-dev libcmocka-dev libzstd-dev \
   collectd-core collectd-dev \
-  ruby ruby-dev ruby-minitest ruby-async puma unicorn ruby-heapy \
+  ruby ruby-dev ruby-minitest ruby-async puma unicorn ruby-heapy zlib1g-dev golang-go \
   ruby-sidekiq redis-server \
   procps psmisc clang-format zstd util-linux \
   dpkg-dev systemd ruby-bundler libmicrohttpd12 prometheus rclone \

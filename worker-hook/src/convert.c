@@ -22,6 +22,8 @@ static const char *const op_names[] = {
     [MDH_OP_SCHEDULER_DUMP] = "scheduler_dump",
     [MDH_OP_THREAD_DUMP] = "thread_dump",
     [MDH_OP_CONNECTION_CLOSED] = "connection_closed",
+    [MDH_OP_HEAP_PROFILE] = "heap_profile",
+    [MDH_OP_SETTINGS] = "settings",
 };
 
 const char *mdh_op_name(mdh_op op)
@@ -125,6 +127,12 @@ int mdh_request_from_wire(mdh_request *out, const Memdiag__V1__Request *in, uint
   case MEMDIAG__V1__REQUEST__OP_THREAD_DUMP:
     out->op = MDH_OP_THREAD_DUMP;
     rc = copy_path(out, in->thread_dump->path);
+    break;
+  case MEMDIAG__V1__REQUEST__OP_HEAP_PROFILE:
+    out->op = MDH_OP_HEAP_PROFILE;
+    out->stream = in->heap_profile->has_stream && in->heap_profile->stream;
+    out->stream_window = in->heap_profile->has_stream_window ? in->heap_profile->stream_window : 0;
+    rc = copy_path(out, in->heap_profile->path);
     break;
   default: rc = MDH_EINVAL; break;
   }

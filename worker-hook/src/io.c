@@ -282,6 +282,18 @@ static int session_open(session *s)
     goto out;
   }
   s->connection_id = f->welcome->connection_id;
+  /* Settings for the runtime (the plugin's AllocationSampling) go through
+   * the request queue, ahead of this connection's requests. */
+  if(f->welcome->has_allocation_sampling) {
+    mdh_request settings = {.connection_id = s->connection_id,
+                            .op = MDH_OP_SETTINGS,
+                            .has_sampling = 1,
+                            .sampling_interval = f->welcome->allocation_sampling};
+    pthread_mutex_lock(&h->mu);
+    if(mdh_queue_push_request(h, &settings) == MDH_OK)
+      pthread_cond_broadcast(&h->cond);
+    pthread_mutex_unlock(&h->mu);
+  }
   s->heartbeat_ms = f->welcome->has_heartbeat_interval_ms && f->welcome->heartbeat_interval_ms
                         ? f->welcome->heartbeat_interval_ms
                         : HEARTBEAT_DEFAULT_MS;

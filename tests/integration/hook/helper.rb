@@ -42,7 +42,7 @@ module HookTest
     attr_reader :events, :socket
 
     def initialize(dir, socket:, cert: "plugin", ca: "ca.pem", certs: File.join(dir, "certs"),
-                   heartbeat_ms: 200, first_id: 1, on_hello: [], legacy: false)
+                   heartbeat_ms: 200, first_id: 1, on_hello: [], legacy: false, allocation_sampling: nil)
       @socket = socket
       @events = []
       @mutex = Mutex.new
@@ -53,6 +53,7 @@ module HookTest
               "--heartbeat-ms", heartbeat_ms.to_s, "--first-id", first_id.to_s]
       on_hello.each { |spec| args += ["--on-hello", spec] }
       args << "--legacy" if legacy
+      args += ["--allocation-sampling", allocation_sampling.to_s] if allocation_sampling
       @io = IO.popen(args, "r+", err: [@stderr, "w"])
       @reader = Thread.new { read_events }
       wait_for("listening") { true }

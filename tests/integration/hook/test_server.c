@@ -45,6 +45,7 @@ static md_tls_ctx *ctx;
 static uint64_t next_id = 1, next_request_id = 1;
 static unsigned heartbeat_ms = 1000;
 static int legacy; /* --legacy: behave as a plugin that never answers heartbeats */
+static long allocation_sampling = -1; /* --allocation-sampling N: sent in the welcome */
 static const char *on_hello[MAX_ON_HELLO];
 static int n_on_hello;
 static volatile sig_atomic_t quit_flag;
@@ -126,6 +127,7 @@ static void send_request(client *c, char *spec)
   Memdiag__V1__GarbageProfileStop gpp = MEMDIAG__V1__GARBAGE_PROFILE_STOP__INIT;
   Memdiag__V1__SchedulerDump sd = MEMDIAG__V1__SCHEDULER_DUMP__INIT;
   Memdiag__V1__ThreadDump td = MEMDIAG__V1__THREAD_DUMP__INIT;
+  Memdiag__V1__HeapProfile hp = MEMDIAG__V1__HEAP_PROFILE__INIT;
   char *save = NULL, *op = strtok_r(spec, " \t", &save), *kv;
   char *path = NULL;
 
@@ -155,7 +157,7 @@ static void send_request(client *c, char *spec)
     else if(!strcmp(kv, "keep"))
       ats.has_keep = gps.has_keep = 1, ats.keep = gps.keep = parse_bool(eq);
   }
-  md.path = atp.path = gpp.path = sd.path = td.path = path;
+  md.path = atp.path = gpp.path = sd.path = td.path = hp.path = path;
 
   if(!strcmp(op, "ping"))
     r.op_case = MEMDIAG__V1__REQUEST__OP_PING, r.ping = &ping;
@@ -173,6 +175,8 @@ static void send_request(client *c, char *spec)
     r.op_case = MEMDIAG__V1__REQUEST__OP_SCHEDULER_DUMP, r.scheduler_dump = &sd;
   else if(!strcmp(op, "thread_dump"))
     r.op_case = MEMDIAG__V1__REQUEST__OP_THREAD_DUMP, r.thread_dump = &td;
+  else if(!strcmp(op, "heap_profile"))
+    r.op_case = MEMDIAG__V1__REQUEST__OP_HEAP_PROFILE, r.heap_profile = &hp;
   else if(strcmp(op, "empty") != 0) { /* "empty": a request naming no operation */
     print_error("bad_command", c->id, op);
     return;
@@ -239,6 +243,8 @@ static void on_hello_frame(client *c, const Memdiag__V1__Hello *h)
   w.heartbeat_interval_ms = heartbeat_ms;
   w.has_answers_heartbeats = !legacy;
   w.answers_heartbeats = !legacy;
+  w.has_allocation_sampling = allocation_sampling >= 0;
+  w.allocation_sampling = allocation_sampling >= 0 ? (uint32_t)allocation_sampling : 0;
   f.body_case = MEMDIAG__V1__FRAME__BODY_WELCOME;
   f.welcome = &w;
   if(send_now(c, &f))
@@ -387,9 +393,9 @@ static void accept_one(int lfd)
 
 static void usage(void)
 {
-  fprintf(stderr,
-          "usage: mdh-test-server --socket PATH --cert PEM --key PEM --ca PEM\n"
-          "         [--heartbeat-ms N] [--first-id N] [--on-hello 'OP k=v...'] [--legacy]\n");
+  fprintf(stderr, "usage: mdh-test-server --socket PATH --cert PEM --key PEM --ca PEM\n"
+                  "         [--heartbeat-ms N] [--first-id N] [--on-hello 'OP k=v...'] [--legacy]\n"
+                  "         [--allocation-sampling N]\n");
   exit(2);
 }
 
@@ -404,6 +410,7 @@ int main(int argc, char **argv)
       {"first-id", required_argument, NULL, 'f'},
       {"on-hello", required_argument, NULL, 'o'},
       {"legacy", no_argument, NULL, 'l'},
+      {"allocation-sampling", required_argument, NULL, 'A'},
       {NULL, 0, NULL, 0},
   };
   md_tls_options opts = {.server = 1, .allowed_peer_roles = MD_ROLE_WORKER};
@@ -421,6 +428,7 @@ int main(int argc, char **argv)
     case 'h': heartbeat_ms = (unsigned)strtoul(optarg, NULL, 10); break;
     case 'f': next_id = strtoull(optarg, NULL, 10); break;
     case 'l': legacy = 1; break;
+    case 'A': allocation_sampling = strtol(optarg, NULL, 10); break;
     case 'o':
       if(n_on_hello == MAX_ON_HELLO)
         usage();

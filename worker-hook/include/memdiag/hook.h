@@ -90,6 +90,10 @@ typedef enum {
    * asked to be kept, and does not reply. It is queued after every request
    * of that connection, so it comes before any request of the next one. */
   MDH_OP_CONNECTION_CLOSED,
+  MDH_OP_HEAP_PROFILE,
+  /* Not from the plugin: queued after a welcome that carries settings for
+   * the runtime (has_sampling, sampling_interval). id is 0; no reply. */
+  MDH_OP_SETTINGS,
 } mdh_op;
 
 typedef enum {
@@ -113,9 +117,11 @@ typedef struct {
   int keep;            /* allocation_trace_start, garbage_profile_start: outlive the connection */
   uint8_t *payload;    /* ping */
   size_t payload_len;
-  int stream;             /* memory_dump, allocation_trace_stop: send the bytes
-                           * over the connection (mdh_stream_open) */
-  uint32_t stream_window; /* bytes the plugin accepts before its first credit */
+  int stream;                 /* memory_dump, allocation_trace_stop, heap_profile: send the bytes
+                               * over the connection (mdh_stream_open) */
+  uint32_t stream_window;     /* bytes the plugin accepts before its first credit */
+  int has_sampling;           /* settings: the welcome named an allocation sampling */
+  uint32_t sampling_interval; /* settings: allocations sampled a second; 0 off */
 } mdh_request;
 
 void mdh_request_clear(mdh_request *req);

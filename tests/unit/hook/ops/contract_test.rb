@@ -9,7 +9,7 @@ class ContractTest < Minitest::Test
 
   def test_capabilities_name_every_operation
     assert_equal %w[memory_dump allocation_trace_start allocation_trace_stop garbage_profile_start
-                    garbage_profile_stop scheduler_dump thread_dump ping].sort,
+                    garbage_profile_stop scheduler_dump thread_dump heap_profile ping].sort,
                  Memdiag::Hook::Operations::CAPABILITIES.sort
     assert Memdiag::Hook::Operations::CAPABILITIES.frozen?
   end

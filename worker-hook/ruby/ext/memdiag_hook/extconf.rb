@@ -1,10 +1,11 @@
 # frozen_string_literal: true
 
-# Builds memdiag/hook_native from the gem alone: the binding (hook_native.c),
+# Builds memdiag/hook_native from the gem alone: the binding (hook_native.c)
+# and the allocation sampler (sampler.c, sample_table.c, pprof_out.c),
 # the hook's C core and the memdiag wire library, vendored into vendor/ by
 # `make gem` (worker-hook/ruby/build-gem) together with the protobuf-c code
-# generated from memdiag.proto. Needs a C compiler, ruby-dev,
-# libprotobuf-c-dev and libssl-dev.
+# generated from memdiag.proto and profile.proto. Needs a C compiler, ruby-dev,
+# libprotobuf-c-dev, libssl-dev and zlib1g-dev.
 require "mkmf"
 
 VENDOR = File.join(__dir__, "vendor")
@@ -20,7 +21,9 @@ end
 # One object per source file in the build directory: two sources with the
 # same name would overwrite each other's object.
 vendored = SOURCE_DIRS.flat_map { |d| Dir[File.join(d, "*.c")] }.sort
-names = ["hook_native.c"] + vendored.map { |f| File.basename(f) }
+# The binding and the allocation sampler live beside this file.
+own = Dir[File.join(__dir__, "*.c")].map { |f| File.basename(f) }.sort
+names = own + vendored.map { |f| File.basename(f) }
 dups = names.group_by(&:itself).select { |_, v| v.size > 1 }.keys
 abort "memdiag-hook: vendored sources share a file name: #{dups.join(', ')}" unless dups.empty?
 
@@ -35,6 +38,10 @@ need(pkg_config("openssl") || (have_library("crypto", "ERR_get_error") && have_l
      "OpenSSL", "libssl-dev")
 need(have_header("openssl/ssl.h"), "openssl/ssl.h", "libssl-dev")
 need(have_library("pthread", "pthread_create"), "pthread", "libc6-dev")
+# the allocation sampler gzips its heap profiles and draws its gaps with log()
+need(pkg_config("zlib") || have_library("z", "deflate"), "zlib", "zlib1g-dev")
+need(have_header("zlib.h"), "zlib.h", "zlib1g-dev")
+need(have_library("m", "log"), "libm", "libc6-dev")
 
 # Libraries the vendored code may start to use; each is required only when
 # a vendored file includes its header, so the gem follows the C sources.

@@ -8,6 +8,7 @@
 #include <ruby/thread.h>
 
 #include "memdiag/hook.h"
+#include "sampler.h"
 
 typedef struct {
   mdh_hook *hook; /* owned; NULL once stopped */
@@ -182,6 +183,8 @@ static VALUE request_hash(VALUE arg)
                                     : Qnil);
   rb_hash_aset(h, sym("stream"), r->stream ? Qtrue : Qfalse);
   rb_hash_aset(h, sym("stream_window"), UINT2NUM(r->stream_window));
+  rb_hash_aset(h, sym("allocation_sampling"),
+               r->has_sampling ? UINT2NUM(r->sampling_interval) : Qnil);
   return h;
 }
 
@@ -470,4 +473,5 @@ RUBY_FUNC_EXPORTED void Init_hook_native(void)
   rb_define_method(cNative, "stream_finish", native_stream_finish, 2);
   rb_define_method(cNative, "shutdown", native_shutdown, 0);
   rb_define_method(cNative, "close", native_close, 0);
+  mdh_sampler_init(mHook);
 }

@@ -30,8 +30,10 @@ module Memdiag
       # ArgumentError for a missing setting and Memdiag::Hook::Error when the
       # hook is already running; not reaching the plugin is not an error.
       # Tuning keywords: backoff_min_ms, backoff_max_ms, handshake_timeout_ms,
-      # queue_capacity.
-      def start(socket:, certificate:, key:, ca:, name: nil, dump_directory: nil, **tuning)
+      # queue_capacity. allocation_sampling: allocations sampled a second for
+      # heap_profile (Sampler::DEFAULT_RATE; 0 turns sampling off).
+      def start(socket:, certificate:, key:, ca:, name: nil, dump_directory: nil,
+                allocation_sampling: Sampler::DEFAULT_RATE, **tuning)
         unknown = tuning.keys - Runner::TUNING
         raise ArgumentError, "unknown keyword(s): #{unknown.join(", ")}" unless unknown.empty?
         forget_inherited_runner
@@ -48,6 +50,7 @@ module Memdiag
         }
         @forks = 0
         @runner = Runner.new(@config)
+        start_sampler(allocation_sampling)
         self
       end
 
@@ -66,6 +69,7 @@ module Memdiag
         start(**ENV_REQUIRED.to_h { |var, key| [key, env[var]] },
               name: blank_to_nil(env["MEMDIAG_NAME"]),
               dump_directory: blank_to_nil(env["MEMDIAG_DUMP_DIRECTORY"]),
+              allocation_sampling: sampling_from_env(env["MEMDIAG_ALLOCATION_SAMPLING"]),
               **tuning)
       rescue Exception => e # rubocop:disable Lint/RescueException -- a hook must never stop the host
         Log.warn("not started: #{e.class}: #{e.message}")
@@ -77,7 +81,15 @@ module Memdiag
         runner = @runner
         @runner = nil
         runner&.stop
+        Sampler.stop if runner
         nil
+      end
+
+      # Change the allocation sampler's rate (samples a second; 0: off) in
+      # this process; what the plugin's AllocationSampling does through the
+      # welcome.
+      def allocation_sampling=(rate)
+        start_sampler(rate)
       end
 
       def running?
@@ -134,6 +146,32 @@ module Memdiag
       end
 
       private
+
+      # The sampler must never stop the hook, let alone the worker.
+      def start_sampler(rate)
+        n = Integer(rate)
+        raise ArgumentError, "allocation_sampling must be 0 (off) or a positive integer" if n.negative?
+
+        Sampler.start(n)
+      rescue ArgumentError, TypeError
+        raise
+      rescue Exception => e # rubocop:disable Lint/RescueException
+        Log.warn("allocation sampling not started: #{e.class}: #{e.message}")
+      end
+
+      def sampling_from_env(value)
+        return Sampler::DEFAULT_RATE if value.nil? || value.strip.empty?
+        return 0 if %w[off false no].include?(value.strip.downcase)
+
+        n = Integer(value, 10)
+        raise ArgumentError if n.negative?
+
+        n
+      rescue ArgumentError
+        Log.warn("MEMDIAG_ALLOCATION_SAMPLING=#{value.inspect} is not a number of samples a second (or off); " \
+                 "sampling #{Sampler::DEFAULT_RATE} a second")
+        Sampler::DEFAULT_RATE
+      end
 
       # A fork that bypassed Process._fork (a C extension calling fork(2))
       # leaves the parent's runner here; the C core has already dropped it.

@@ -9,7 +9,10 @@ module Memdiag
       def _fork
         Memdiag::Hook.before_fork
         pid = super
-        Memdiag::Hook.after_fork_child if pid.zero?
+        if pid.zero?
+          Memdiag::Hook::Sampler.after_fork unless Thread.current[:memdiag_dump_child]
+          Memdiag::Hook.after_fork_child
+        end
         pid
       end
     end
@@ -20,7 +23,10 @@ module Memdiag
       def daemon(*args)
         before = Process.pid
         result = super
-        Memdiag::Hook.after_fork_child(rename: false) if Process.pid != before
+        if Process.pid != before
+          Memdiag::Hook::Sampler.after_fork
+          Memdiag::Hook.after_fork_child(rename: false)
+        end
         result
       end
     end

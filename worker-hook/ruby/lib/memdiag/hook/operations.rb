@@ -8,6 +8,7 @@ require_relative "ops/garbage_profile"
 require_relative "ops/thread_dump"
 require_relative "ops/scheduler_dump"
 require_relative "ops/stream_target"
+require_relative "ops/heap_profile"
 
 module Memdiag
   module Hook
@@ -23,6 +24,7 @@ module Memdiag
         garbage_profile_stop
         scheduler_dump
         thread_dump
+        heap_profile
         ping
       ].freeze
 
@@ -170,6 +172,12 @@ module Memdiag
         return "" unless req.connection_id
 
         "; stopped if connection #{req.connection_id} ends first"
+      end
+
+      # The allocation sampler's live objects as a gzip'd pprof profile.
+      def heap_profile(req)
+        target = req.stream_target || target_for(req.path, "heap_profile", "pb.gz")
+        Ops::HeapProfile.write(target)
       end
 
       def allocation_trace_start(req)

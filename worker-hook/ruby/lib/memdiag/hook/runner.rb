@@ -82,6 +82,8 @@ module Memdiag
 
             if request[:op] == "connection_closed"
               connection_closed(request[:connection_id])
+            elsif request[:op] == "settings"
+              apply_settings(request)
             else
               deliver(request, handle(request))
             end
@@ -119,6 +121,22 @@ module Memdiag
         end
       rescue StandardError => e
         Log.warn("connection #{connection_id} ended: cleaning up failed: #{e.class}: #{e.message}")
+      end
+
+      # Queued by the native core after a welcome that carries settings (the
+      # plugin's AllocationSampling); nothing to reply.
+      def apply_settings(request)
+        rate = request[:allocation_sampling]
+        return if rate.nil? || Sampler.stats[:rate] == rate
+
+        Memdiag::Hook.allocation_sampling = rate
+        Log.warn(if rate.zero?
+                   "the plugin turned allocation sampling off (AllocationSampling 0)"
+                 else
+                   "the plugin set allocation sampling to #{rate} a second (AllocationSampling)"
+                 end)
+      rescue StandardError => e
+        Log.warn("allocation sampling setting from the plugin not applied: #{e.class}: #{e.message}")
       end
 
       # A request that asks for a stream gets a target that writes into this

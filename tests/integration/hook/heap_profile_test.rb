@@ -1,0 +1,218 @@
+# frozen_string_literal: true
+
+# heap_profile and the allocation sampler behind it, in real hooked Ruby
+# workers: the profile is a pprof file that `go tool pprof` reads and whose
+# top entry is the line a worker leaks from; the sampler keeps working after
+# GC.compact moves the sampled objects, gives each forked Puma worker its own
+# table, follows the plugin's AllocationSampling, and a failure inside it
+# turns it off with a reason while the worker runs on.
+require_relative "helper"
+require "socket"
+
+class HookHeapProfileTest < Minitest::Test
+  include HookTest::Fixture
+
+  GO = ENV.fetch("MEMDIAG_GO", "go")
+  PUMA = ENV.fetch("MEMDIAG_PUMA", "puma")
+
+  # Leaks 1000-byte strings from line 5 of leaker.rb while churning
+  # short-lived hashes and strings elsewhere, over about two seconds (the
+  # sampler samples at random times); "leaked N" once done.
+  LEAKER = <<~RUBY
+    $stdout.sync = true
+    LEAK = []
+    CHURN = ->(i) { { id: i, name: "n\#{i}" * 3 } }
+    def leak_a_little(n)
+      n.times { LEAK << ("x" * 1000) }
+    end
+    40.times do |round|
+      leak_a_little(2_500)
+      10_000.times(&CHURN)
+      sleep 0.03
+    end
+    puts "leaked \#{LEAK.size}"
+    $stdin.each_line do |cmd|
+      case cmd.strip
+      when "compact"
+        GC.compact
+        GC.verify_compaction_references(double_heap: true, toward: :empty)
+        s = Memdiag::Hook::Sampler.stats
+        puts "compacted compactions=\#{s[:compactions]} moved=\#{s[:moved]} live=\#{s[:live]}"
+      when "free"
+        LEAK.clear
+        3.times { GC.start }
+        puts "freed live=\#{Memdiag::Hook::Sampler.prune}"
+      when "fail"
+        Memdiag::Hook::Sampler.simulate_failure("a test asked for it")
+        puts "failed"
+      when "alive"
+        puts "alive \#{LEAK.size}"
+      end
+    end
+  RUBY
+
+  def test_go_tool_pprof_top_lists_the_leaking_line_first
+    server = start_server
+    worker = start_leaker
+    hello = server.wait_for("hello") { |e| e["name"] == "leaker" }
+    assert_includes hello["capabilities"], "heap_profile"
+    worker.wait_out(/leaked 100000/)
+
+    reply = server.request(hello["conn"], "heap_profile", path: "leak.pb.gz")
+    assert_equal "ok", reply["status"], reply["error"]
+    assert_equal File.join(@dumps, "leak.pb.gz"), reply["path"]
+    assert_match(/live sampled objects from \d+ sites; up to 100 allocations sampled a second/, reply["note"])
+    assert_equal File.size(reply["path"]), reply["bytes"]
+
+    top = pprof_top(reply["path"], "-lines")
+    assert_match(/leak_a_little .*leaker\.rb:5\z/, top.first, top.join("\n"))
+    # an estimate from a few dozen samples of 100000 strings of 1040 bytes
+    # (104 MB); samples fall at random times, which favours slow
+    # allocations, so only within a factor of a few
+    value, unit = top.first.match(/\A\s*([\d.]+)(kB|MB|GB)/).captures
+    mb = value.to_f * { "kB" => 1.0 / 1024, "MB" => 1, "GB" => 1024 }.fetch(unit)
+    assert_operator mb, :>, 104 / 8.0, top.first
+    assert_operator mb, :<, 104 * 8.0, top.first
+    objects = pprof_top(reply["path"], "-lines", "-sample_index=inuse_objects")
+    assert_match(/leaker\.rb:5\z/, objects.first, objects.join("\n"))
+  end
+
+  def test_the_sampler_follows_objects_moved_by_gc_compact
+    server = start_server
+    worker = start_leaker(sampling: 1000)
+    conn = server.wait_for("hello") { |e| e["name"] == "leaker" }["conn"]
+    worker.wait_out(/leaked 100000/)
+
+    worker_command(worker, "compact")
+    m = worker.wait_out(/compacted compactions=(\d+) moved=(\d+) live=(\d+)/)
+    assert_operator m[1].to_i, :>=, 2, "both compactions reached the table"
+    assert_operator m[2].to_i, :>, 0, "compaction moved sampled objects"
+
+    reply = server.request(conn, "heap_profile", path: "compacted.pb.gz")
+    assert_equal "ok", reply["status"], reply["error"]
+    top = pprof_top(reply["path"], "-lines", "-sample_index=inuse_objects")
+    assert_match(/leaker\.rb:5\z/, top.first, "after GC.compact:\n#{top.join("\n")}")
+
+    # Freed after they moved: a table still keyed by the old addresses would
+    # never hear of these frees and would go on listing the leak.
+    worker_command(worker, "free")
+    worker.wait_out(/freed live=/)
+    reply = server.request(conn, "heap_profile", path: "freed.pb.gz")
+    assert_equal "ok", reply["status"], reply["error"]
+    text = pprof_top(reply["path"], "-lines", empty: true).join("\n")
+    refute_match(/leaker\.rb:5\b/, text)
+  end
+
+  def test_each_forked_puma_worker_profiles_its_own_allocations
+    server = start_server(heartbeat_ms: 1000)
+    rackup = File.join(@dir, "config.ru")
+    File.write(rackup, <<~RUBY)
+      SESSIONS = []
+      run lambda { |env|
+        if env["PATH_INFO"] == "/leak"
+          2_000.times { SESSIONS << ("s" * 2_000) }
+        end
+        [200, { "content-type" => "text/plain" }, ["pid=\#{Process.pid} sessions=\#{SESSIONS.size}\\n"]]
+      }
+    RUBY
+    http = File.join(@dir, "puma.sock")
+    puma = HookTest::Worker.new(@dir, name: "puma", env: hook_env(extra: { "MEMDIAG_ALLOCATION_SAMPLING" => "1000" }),
+                                      command: [PUMA, "-w", "2", "-t", "1:1", "-b", "unix://#{http}", rackup])
+    @workers << puma
+    master = server.wait_for("hello") { |e| e["name"] == "puma" }
+    workers = %w[puma/worker-1 puma/worker-2].to_h do |n|
+      hello = server.wait_for("hello") { |e| e["name"] == n }
+      [hello["pid"], hello]
+    end
+    puma.wait_out(/Worker 1 \(PID: \d+\) booted/)
+
+    # Requests go to whichever worker accepts; leak until one has 20000.
+    leaker_pid = nil
+    200.times do
+      body = get(http, "/leak")
+      pid, sessions = body.match(/pid=(\d+) sessions=(\d+)/).captures.map(&:to_i)
+      if sessions >= 20_000
+        leaker_pid = pid
+        break
+      end
+    end
+    refute_nil leaker_pid, "no worker reached 20000 sessions"
+    leaker = workers.fetch(leaker_pid)
+    other = workers.values.find { |w| w["pid"] != leaker_pid }
+
+    reply = server.request(leaker["conn"], "heap_profile", path: "worker.pb.gz")
+    assert_equal "ok", reply["status"], reply["error"]
+    top = pprof_top(reply["path"], "-lines")
+    assert_match(/config\.ru:4\z/, top.first, top.join("\n"))
+
+    # The master never served a request: its table has no session.
+    reply = server.request(master["conn"], "heap_profile", path: "master.pb.gz")
+    assert_equal "ok", reply["status"], reply["error"]
+    assert_operator File.size(reply["path"]), :>, 0
+    sessions_in = ->(path) { pprof_top(path, "-lines").grep(/config\.ru:4\z/).first.to_s[/\A\s*([\d.]+)(k?B|MB)/, 1].to_f }
+    assert_equal 0, sessions_in.call(reply["path"]), "the master's profile lists the workers' sessions"
+    reply = server.request(other["conn"], "heap_profile", path: "other.pb.gz")
+    assert_equal "ok", reply["status"], reply["error"]
+    assert_equal 3, server.count("hello"), "no dump child or extra process registered"
+    assert_match(/sessions=/, get(http, "/"), "Puma still serves")
+  end
+
+  def test_the_plugin_turns_sampling_off_through_the_welcome
+    server = start_server(allocation_sampling: 0)
+    worker = start_leaker
+    conn = server.wait_for("hello") { |e| e["name"] == "leaker" }["conn"]
+    worker.wait_err(/the plugin turned allocation sampling off \(AllocationSampling 0\)/)
+    reply = server.request(conn, "heap_profile", path: "off.pb.gz")
+    assert_equal "refused", reply["status"]
+    assert_match(/allocation sampling is off in this worker/, reply["error"])
+    refute File.exist?(File.join(@dumps, "off.pb.gz"))
+  end
+
+  def test_a_failure_in_the_sampler_turns_it_off_and_the_worker_runs_on
+    server = start_server
+    worker = start_leaker
+    conn = server.wait_for("hello") { |e| e["name"] == "leaker" }["conn"]
+    worker.wait_out(/leaked 100000/)
+    worker_command(worker, "fail")
+    worker.wait_err(/memdiag hook\[\d+\]: allocation sampling turned off: a test asked for it/)
+    reply = server.request(conn, "heap_profile", path: "failed.pb.gz")
+    assert_equal "error", reply["status"]
+    assert_match(/allocation sampling was turned off in this worker: a test asked for it/, reply["error"])
+    worker_command(worker, "alive")
+    worker.wait_out(/alive 100000/)
+    assert_equal "ok", server.request(conn, "ping", payload: "x")["status"]
+  end
+
+  private
+
+  def start_leaker(sampling: nil)
+    extra = sampling ? { "MEMDIAG_ALLOCATION_SAMPLING" => sampling.to_s } : {}
+    r, w = IO.pipe
+    worker = start_worker(LEAKER, name: "leaker", env: hook_env(name: "leaker", extra: extra), stdin: r)
+    r.close
+    @commands ||= {}
+    @commands[worker] = w
+    worker
+  end
+
+  def worker_command(worker, cmd)
+    @commands.fetch(worker).puts(cmd)
+    @commands.fetch(worker).flush
+  end
+
+  # The rows of `go tool pprof -top`, biggest first.
+  def pprof_top(path, *flags, empty: false)
+    out = IO.popen([GO, "tool", "pprof", "-top", *flags, path], err: %i[child out], &:read)
+    assert $?.success?, "go tool pprof failed:\n#{out}"
+    rows = out.lines.map(&:chomp).drop_while { |l| l !~ /\A\s*flat\s+flat%/ }.drop(1)
+    refute_empty rows, "no rows:\n#{out}" unless empty
+    rows
+  end
+
+  def get(socket_path, path)
+    UNIXSocket.open(socket_path) do |s|
+      s.write("GET #{path} HTTP/1.0\r\nHost: test\r\n\r\n")
+      s.read
+    end
+  end
+end

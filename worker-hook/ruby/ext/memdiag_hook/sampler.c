@@ -1,0 +1,574 @@
+/* Sampled allocation tracking: see sampler.h. */
+#include "sampler.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ruby/debug.h>
+
+#include "sample_table.h"
+#include "sampler_internal.h"
+
+enum { RAW_FRAMES = 32 };
+
+#define S mdh_sampler_g
+
+/* The real-time signal the sampler's timer sends to arm the tracepoint. */
+#define ARM_SIGNAL (SIGRTMIN + 6)
+
+/* ---------------------------------------------------------------- helpers */
+
+static uint64_t next_random(void)
+{
+  S.rng ^= S.rng >> 12;
+  S.rng ^= S.rng << 25;
+  S.rng ^= S.rng >> 27;
+  return S.rng * 0x2545F4914F6CDD1Dull;
+}
+
+/* The wait before the next arming, in microseconds: exponentially
+ * distributed with mean 1/rate, so that no periodic pattern of the
+ * application can hide between samples. */
+static long next_wait_us(void)
+{
+  double u = ((double)(next_random() >> 11) + 1.0) / 9007199254740993.0; /* (0, 1] */
+  double w = -log(u) * 1e6 / (double)(S.rate ? S.rate : 1);
+  if(w < 100.0)
+    return 100;
+  if(w > 60e6)
+    return 60000000;
+  return (long)w;
+}
+
+/* Armed at an interrupt check, the next allocation would always be the
+ * same one of a loop's body: let a geometric number of allocations (mean
+ * ARM_SPREAD) pass first. */
+#define ARM_SPREAD 64
+static unsigned spread(void)
+{
+  double u = ((double)(next_random() >> 11) + 1.0) / 9007199254740993.0;
+  double k = -log(u) * ARM_SPREAD;
+  return k > 16 * ARM_SPREAD ? 16 * ARM_SPREAD : (unsigned)k;
+}
+
+static void seed(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  S.rng = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^ ((uint64_t)getpid() << 40) ^
+          0x9E3779B97F4A7C15ull;
+  if(!S.rng)
+    S.rng = 1;
+}
+
+static void disarm(void)
+{
+  if(S.armed) {
+    rb_tracepoint_disable(S.tp_new);
+    S.armed = 0;
+  }
+}
+
+static void stop_timer(void);
+
+static void turn_off(void *unused)
+{
+  (void)unused;
+  stop_timer();
+  disarm();
+  S.pending.set = 0;
+  mdh_stab_free(S.tab);
+  S.tab = NULL;
+}
+
+/* A failure: stop sampling at once, log it, and drop the table once Ruby
+ * is out of the event (a postponed job). */
+static void fail(const char *why)
+{
+  char line[400];
+  int n;
+  if(S.failed)
+    return;
+  S.failed = 1;
+  snprintf(S.reason, sizeof S.reason, "%s", why);
+  n = snprintf(line, sizeof line, "memdiag hook[%ld]: allocation sampling turned off: %s\n",
+               (long)getpid(), why);
+  if(n > 0 && write(2, line, (size_t)n) < 0) {
+    /* stderr closed: the reason is still in Sampler.stats */
+  }
+  rb_postponed_job_register_one(0, turn_off, NULL);
+}
+
+static const char *errno_text(int rc)
+{
+  return rc == -ENOSPC ? "the table is full" : "out of memory";
+}
+
+/* Objects an application allocates; the VM's own (iseqs, method entries,
+ * hidden buffers) are not sampled. */
+static int sampled_type(VALUE obj)
+{
+  switch(RB_BUILTIN_TYPE(obj)) {
+  case RUBY_T_OBJECT:
+  case RUBY_T_CLASS:
+  case RUBY_T_MODULE:
+  case RUBY_T_FLOAT:
+  case RUBY_T_STRING:
+  case RUBY_T_REGEXP:
+  case RUBY_T_ARRAY:
+  case RUBY_T_HASH:
+  case RUBY_T_STRUCT:
+  case RUBY_T_BIGNUM:
+  case RUBY_T_FILE:
+  case RUBY_T_DATA:
+  case RUBY_T_MATCH:
+  case RUBY_T_COMPLEX:
+  case RUBY_T_RATIONAL:
+  case RUBY_T_SYMBOL: return RBASIC_CLASS(obj) != 0;
+  default: return 0;
+  }
+}
+
+static VALUE call_id2ref(VALUE id)
+{
+  return rb_funcall(rb_const_get(rb_cObject, rb_intern("ObjectSpace")), S.id2ref, 1, id);
+}
+
+/* Whether the entry's object is still alive, found by its object id (never
+ * reused; the GC forgets the id of an object it frees) rather than by an
+ * address that may no longer be in the heap; its address is updated. Runs
+ * with the GC off (prune), so nothing moves or is freed meanwhile. */
+static int still_alive(mdh_stab_entry *e, void *arg)
+{
+  int state = 0;
+  VALUE obj;
+  (void)arg;
+  obj = rb_protect(call_id2ref, ULL2NUM(e->object_id), &state);
+  if(state) {
+    rb_set_errinfo(Qnil); /* RangeError: freed */
+    return 0;
+  }
+  e->addr = (uintptr_t)obj;
+  return 1;
+}
+
+static VALUE prune_body(VALUE unused)
+{
+  size_t dropped = 0;
+  (void)unused;
+  if(mdh_stab_filter(S.tab, still_alive, NULL, NULL, &dropped)) {
+    fail("out of memory pruning the table");
+    return Qnil;
+  }
+  S.freed += dropped;
+  S.pruned_live = mdh_stab_live(S.tab);
+  return Qnil;
+}
+
+static VALUE prune_end(VALUE gc_was_disabled)
+{
+  S.busy--;
+  if(!RTEST(gc_was_disabled))
+    rb_gc_enable();
+  return Qnil;
+}
+
+/* Drop the entries of freed objects. The GC is off meanwhile: a compaction
+ * would re-key the table in the middle of the walk. */
+static void prune(void)
+{
+  VALUE was;
+  if(!S.tab || S.failed)
+    return;
+  was = rb_gc_disable();
+  S.busy++;
+  rb_ensure(prune_body, Qnil, prune_end, was);
+}
+
+/* ---------------------------------------------------------------- sampling */
+
+/* Postponed job: the allocation is over, so the object can be given an
+ * object id (which may allocate and start a GC) and enter the table. An
+ * object that did not survive until now is not counted. */
+static void finish_sample(void *unused)
+{
+  mdh_sampler_pending p = S.pending;
+  mdh_stab_entry e;
+  int rc;
+  (void)unused;
+  S.pending.set = 0;
+  if(!p.set || S.failed || !S.tab)
+    return;
+  /* A GC since the allocation may have freed the object (and its page):
+   * the sample is not taken. Without one the slot still holds it. */
+  if(rb_gc_count() != p.generation || RBASIC_CLASS(p.obj) != p.klass) {
+    S.dropped++;
+    return;
+  }
+  e.object_id = NUM2ULL(rb_obj_id(p.obj));
+  /* rb_obj_id may have run a GC, and a compaction moves objects */
+  e.addr = (uintptr_t)rb_gc_location(p.obj);
+  e.site = p.site;
+  e.generation = p.generation;
+  e.weight = p.weight;
+  rc = mdh_stab_insert(S.tab, &e);
+  if(rc) {
+    fail(errno_text(rc));
+    return;
+  }
+  S.samples++;
+  if(mdh_stab_live(S.tab) > 2 * S.pruned_live + 1024)
+    prune();
+}
+
+/* Reads the stack and interns the site; no Ruby allocation, no GC. */
+static int take_site(uint32_t *site)
+{
+  VALUE frames[RAW_FRAMES];
+  int lines[RAW_FRAMES];
+  mdh_stab_frame f[MDH_STAB_MAX_FRAMES];
+  size_t kept = 0;
+  int i, n;
+
+  n = rb_profile_frames(0, RAW_FRAMES, frames, lines);
+  for(i = 0; i < n && kept < MDH_STAB_MAX_FRAMES; i++) {
+    /* both return strings the iseq holds (no allocation); nil for a C
+     * method, whose caller's line is where the object came from */
+    VALUE path = rb_profile_frame_path(frames[i]);
+    VALUE label = rb_profile_frame_label(frames[i]);
+    if(!RB_TYPE_P(path, T_STRING) || !RB_TYPE_P(label, T_STRING))
+      continue;
+    f[kept].file = RSTRING_PTR(path);
+    f[kept].file_len = (size_t)RSTRING_LEN(path);
+    f[kept].label = RSTRING_PTR(label);
+    f[kept].label_len = (size_t)RSTRING_LEN(label);
+    f[kept].line = lines[i];
+    kept++;
+  }
+  if(!kept) {
+    f[0].file = "";
+    f[0].file_len = 0;
+    f[0].label = "(no Ruby frame)";
+    f[0].label_len = strlen(f[0].label);
+    f[0].line = 0;
+    kept = 1;
+  }
+  return mdh_stab_site(S.tab, f, kept, site);
+}
+
+/* The NEWOBJ handler runs only while armed: on the first object of the
+ * application's after the timer armed it. */
+static void on_newobj(VALUE tpval, void *data)
+{
+  VALUE obj;
+  size_t allocated;
+  uint32_t site;
+  int rc;
+  (void)data;
+
+  if(S.busy || S.failed || S.pending.set) {
+    disarm();
+    return;
+  }
+  if(S.countdown) {
+    S.countdown--;
+    return;
+  }
+  obj = rb_tracearg_object(rb_tracearg_from_tracepoint(tpval));
+  if(!sampled_type(obj))
+    return; /* stay armed for the next one */
+  disarm();
+  if(!S.tab && !(S.tab = mdh_stab_new())) {
+    fail("out of memory for the table");
+    return;
+  }
+  rc = take_site(&site);
+  if(rc) {
+    fail(errno_text(rc));
+    return;
+  }
+  allocated = rb_gc_stat(S.sym_total_allocated);
+  S.pending.obj = obj;
+  S.pending.klass = RBASIC_CLASS(obj);
+  S.pending.site = site;
+  S.pending.generation = (uint32_t)rb_gc_count();
+  S.pending.weight =
+      allocated > S.last_allocated
+          ? (uint32_t)(allocated - S.last_allocated > UINT32_MAX ? UINT32_MAX
+                                                                 : allocated - S.last_allocated)
+          : 1;
+  S.last_allocated = allocated;
+  S.pending.set = 1;
+  rb_postponed_job_register_one(0, finish_sample, NULL);
+}
+
+/* The wait until the next arming: a one-shot timer, drawn again each
+ * time. */
+static void schedule_next(void)
+{
+  struct itimerspec it;
+  long us;
+  if(!S.have_timer || !S.rate || S.failed)
+    return;
+  us = next_wait_us();
+  memset(&it, 0, sizeof it);
+  it.it_value.tv_sec = us / 1000000;
+  it.it_value.tv_nsec = (us % 1000000) * 1000;
+  timer_settime(S.timer, 0, &it, NULL);
+}
+
+/* Postponed job, run by whichever thread holds the GVL at its next
+ * interrupt check: arm the tracepoint for the next allocation. */
+static void arm_job(void *unused)
+{
+  (void)unused;
+  if(S.rate && !S.failed && !S.busy && !S.pending.set && !S.armed) {
+    S.countdown = spread();
+    rb_tracepoint_enable(S.tp_new);
+    S.armed = 1;
+  }
+  schedule_next();
+}
+
+/* The timer's signal, on the main thread (a Ruby thread). Async-signal
+ * safe: it only registers the postponed job. */
+static void on_arm_signal(int sig, siginfo_t *si, void *uc)
+{
+  int saved = errno;
+  (void)sig;
+  (void)si;
+  (void)uc;
+  if(S.rate)
+    rb_postponed_job_register_one(0, arm_job, NULL);
+  errno = saved;
+}
+
+/* Take the arming signal (unless the application handles it already) and
+ * make a timer that sends it to this thread. Returns NULL or why not. */
+static const char *start_timer(void)
+{
+  struct sigevent ev;
+  if(!S.signal_ok) {
+    struct sigaction sa, old;
+    if(sigaction(ARM_SIGNAL, NULL, &old) == 0 &&
+       (old.sa_flags & SA_SIGINFO ? old.sa_sigaction != NULL : old.sa_handler != SIG_DFL))
+      return "the application handles the sampler's signal (SIGRTMIN+6) itself";
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_arm_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if(sigaction(ARM_SIGNAL, &sa, NULL))
+      return "cannot install the sampler's signal handler";
+    S.signal_ok = 1;
+  }
+  if(S.have_timer)
+    return NULL;
+  memset(&ev, 0, sizeof ev);
+  ev.sigev_notify = SIGEV_THREAD_ID;
+  ev.sigev_signo = ARM_SIGNAL;
+  ev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+  if(timer_create(CLOCK_MONOTONIC, &ev, &S.timer))
+    return "cannot create the sampler's timer";
+  S.have_timer = 1;
+  schedule_next();
+  return NULL;
+}
+
+static void stop_timer(void)
+{
+  if(S.have_timer)
+    timer_delete(S.timer);
+  S.have_timer = 0;
+}
+
+/* ---------------------------------------------------------------- compaction */
+
+static int follow_move(mdh_stab_entry *e, void *arg)
+{
+  (void)arg;
+  e->addr = (uintptr_t)rb_gc_location((VALUE)e->addr);
+  return 1;
+}
+
+/* Called by the GC while it updates references after moving objects. */
+static void holder_compact(void *p)
+{
+  size_t moved = 0;
+  (void)p;
+  if(S.pending.set)
+    S.pending.obj = rb_gc_location(S.pending.obj);
+  if(!S.tab || S.failed)
+    return;
+  if(mdh_stab_filter(S.tab, follow_move, NULL, &moved, NULL)) {
+    fail("out of memory re-keying the table after GC compaction moved objects");
+    return;
+  }
+  S.compactions++;
+  S.moved += moved;
+}
+
+static size_t holder_size(const void *p)
+{
+  (void)p;
+  return S.tab ? mdh_stab_bytes(S.tab) : 0;
+}
+
+static const rb_data_type_t holder_type = {
+    .wrap_struct_name = "Memdiag::Hook::Sampler table",
+    .function = {.dmark = NULL, .dfree = NULL, .dsize = holder_size, .dcompact = holder_compact},
+    .flags = 0,
+};
+
+/* ---------------------------------------------------------------- fork */
+
+/* The child's heap is a copy of the parent's, but its objects live and die
+ * on their own from here: the child starts an empty table. The inherited
+ * one is left unfreed: freeing would write to (and copy) its pages. The
+ * timer is not inherited: Sampler.after_fork makes the child's
+ * (memdiag/hook/fork_tracking). A tracepoint armed at the fork stays armed
+ * in the child until its next allocation. */
+static void after_fork_child(void)
+{
+  S.tab = NULL;
+  S.pending.set = 0;
+  S.samples = S.dropped = S.freed = S.compactions = S.moved = 0;
+  S.pruned_live = 0;
+  S.busy = 0;
+  S.have_timer = 0; /* timers are not inherited */
+  S.armed = 0;
+  seed();
+}
+
+/* ---------------------------------------------------------------- Ruby API */
+
+/* Sampler.start(rate) -> true: sample up to `rate` allocations a second
+ * (fewer when the application holds the GVL for long stretches). A new
+ * rate keeps the table: each sample carries its own weight. 0 turns
+ * sampling off, as Sampler.stop. */
+static VALUE sampler_start(VALUE self, VALUE rate)
+{
+  unsigned n = NUM2UINT(rate);
+  (void)self;
+  if(!n) {
+    S.rate = 0;
+    turn_off(NULL);
+    return Qfalse;
+  }
+  if(S.failed) {
+    S.failed = 0;
+    S.reason[0] = '\0';
+  }
+  if(!S.rate)
+    S.last_allocated = rb_gc_stat(S.sym_total_allocated);
+  S.rate = n;
+  {
+    const char *why = start_timer();
+    if(why) {
+      fail(why);
+      return Qfalse;
+    }
+  }
+  return Qtrue;
+}
+
+/* Sampler.stop -> nil: no more samples, table freed. */
+static VALUE sampler_stop(VALUE self)
+{
+  (void)self;
+  S.rate = 0;
+  turn_off(NULL);
+  return Qnil;
+}
+
+/* Sampler.after_fork -> nil: in a forked child, make the child's timer
+ * (the table was already reset). */
+static VALUE sampler_after_fork(VALUE self)
+{
+  const char *why;
+  (void)self;
+  /* weights count the child's allocations only */
+  S.last_allocated = rb_gc_stat(S.sym_total_allocated);
+  if(S.rate && !S.failed && (why = start_timer()))
+    fail(why);
+  return Qnil;
+}
+
+static VALUE sym(const char *s) { return ID2SYM(rb_intern(s)); }
+
+/* Sampler.stats -> Hash */
+static VALUE sampler_stats(VALUE self)
+{
+  VALUE h = rb_hash_new();
+  (void)self;
+  rb_hash_aset(h, sym("state"), rb_str_new_cstr(S.failed ? "failed" : S.rate ? "on" : "off"));
+  rb_hash_aset(h, sym("reason"), S.failed ? rb_str_new_cstr(S.reason) : Qnil);
+  rb_hash_aset(h, sym("rate"), UINT2NUM(S.rate));
+  rb_hash_aset(h, sym("live"), ULL2NUM(S.tab ? mdh_stab_live(S.tab) : 0));
+  rb_hash_aset(h, sym("sites"), ULL2NUM(S.tab ? mdh_stab_n_sites(S.tab) : 0));
+  rb_hash_aset(h, sym("samples"), ULL2NUM(S.samples));
+  rb_hash_aset(h, sym("dropped"), ULL2NUM(S.dropped));
+  rb_hash_aset(h, sym("freed"), ULL2NUM(S.freed));
+  rb_hash_aset(h, sym("compactions"), ULL2NUM(S.compactions));
+  rb_hash_aset(h, sym("moved"), ULL2NUM(S.moved));
+  rb_hash_aset(h, sym("table_bytes"), ULL2NUM(S.tab ? mdh_stab_bytes(S.tab) : 0));
+  return h;
+}
+
+/* Sampler.prune -> Integer: drop freed objects now; how many remain. */
+static VALUE sampler_prune(VALUE self)
+{
+  (void)self;
+  prune();
+  return ULL2NUM(S.tab ? mdh_stab_live(S.tab) : 0);
+}
+
+/* Sampler.profile -> String (binary): the live sampled objects as a
+ * gzip'd pprof profile. Works while sampling is off too (an empty one). */
+static VALUE sampler_profile(VALUE self)
+{
+  (void)self;
+  prune();
+  return mdh_sampler_profile();
+}
+
+/* Sampler.simulate_failure(reason): what a failure inside the sampler
+ * does; for tests. */
+static VALUE sampler_simulate_failure(VALUE self, VALUE reason)
+{
+  (void)self;
+  fail(StringValueCStr(reason));
+  return Qnil;
+}
+
+void mdh_sampler_init(VALUE hook_module)
+{
+  VALUE m = rb_define_module_under(hook_module, "Sampler");
+  static int once;
+
+  rb_define_const(m, "DEFAULT_RATE", UINT2NUM(MDH_SAMPLER_DEFAULT_RATE));
+  rb_define_module_function(m, "start", sampler_start, 1);
+  rb_define_module_function(m, "stop", sampler_stop, 0);
+  rb_define_module_function(m, "after_fork", sampler_after_fork, 0);
+  rb_define_module_function(m, "stats", sampler_stats, 0);
+  rb_define_module_function(m, "prune", sampler_prune, 0);
+  rb_define_module_function(m, "profile", sampler_profile, 0);
+  rb_define_module_function(m, "simulate_failure", sampler_simulate_failure, 1);
+  if(once)
+    return;
+  once = 1;
+  seed();
+  S.id2ref = rb_intern("_id2ref");
+  S.sym_total_allocated = ID2SYM(rb_intern("total_allocated_objects"));
+  S.tp_new = rb_tracepoint_new(0, RUBY_INTERNAL_EVENT_NEWOBJ, on_newobj, NULL);
+  rb_gc_register_mark_object(S.tp_new);
+  S.holder = TypedData_Wrap_Struct(rb_cObject, &holder_type, &S);
+  rb_gc_register_mark_object(S.holder);
+  pthread_atfork(NULL, NULL, after_fork_child);
+}

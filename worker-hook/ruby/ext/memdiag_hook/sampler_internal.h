@@ -1,0 +1,47 @@
+/* Shared by the allocation sampler's two files (sampler.c: sampling;
+ * sampler_profile.c: Sampler.profile). Internal to the extension.
+ * Threading: the GVL guards all of it, as in sampler.h. */
+#ifndef MDH_SAMPLER_INTERNAL_H
+#define MDH_SAMPLER_INTERNAL_H
+
+#include <ruby.h>
+#include <time.h>
+
+#include "sample_table.h"
+
+/* A sample taken in the NEWOBJ handler, finished (object id, table) in a
+ * postponed job once Ruby is out of the allocation. */
+typedef struct {
+  VALUE obj, klass;
+  uint32_t site, generation, weight;
+  int set;
+} mdh_sampler_pending;
+
+typedef struct {
+  VALUE tp_new, holder;
+  timer_t timer; /* fires the arming signal at the main thread */
+  int have_timer;
+  int signal_ok;      /* the arming signal's handler is ours */
+  mdh_stab *tab;      /* NULL until the first sample */
+  unsigned rate;      /* samples a second wanted; 0 = off */
+  int armed;          /* the NEWOBJ tracepoint is enabled */
+  unsigned countdown; /* armed: allocations to let pass before the sample */
+  int busy;           /* building a profile: no sample */
+  int failed;         /* turned off by a failure; reason says why */
+  char reason[256];
+  uint64_t rng;          /* xorshift64* state */
+  size_t last_allocated; /* total_allocated_objects at the last sample */
+  size_t pruned_live;    /* entries after the last prune */
+  mdh_sampler_pending pending;
+  uint64_t samples, dropped, freed, compactions, moved;
+  VALUE sym_total_allocated;
+  ID id2ref;
+} mdh_sampler_state;
+
+extern mdh_sampler_state mdh_sampler_g;
+
+/* The table's entries as a gzip'd pprof profile (a binary String); an
+ * empty one while sampling is off. The caller prunes freed entries first. */
+VALUE mdh_sampler_profile(void);
+
+#endif

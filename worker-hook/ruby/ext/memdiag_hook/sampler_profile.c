@@ -1,0 +1,130 @@
+/* Sampler.profile: the sampler's live objects as a gzip'd pprof profile
+ * (see sampler.h and pprof_out.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <ruby/thread.h>
+
+#include "pprof_out.h"
+#include "sampler_internal.h"
+
+#define S mdh_sampler_g
+
+/* Exported by libruby, not declared in its public headers (ObjectSpace's
+ * memsize_of uses it). */
+size_t rb_obj_memsize_of(VALUE obj);
+
+struct profile_job {
+  VALUE gc_was_disabled;
+  int busy;
+  mdh_stab_entry *entries;
+  mdh_pprof_sample *samples;
+  uint8_t *raw;
+  size_t raw_len;
+  uint8_t *gz;
+  size_t gz_len;
+  int rc;
+  char comment[200];
+};
+
+/* With the GC off (rb_gc_disable finishes a lazy sweep first) and sampling
+ * paused, nothing frees, moves or adds an entry while the live ones are
+ * read (the caller has pruned the freed ones). */
+static VALUE build_profile(VALUE arg)
+{
+  struct profile_job *j = (struct profile_job *)arg;
+  size_t i, n, kept = 0;
+  uint64_t weights = 0;
+  struct timespec now;
+
+  if(!S.tab && !(S.tab = mdh_stab_new()))
+    rb_raise(rb_eNoMemError, "memdiag sampler: out of memory");
+  j->gc_was_disabled = rb_gc_disable();
+  S.busy++; /* an armed tracepoint disarms itself on its next event */
+  j->busy = 1;
+  n = mdh_stab_live(S.tab);
+  j->entries = malloc((n ? n : 1) * sizeof *j->entries);
+  j->samples = malloc((n ? n : 1) * sizeof *j->samples);
+  if(!j->entries || !j->samples)
+    rb_raise(rb_eNoMemError, "memdiag sampler: out of memory for a profile of %zu objects", n);
+  n = mdh_stab_snapshot(S.tab, j->entries, n);
+  for(i = 0; i < n; i++) {
+    VALUE obj = (VALUE)j->entries[i].addr, klass, name;
+    mdh_pprof_sample *s = &j->samples[kept];
+    klass = rb_obj_class(obj);
+    name = klass ? rb_class_name(klass) : Qnil;
+    if(RB_TYPE_P(name, T_STRING))
+      j->rc = mdh_stab_intern(S.tab, RSTRING_PTR(name), (size_t)RSTRING_LEN(name), &s->class_name);
+    else
+      j->rc = mdh_stab_intern(S.tab, "(anonymous)", 11, &s->class_name);
+    if(j->rc)
+      rb_raise(rb_eNoMemError, "memdiag sampler: out of memory naming classes");
+    s->site = j->entries[i].site;
+    s->generation = j->entries[i].generation;
+    s->addr = j->entries[i].addr;
+    s->count = j->entries[i].weight;
+    s->bytes = (int64_t)rb_obj_memsize_of(obj) * (int64_t)j->entries[i].weight;
+    weights += j->entries[i].weight;
+    kept++;
+  }
+  snprintf(j->comment, sizeof j->comment,
+           "memdiag heap profile: pid %ld, %zu live samples standing for %llu allocations (up to "
+           "%u samples a second)",
+           (long)getpid(), kept, (unsigned long long)weights, S.rate);
+  clock_gettime(CLOCK_REALTIME, &now);
+  {
+    mdh_pprof_input in = {
+        .table = S.tab,
+        .samples = j->samples,
+        .n_samples = kept,
+        .period = kept ? (int64_t)(weights / kept) : 0,
+        .time_nanos = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec,
+        .comment = j->comment,
+    };
+    j->rc = mdh_pprof_encode(&in, &j->raw, &j->raw_len);
+  }
+  return Qnil;
+}
+
+static VALUE end_profile(VALUE arg)
+{
+  struct profile_job *j = (struct profile_job *)arg;
+  if(j->busy)
+    S.busy--;
+  if(!RTEST(j->gc_was_disabled))
+    rb_gc_enable();
+  free(j->entries);
+  free(j->samples);
+  j->entries = NULL;
+  j->samples = NULL;
+  return Qnil;
+}
+
+static void *gzip_without_gvl(void *arg)
+{
+  struct profile_job *j = arg;
+  j->rc = mdh_pprof_gzip(j->raw, j->raw_len, &j->gz, &j->gz_len);
+  return NULL;
+}
+
+VALUE mdh_sampler_profile(void)
+{
+  struct profile_job j;
+  VALUE out;
+  memset(&j, 0, sizeof j);
+  j.gc_was_disabled = Qtrue;
+  rb_ensure(build_profile, (VALUE)&j, end_profile, (VALUE)&j);
+  if(j.rc) {
+    free(j.raw);
+    rb_raise(rb_eNoMemError, "memdiag sampler: cannot encode the profile (%s)", strerror(-j.rc));
+  }
+  rb_thread_call_without_gvl(gzip_without_gvl, &j, NULL, NULL);
+  free(j.raw);
+  if(j.rc)
+    rb_raise(rb_eRuntimeError, "memdiag sampler: cannot gzip the profile (%s)", strerror(-j.rc));
+  out = rb_str_new((const char *)j.gz, (long)j.gz_len);
+  free(j.gz);
+  return out;
+}
