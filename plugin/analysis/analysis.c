@@ -343,6 +343,13 @@ static int pass(mdp_ctx *c, unsigned d, const char *path, char *err, size_t errl
   if(graph) {
     r.middle = mdp_analysis_graph_middle;
     r.middle_arg = &c->g;
+    if(!r.compressed) {
+      /* some 250-400 bytes a line: a low guess, grown by a quarter */
+      off_t size = lseek(r.fd, 0, SEEK_END);
+      lseek(r.fd, 0, SEEK_SET);
+      if(size > 0)
+        mdp_analysis_graph_expect(&c->g, (size_t)size / 256);
+    }
   }
   if(c->opts.check_owner) {
     struct stat st;
@@ -497,6 +504,9 @@ int mdp_analysis_run(const char *const *paths, unsigned n, const mdp_analysis_op
     if(d > 0)
       c.classes_moved[d] = classes_moved(&c, d);
   }
+  /* Dump 1's set served the last pass (alive in every dump): the graph
+   * needs the room now. */
+  mdp_analysis_objset_free(&c.s1);
   mdp_analysis_objset_free(&c.cand);
   mdp_analysis_objset_free(&c.seen);
   mdp_analysis_graph_resolve(&c.g);

@@ -8,7 +8,7 @@
 #include "analysis_int.h"
 #include "scan.h"
 
-#define HOLDERS_MAX 5
+#define HOLDERS_MAX    5
 #define PATH_MAX_STEPS 32
 
 static char *name_text(mdp_ctx *c, uint32_t id)
@@ -37,10 +37,10 @@ static int step_of(mdp_ctx *c, uint32_t v, mdp_analysis_step *s)
   unsigned type = g->type[v];
   uint32_t name = 0;
   s->type = mdp_analysis_type_name(type);
-  s->address = g->addr[v];
+  s->address = mdp_analysis_graph_address(g, v);
   s->name = NULL;
   if(type == MDP_T_CLASS || type == MDP_T_MODULE) {
-    name = class_name_id(c, g->addr[v]);
+    name = class_name_id(c, s->address);
   } else if(g->flag[v] & MDP_G_RETAINED) {
     const mdp_analysis_rec *r = &c->groups.recs[c->ret[g->aux[v]].group];
     if(!(r->c >> 63))
