@@ -129,6 +129,33 @@ static void ship(const job_t *j)
                rc == -ENOSPC ? "too many commands already wait" : "out of memory", j->rec.dir);
 }
 
+/* The plain name of a dump file (heap-2.json for .../heap-2.json.zst). */
+static size_t plain_name(const char *path, const char **base)
+{
+  const char *b = strrchr(path, '/');
+  *base = b ? b + 1 : path;
+  size_t n = strlen(*base);
+  return n > 4 && !strcmp(*base + n - 4, ".zst") ? n - 4 : n;
+}
+
+/* The worker's RSS when each dump ended, from the plugin's own read of its
+ * memory map (0 where there is none). */
+static void dump_rss(const job_t *j, char *const *paths, unsigned n, uint64_t *rss)
+{
+  for(unsigned i = 0; i < n; i++) {
+    const char *base, *sb;
+    size_t bl = plain_name(paths[i], &base);
+    for(size_t k = 0; k < j->rec.plan.n_steps; k++) {
+      const mdp_step_t *st = &j->rec.plan.steps[k];
+      if(!mdp_step_is_dump(st->kind) || !st->mem.read)
+        continue;
+      size_t sl = plain_name(st->file, &sb);
+      if(sl == bl && !memcmp(sb, base, bl))
+        rss[i] = st->mem.rss;
+    }
+  }
+}
+
 static void analyse(job_t *j, uint64_t my_gen)
 {
   mdp_analysis_opts opts = {.memory_limit = j->max_memory, .cancel = &stopping};
@@ -147,6 +174,8 @@ static void analyse(job_t *j, uint64_t my_gen)
   opts.check_owner = j->rec.uid != 0;
   opts.owner = j->rec.uid;
   rc = mdp_analysis_find_dumps(j->rec.dir, paths, &n, err, sizeof(err));
+  if(!rc)
+    dump_rss(j, paths, n, opts.rss);
   if(!rc) {
     rc = mdp_analysis_run((const char *const *)paths, n, &opts, &res, err, sizeof(err));
     for(unsigned i = 0; i < n; i++)

@@ -115,6 +115,13 @@ static void write_step(FILE *f, const mdp_step_t *s)
   key_opt(f, ", \"note\": ", s->note);
   key_time(f, ", \"started\": ", s->started_ms);
   key_time(f, ", \"finished\": ", s->finished_ms);
+  if(s->mem.read)
+    fprintf(f,
+            ", \"memory\": {\"rss\": %" PRIu64 ", \"heap\": %" PRIu64 ", \"anon\": %" PRIu64
+            ", \"file\": %" PRIu64 ", \"stack\": %" PRIu64 ", \"other\": %" PRIu64
+            ", \"mappings\": %u}",
+            s->mem.rss, s->mem.heap, s->mem.anon, s->mem.file, s->mem.stack, s->mem.other,
+            s->mem.mappings);
   fputs("}", f);
 }
 

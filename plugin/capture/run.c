@@ -21,6 +21,7 @@
 #include "md/wire.h"
 #include "notify/notify.h"
 #include "run.h"
+#include "memmap.h"
 #include "relay/relay.h"
 #include "workers/registry.h"
 
@@ -239,6 +240,11 @@ static void on_reply(const Memdiag__V1__Reply *reply, void *arg)
          strlen(base) < sizeof(s->file))
         snprintf(s->file, sizeof(s->file), "%s", base);
     }
+    /* The worker's memory map as the dump ends: RSS and where it lies, for
+     * the analysis to weigh the Ruby heap against. */
+    if(r->plan.cur < r->plan.n_steps && mdp_step_is_dump(r->plan.steps[r->plan.cur].kind) &&
+       reply->status == MEMDIAG__V1__STATUS__STATUS_OK)
+      (void)mdp_memmap_read(r->pid, &r->plan.steps[r->plan.cur].mem);
     mdp_run_dump_ended(r, reply->status == MEMDIAG__V1__STATUS__STATUS_TIMEOUT
                               ? "ended with a timeout"
                               : "was answered");

@@ -235,6 +235,41 @@ static void print_human(const mdp_analysis_result *res, size_t top)
   }
 }
 
+/* The worker's RSS when each dump ended, as the capture's manifest
+ * (capture.json in dir) recorded it: a step's "file" then its "memory". */
+static void manifest_rss(const char *dir, const char *const *paths, unsigned n, uint64_t *rss)
+{
+  char path[4096], *text;
+  snprintf(path, sizeof(path), "%s/capture.json", dir);
+  FILE *f = fopen(path, "r");
+  if(!f)
+    return;
+  text = malloc(1 << 20);
+  size_t len = text ? fread(text, 1, (1 << 20) - 1, f) : 0;
+  fclose(f);
+  if(!text)
+    return;
+  text[len] = '\0';
+  for(unsigned i = 0; i < n; i++) {
+    const char *base = strrchr(paths[i], '/');
+    base = base ? base + 1 : paths[i];
+    size_t bl = strlen(base);
+    if(bl > 4 && !strcmp(base + bl - 4, ".zst"))
+      bl -= 4;
+    char key[300];
+    snprintf(key, sizeof(key), "\"file\": \"%.*s", (int)bl, base);
+    const char *at = strstr(text, key);
+    if(!at)
+      continue;
+    const char *next = strstr(at, "{\"step\"");
+    static const char mkey[] = "\"memory\": {\"rss\": ";
+    const char *mem = strstr(at, mkey);
+    if(mem && (!next || mem < next))
+      rss[i] = strtoull(mem + sizeof(mkey) - 1, NULL, 10);
+  }
+  free(text);
+}
+
 static int parse_count(const char *s, uint64_t max, uint64_t *out)
 {
   char *end;
@@ -307,6 +342,7 @@ int mdctl_analyze(int argc, char **argv)
     n = nfound;
     for(unsigned i = 0; i < n; i++)
       paths[i] = found[i];
+    manifest_rss(given[0], paths, n, opts.rss);
   } else {
     for(unsigned i = 0; i < n; i++)
       paths[i] = given[i];

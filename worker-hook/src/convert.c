@@ -107,6 +107,7 @@ int mdh_request_from_wire(mdh_request *out, const Memdiag__V1__Request *in, uint
   case MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_STOP:
     out->op = MDH_OP_ALLOCATION_TRACE_STOP;
     out->shapes = in->allocation_trace_stop->shapes ? 1 : 0;
+    out->mode = mode_from_wire(in->allocation_trace_stop->mode);
     out->stream = in->allocation_trace_stop->has_stream && in->allocation_trace_stop->stream;
     out->stream_window =
         in->allocation_trace_stop->has_stream_window ? in->allocation_trace_stop->stream_window : 0;

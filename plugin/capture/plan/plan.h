@@ -43,6 +43,14 @@ typedef enum {
   MDP_SS_NOT_RUN, /* the plan ended before it (worker gone, limit, shutdown) */
 } mdp_step_status_t;
 
+/* A worker's memory map by kind when a dump step ended (memmap.h): Rss
+ * summed over its mappings, in bytes. */
+typedef struct mdp_memmap {
+  uint64_t rss, heap, anon, file, stack, other;
+  unsigned mappings;
+  int read; /* 0: not read (no dump step, or the worker was gone) */
+} mdp_memmap_t;
+
 typedef struct mdp_step {
   mdp_step_kind_t kind;
   mdp_step_status_t status;
@@ -52,6 +60,7 @@ typedef struct mdp_step {
   char note[192]; /* the worker's, or why a wait was as long as it was */
   uint64_t bytes, duration_us, pause_us;
   int64_t started_ms, finished_ms; /* unix ms; 0 = never */
+  mdp_memmap_t mem;                /* dump steps: the worker's map when it ended */
 } mdp_step_t;
 
 typedef struct mdp_plan_params {

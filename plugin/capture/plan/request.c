@@ -29,6 +29,8 @@ int mdp_request_build(mdp_request_t *out, const mdp_step_t *s, const mdp_request
     out->op.tp.path = out->path;
     out->op.tp.has_shapes = 1;
     out->op.tp.shapes = o->shapes;
+    out->op.tp.has_mode = 1; /* the dump after tracing stops, as DumpMode says */
+    out->op.tp.mode = (Memdiag__V1__DumpMode)o->dump_mode;
     req->op_case = MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_STOP;
     req->allocation_trace_stop = &out->op.tp;
     return 0;

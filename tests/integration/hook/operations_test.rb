@@ -61,6 +61,7 @@ class HookOperationsTest < Minitest::Test
     assert_equal File.join(@dumps, "before.json"), reply["path"]
     assert_heap_dump_has_class(reply["path"], "LeakyWidget")
     assert_equal File.size(reply["path"]), reply["bytes"]
+    assert_operator reply["pause_us"].to_i, :>, 0, "an inline dump holds the worker for its whole length"
 
     forked = @server.request(@conn, "memory_dump", path: "forked.json", mode: "fork")
     assert_equal "ok", forked["status"], forked["error"]
@@ -78,8 +79,12 @@ class HookOperationsTest < Minitest::Test
     assert_equal "refused", again["status"], "a second start is refused: tracing is already active"
 
     line = allocate_in_worker
-    reply = @server.request(@conn, "allocation_trace_stop", path: "traced.json")
+    # The dump after tracing stops honours the mode (DumpMode) and says how
+    # long the worker was held.
+    reply = @server.request(@conn, "allocation_trace_stop", path: "traced.json", mode: "fork")
     assert_equal "ok", reply["status"], reply["error"]
+    assert_equal "fork", reply["mode"]
+    assert_operator reply["pause_us"].to_i, :>, 0
     traced = heap_records(reply["path"]).select do |r|
       r["type"] == "OBJECT" && r["file"]&.end_with?("ops-worker.rb") && r["line"] == line
     end

@@ -147,7 +147,7 @@ static void send_request(client *c, char *spec)
     else if(!strcmp(kv, "shapes"))
       md.has_shapes = atp.has_shapes = 1, md.shapes = atp.shapes = parse_bool(eq);
     else if(!strcmp(kv, "mode"))
-      md.has_mode = 1, md.mode = parse_mode(eq);
+      md.has_mode = atp.has_mode = 1, md.mode = atp.mode = parse_mode(eq);
     else if(!strcmp(kv, "timeout"))
       r.has_timeout_ms = 1, r.timeout_ms = (uint32_t)strtoul(eq, NULL, 10);
     else if(!strcmp(kv, "payload"))

@@ -31,7 +31,9 @@ module Memdiag
           @fork_headroom_factor = fork_headroom_factor
         end
 
-        # Returns the reply fields: path, bytes, mode, pause_us (fork only), note.
+        # Returns the reply fields: path, bytes, mode, pause_us, note. pause_us is
+        # how long the application's threads were held: the fork call in fork
+        # mode, the whole dump inline (dump_all holds the GVL throughout).
         def write(target, shapes:, mode:, timeout_ms:)
           notes = []
           chosen, why = choose_mode(mode)
@@ -63,7 +65,9 @@ module Memdiag
               pause_us = result.pause_us
               fork_wall_us = result.fork_wall_us
             else
+              started = Clock.now_us
               write_heap(partial.io, shapes)
+              pause_us = Clock.now_us - started
             end
             [pause_us, fork_wall_us, partial.publish]
           rescue SystemCallError, IOError => e
