@@ -126,7 +126,8 @@ int mdp_analysis_holders(mdp_ctx *c, const mdp_analysis_own *own, uint32_t m)
     mdp_analysis_rec *r = &found.recs[i];
     r->b = r->k1 < MDP_G_ROOT_BASE && (c->g.flag[r->k1] & MDP_G_OLD);
   }
-  qsort(found.recs, found.n, sizeof(*found.recs), cmp_holder);
+  if(found.n) /* qsort of NULL, even for 0 elements, is undefined (UBSan) */
+    qsort(found.recs, found.n, sizeof(*found.recs), cmp_holder);
   size_t n = found.n < HOLDERS_MAX ? found.n : HOLDERS_MAX;
   res->holders = calloc(n ? n : 1, sizeof(*res->holders));
   rc = -ENOMEM;
