@@ -269,8 +269,8 @@ bool mdp_analyze_submit(const mdp_run *r, const mdp_capture_config_t *cfg)
   mdp_worker_info info;
   bool ok = false;
 
-  if(!cfg->analyze || !r->plan.finished || !r->plan.complete || dumps_taken(&r->plan) < 2 ||
-     atomic_load(&stopping))
+  if(!cfg->analyze || !mdp_plan_is_finished(&r->plan) || !r->plan.complete ||
+     dumps_taken(&r->plan) < 2 || atomic_load(&stopping))
     return false;
   job_t *j = calloc(1, sizeof(*j));
   if(!j)

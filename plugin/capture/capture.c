@@ -95,7 +95,7 @@ void mdp_capture_shutdown(void)
   was_ready = st->ready;
   while(was_ready && st->n_runs) {
     mdp_run *r = st->runs[st->n_runs - 1];
-    if(r->begun) {
+    if(r->stage == MDP_RUN_BEGUN) {
       mdp_actions_t acts = {.n = 0};
       mdp_plan_abort(&r->plan, mdp_run_now_ms(), "plugin shutdown", &acts);
       mdp_run_actions(r, &acts);
@@ -272,9 +272,9 @@ void mdp_capture_observe(const mdp_capture_worker_t *w, bool limit_reached)
   case MDP_LIMIT_IGNORE: break;
   case MDP_LIMIT_PLAN: {
     mdp_actions_t acts = {.n = 0};
-    if(r && r->opening)
+    if(r && r->stage == MDP_RUN_OPENING)
       r->limit_pending = true; /* told to the plan when it begins */
-    if(!r || !r->begun)
+    if(!r || r->stage != MDP_RUN_BEGUN)
       break;
     NOTICE("memdiag plugin: worker %s (pid %d) reached MemoryLimit during its "
            "capture: finishing the dump, then SIG%s",
@@ -288,7 +288,7 @@ void mdp_capture_observe(const mdp_capture_worker_t *w, bool limit_reached)
   case MDP_LIMIT_SIGNAL: {
     mdp_run tmp = {.conn = w->connection_id};
     mdp_run_identity(&tmp, w);
-    if(r && !r->begun)
+    if(r && r->stage != MDP_RUN_BEGUN)
       mdp_run_drop(r); /* its queued trigger is moot: the worker restarts */
     mdp_run_signal(&tmp, why);
     break;
@@ -304,7 +304,7 @@ void mdp_capture_worker_gone(uint64_t connection_id)
   if(!st->ready)
     goto out;
   mdp_run *r = mdp_run_find(connection_id);
-  if(r && r->begun) {
+  if(r && r->stage == MDP_RUN_BEGUN) {
     mdp_actions_t acts = {.n = 0};
     mdp_run_dump_ended(r, "was not answered: the worker exited");
     mdp_plan_worker_gone(&r->plan, mdp_run_now_ms(), &acts);
@@ -314,7 +314,7 @@ void mdp_capture_worker_gone(uint64_t connection_id)
   } else if(r) {
     /* An opening run's folder job finds it gone, and removes the folder. */
     INFO("memdiag plugin: worker %s (pid %d) left before its %s capture began", r->name,
-         (int)r->pid, r->opening ? "starting" : "queued");
+         (int)r->pid, r->stage == MDP_RUN_OPENING ? "starting" : "queued");
     mdp_run_drop(r);
   }
   mdp_sched_gone(&st->sched, connection_id);
@@ -327,8 +327,8 @@ out:
 
 static void describe_step(const mdp_run *r, char *buf, size_t len)
 {
-  if(!r->begun) {
-    snprintf(buf, len, r->opening ? "starting" : "queued");
+  if(r->stage != MDP_RUN_BEGUN) {
+    snprintf(buf, len, r->stage == MDP_RUN_OPENING ? "starting" : "queued");
     return;
   }
   const mdp_plan_t *p = &r->plan;
@@ -350,7 +350,7 @@ size_t mdp_capture_list(mdp_capture_info_t *out, size_t max)
     snprintf(o->reason, sizeof(o->reason), "%s", r->plan.reason);
     snprintf(o->directory, sizeof(o->directory), "%s", r->dir);
     describe_step(r, o->step, sizeof(o->step));
-    o->started_at = r->begun ? (uint64_t)(r->plan.started_ms / 1000) : 0;
+    o->started_at = r->stage == MDP_RUN_BEGUN ? (uint64_t)(r->plan.started_ms / 1000) : 0;
   }
   pthread_mutex_unlock(&st->lock);
   return n;
@@ -362,7 +362,7 @@ void mdp_capture_evidence(uint64_t connection_id, mdp_capture_evidence_t *out)
   pthread_mutex_lock(&st->lock);
   for(size_t i = 0; i < st->n_runs; i++) {
     const mdp_run *r = st->runs[i];
-    if(r->conn == connection_id && r->begun) {
+    if(r->conn == connection_id && r->stage == MDP_RUN_BEGUN) {
       out->kind = MDP_EVIDENCE_RUNNING;
       snprintf(out->directory, sizeof(out->directory), "%s", r->dir);
       out->dumps = mdp_run_dumps_taken(&r->plan);
@@ -405,7 +405,7 @@ void mdp_capture_plan_state(uint64_t connection_id, char *buf, size_t len)
   if(r) {
     char step[64];
     describe_step(r, step, sizeof(step));
-    snprintf(buf, len, r->begun ? "running: %s" : "%s", step);
+    snprintf(buf, len, r->stage == MDP_RUN_BEGUN ? "running: %s" : "%s", step);
   } else if(c && c->limit_seen && st->cfg.restart_after_capture) {
     snprintf(buf, len, "limit reached");
   } else if(st->ready && cooled(c, connection_id)) {

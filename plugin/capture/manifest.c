@@ -139,9 +139,10 @@ void mdp_manifest_format(FILE *f, const mdp_manifest_info_t *in, const mdp_plan_
             plan->samples[i].value);
   key_opt(f, "]},\n  \"plan\": ", in->plan_text);
   key_time(f, ",\n  \"started\": ", plan->started_ms);
-  key_time(f, ",\n  \"finished\": ", plan->finished ? plan->finished_ms : 0);
-  key_opt(f, ",\n  \"end\": ", plan->finished ? plan->end : NULL);
-  fprintf(f, ",\n  \"complete\": %s,\n", plan->finished && plan->complete ? "true" : "false");
+  key_time(f, ",\n  \"finished\": ", mdp_plan_is_finished(plan) ? plan->finished_ms : 0);
+  key_opt(f, ",\n  \"end\": ", mdp_plan_is_finished(plan) ? plan->end : NULL);
+  fprintf(f, ",\n  \"complete\": %s,\n",
+          mdp_plan_is_finished(plan) && plan->complete ? "true" : "false");
   fputs("  \"restart\": ", f);
   if(in->restart_signal) {
     char num[16];
@@ -183,7 +184,7 @@ int mdp_manifest_write(const char *dir, const mdp_manifest_info_t *info, const m
   mdp_capfs_manifest_writer w = {
       .fill = fill_manifest,
       .arg = &m,
-      .stage = plan->finished ? MDP_CAPFS_FINISHED : MDP_CAPFS_RUNNING,
+      .stage = mdp_plan_is_finished(plan) ? MDP_CAPFS_FINISHED : MDP_CAPFS_RUNNING,
   };
   return mdp_capfs_write_manifest(dir, &w);
 }

@@ -34,7 +34,7 @@ typedef struct mdp_manifest_info {
 } mdp_manifest_info_t;
 
 /* Write dir/capture.json (dir a capture folder of the open
- * CaptureDirectory) through the store; when plan->finished, the capture is
+ * CaptureDirectory) through the store; when the plan is finished, the capture is
  * released. Returns 0 or a negative errno. */
 int mdp_manifest_write(const char *dir, const mdp_manifest_info_t *info, const mdp_plan_t *plan);
 

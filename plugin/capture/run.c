@@ -64,6 +64,32 @@ mdp_run *mdp_run_find(uint64_t conn)
   return NULL;
 }
 
+static const char *stage_name(mdp_run_stage_t st)
+{
+  switch(st) {
+  case MDP_RUN_QUEUED: return "queued";
+  case MDP_RUN_OPENING: return "opening";
+  case MDP_RUN_BEGUN: return "begun";
+  }
+  return "unknown";
+}
+
+bool mdp_run_to(mdp_run *r, mdp_run_stage_t to)
+{
+  bool ok = (r->stage == MDP_RUN_QUEUED && to == MDP_RUN_OPENING) ||
+            (r->stage == MDP_RUN_OPENING && to == MDP_RUN_BEGUN);
+  if(!ok) {
+    ERROR("memdiag plugin: bug: the capture of worker %s (connection %" PRIu64
+          ") cannot go from %s to %s",
+          r->name, r->conn, stage_name(r->stage), stage_name(to));
+    return false;
+  }
+  DEBUG("memdiag plugin: capture of connection %" PRIu64 ": %s -> %s", r->conn,
+        stage_name(r->stage), stage_name(to));
+  r->stage = to;
+  return true;
+}
+
 mdp_run *mdp_run_add(uint64_t conn)
 {
   mdp_capture_state *st = &mdp_capst;
@@ -198,7 +224,7 @@ void mdp_run_signal(mdp_run *r, const char *why)
 mdp_run *mdp_run_claim(uint64_t conn, uint64_t gen)
 {
   mdp_run *r = mdp_run_find(conn);
-  return r && r->gen == gen && r->begun ? r : NULL;
+  return r && r->gen == gen && r->stage == MDP_RUN_BEGUN ? r : NULL;
 }
 
 static mdp_run *claim(const token_t *t) { return mdp_run_claim(t->conn, t->gen); }
@@ -522,7 +548,7 @@ static mdp_capture_outcome on_folder(uint64_t conn, uint64_t gen, mdp_run_folder
 
   pthread_mutex_lock(&mdp_capst.lock);
   mdp_run *r = mdp_capst.ready ? mdp_run_find(conn) : NULL;
-  if(r && r->gen == gen && r->opening) {
+  if(r && r->gen == gen && r->stage == MDP_RUN_OPENING) {
     rc = mdp_run_opened(r, f);
   } else {
     md_seterr(f->err, sizeof(f->err), "%s before its capture folder was made",
@@ -540,7 +566,7 @@ int mdp_run_begin(mdp_run *r, mdp_capture_started_fn cb, void *arg, char *err, s
 {
   int rc = mdp_run_open_folder(r, &mdp_capst.cfg, on_folder, cb, arg, err, errlen);
   if(rc == 0) {
-    r->opening = true;
+    mdp_run_to(r, MDP_RUN_OPENING);
     return 0;
   }
   not_begun(r, false, err);
@@ -551,7 +577,6 @@ mdp_capture_outcome mdp_run_opened(mdp_run *r, mdp_run_folder *f)
 {
   mdp_actions_t acts = {.n = 0};
 
-  r->opening = false;
   if(f->rc) {
     not_begun(r, f->outside, f->err);
     mdp_run_pump(); /* its slot is free */
@@ -562,13 +587,13 @@ mdp_capture_outcome mdp_run_opened(mdp_run *r, mdp_run_folder *f)
   f->dir_fd = -1;
   r->streams = f->streams;
   r->plan.p.streamed = r->streams; /* for the space check */
-  r->begun = true;
+  mdp_run_to(r, MDP_RUN_BEGUN);
   mdp_capst.counters.started++;
   INFO("memdiag plugin: capturing worker %s (pid %d, connection %" PRIu64 ") into %s%s", r->name,
        (int)r->pid, r->conn, r->dir, r->streams ? " (streamed through the plugin)" : "");
   mdp_plan_begin(&r->plan, mdp_run_now_ms(), &acts);
   mdp_run_actions(r, &acts);
-  if(r->limit_pending && !r->plan.finished) {
+  if(r->limit_pending && !mdp_plan_is_finished(&r->plan)) {
     mdp_actions_t more = {.n = 0};
     mdp_plan_limit(&r->plan, mdp_run_now_ms(), &more);
     mdp_run_actions(r, &more);
@@ -579,7 +604,7 @@ mdp_capture_outcome mdp_run_opened(mdp_run *r, mdp_run_folder *f)
 
 void mdp_run_settle(mdp_run *r)
 {
-  if(!r->plan.finished)
+  if(!mdp_plan_is_finished(&r->plan))
     return;
   mdp_sched_finished(&mdp_capst.sched, r->conn, mdp_run_dump_taken(&r->plan));
   mdp_run_drop(r);

@@ -34,11 +34,21 @@
 #include "capture/plan/plan.h"
 #include "capture/plan/sched.h"
 
+/* A run's stage, changed by mdp_run_to only: QUEUED (behind
+ * CaptureConcurrency, or granted and not yet asked for its folder) ->
+ * OPENING (its folder is being made on the fs thread) -> BEGUN (the plan
+ * runs). A run that will not begin is dropped from the stage it is in. */
+typedef enum mdp_run_stage {
+  MDP_RUN_QUEUED,
+  MDP_RUN_OPENING,
+  MDP_RUN_BEGUN,
+} mdp_run_stage_t;
+
 /* One plan, queued or running, for one connection. */
 typedef struct mdp_run {
   uint64_t conn;
-  uint64_t gen; /* tells this run's callbacks from a former run's */
-  bool begun;
+  uint64_t gen;          /* tells this run's callbacks from a former run's */
+  mdp_run_stage_t stage; /* changed by mdp_run_to only */
   bool manual;
   char name[128];
   pid_t pid;
@@ -53,7 +63,6 @@ typedef struct mdp_run {
   int64_t dump_sent_ms;
   uint32_t dump_told_ms;
   char restart_wait[240];
-  bool opening;       /* its folder is being made on the fs thread */
   bool limit_pending; /* MemoryLimit reached while opening: the plan is told once begun */
   bool limit_signal;  /* a MemoryLimit dump: signal even if no folder can be made */
   int dir_fd;         /* its folder once made, else -1 (the run's) */
@@ -88,6 +97,11 @@ extern mdp_capture_state mdp_capst;
 
 int64_t mdp_run_now_ms(void); /* wall clock, as manifests record it */
 mdp_plan_params_t mdp_run_params(void);
+
+/* The one place a run's stage changes: true when `to` follows the current
+ * stage (QUEUED -> OPENING -> BEGUN); otherwise the stage stays, the
+ * refusal is logged as a bug, and false is returned. */
+bool mdp_run_to(mdp_run *r, mdp_run_stage_t to);
 
 mdp_run *mdp_run_find(uint64_t conn);
 mdp_run *mdp_run_add(uint64_t conn); /* NULL when out of memory */

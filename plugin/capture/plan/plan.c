@@ -51,6 +51,36 @@ size_t mdp_step_plain_len(const mdp_step_t *s)
   return n > 4 && !strcmp(s->file + n - 4, ".zst") ? n - 4 : n;
 }
 
+const char *mdp_plan_state_name(mdp_plan_state_t st)
+{
+  switch(st) {
+  case MDP_PLAN_READY: return "ready";
+  case MDP_PLAN_WAITING_SPACE: return "waiting for space";
+  case MDP_PLAN_IN_FLIGHT: return "in flight";
+  case MDP_PLAN_WAITING_TIMER: return "waiting for a timer";
+  case MDP_PLAN_FINISHED: return "finished";
+  }
+  return "unknown";
+}
+
+bool mdp_plan_to(mdp_plan_t *plan, mdp_plan_state_t to)
+{
+  mdp_plan_state_t from = plan->state;
+  /* READY -> a wait or FINISHED; a wait -> READY or FINISHED; none after
+   * FINISHED, and no stage follows itself. */
+  bool ok = from == MDP_PLAN_READY
+                ? to != MDP_PLAN_READY
+                : from != MDP_PLAN_FINISHED && (to == MDP_PLAN_READY || to == MDP_PLAN_FINISHED);
+  if(!ok) {
+    plan->refused++;
+    return false;
+  }
+  plan->state = to;
+  return true;
+}
+
+bool mdp_plan_is_finished(const mdp_plan_t *plan) { return plan->state == MDP_PLAN_FINISHED; }
+
 uint64_t mdp_plan_dump_need(const mdp_plan_params_t *p, uint64_t rss)
 {
   double raw = (double)rss * p->space_factor;
@@ -281,10 +311,9 @@ static void finish(mdp_plan_t *plan, int64_t now_ms, const char *end, mdp_action
   for(size_t i = 0; i < plan->n_steps; i++)
     if(plan->steps[i].status != MDP_SS_OK)
       bad++;
-  plan->finished = true;
+  mdp_plan_to(plan, MDP_PLAN_FINISHED);
   plan->finished_ms = now_ms;
   plan->complete = bad == 0;
-  plan->in_flight = plan->waiting_space = plan->waiting_timer = false;
   snprintf(plan->end, sizeof(plan->end), "%s", end);
   manifest(out);
   if(plan->complete)
@@ -302,7 +331,7 @@ static void send_step(mdp_plan_t *plan, int64_t now_ms, mdp_actions_t *out)
   mdp_step_t *s = &plan->steps[plan->cur];
   s->status = MDP_SS_RUNNING;
   s->started_ms = now_ms;
-  plan->in_flight = true;
+  mdp_plan_to(plan, MDP_PLAN_IN_FLIGHT);
   mdp_action_t *a = emit(out, MDP_ACT_SEND);
   if(a)
     a->step = plan->cur;
@@ -428,7 +457,7 @@ static uint64_t wait_ms(mdp_plan_t *plan, int64_t now_ms)
 
 static void advance(mdp_plan_t *plan, int64_t now_ms, mdp_actions_t *out)
 {
-  while(!plan->finished) {
+  while(plan->state == MDP_PLAN_READY) {
     if(plan->cur >= plan->n_steps) {
       if(plan->restart_pending) {
         emit(out, MDP_ACT_SIGNAL);
@@ -443,7 +472,7 @@ static void advance(mdp_plan_t *plan, int64_t now_ms, mdp_actions_t *out)
     case MDP_STEP_WAIT: {
       s->status = MDP_SS_RUNNING;
       s->started_ms = now_ms;
-      plan->waiting_timer = true;
+      mdp_plan_to(plan, MDP_PLAN_WAITING_TIMER);
       mdp_action_t *a = emit(out, MDP_ACT_TIMER);
       if(a) {
         a->ms = wait_ms(plan, now_ms);
@@ -456,7 +485,7 @@ static void advance(mdp_plan_t *plan, int64_t now_ms, mdp_actions_t *out)
         s->kind = MDP_STEP_DUMP; /* trace_start failed: a plain dump instead */
       /* fall through */
     case MDP_STEP_DUMP: {
-      plan->waiting_space = true;
+      mdp_plan_to(plan, MDP_PLAN_WAITING_SPACE);
       mdp_action_t *a = emit(out, MDP_ACT_CHECK_SPACE);
       if(a) {
         a->step = plan->cur;
@@ -501,9 +530,9 @@ static void fmt_bytes(uint64_t v, char *buf, size_t len)
 void mdp_plan_space(mdp_plan_t *plan, int64_t now_ms, uint64_t avail, uint64_t used,
                     mdp_actions_t *out)
 {
-  if(plan->finished || !plan->waiting_space)
+  if(plan->state != MDP_PLAN_WAITING_SPACE)
     return;
-  plan->waiting_space = false;
+  mdp_plan_to(plan, MDP_PLAN_READY);
   uint64_t need = mdp_plan_dump_need(&plan->p, plan->rss);
   char why[256], b1[16], b2[16], b3[16], b4[16], zstd[64] = "";
 
@@ -542,10 +571,10 @@ static void end_gone(mdp_plan_t *plan, int64_t now_ms, const char *end, mdp_acti
 
 void mdp_plan_reply(mdp_plan_t *plan, int64_t now_ms, const mdp_reply_t *r, mdp_actions_t *out)
 {
-  if(plan->finished || !plan->in_flight)
+  if(plan->state != MDP_PLAN_IN_FLIGHT)
     return;
   mdp_step_t *s = &plan->steps[plan->cur];
-  plan->in_flight = false;
+  mdp_plan_to(plan, MDP_PLAN_READY);
   s->finished_ms = now_ms;
   s->bytes = r->bytes;
   s->duration_us = r->duration_us;
@@ -588,10 +617,10 @@ void mdp_plan_reply(mdp_plan_t *plan, int64_t now_ms, const mdp_reply_t *r, mdp_
 
 void mdp_plan_timer(mdp_plan_t *plan, int64_t now_ms, uint64_t timer_id, mdp_actions_t *out)
 {
-  if(plan->finished || !plan->waiting_timer || timer_id != plan->timer_id)
+  if(plan->state != MDP_PLAN_WAITING_TIMER || timer_id != plan->timer_id)
     return;
   mdp_step_t *s = &plan->steps[plan->cur];
-  plan->waiting_timer = false;
+  mdp_plan_to(plan, MDP_PLAN_READY);
   s->status = MDP_SS_OK;
   s->finished_ms = now_ms;
   manifest(out);
@@ -600,17 +629,17 @@ void mdp_plan_timer(mdp_plan_t *plan, int64_t now_ms, uint64_t timer_id, mdp_act
 
 void mdp_plan_limit(mdp_plan_t *plan, int64_t now_ms, mdp_actions_t *out)
 {
-  if(plan->finished || plan->restart_pending)
+  if(plan->state == MDP_PLAN_FINISHED || plan->restart_pending)
     return;
   plan->restart_pending = true;
   plan->limit_ms = now_ms;
   /* A request in flight (or a dump waiting for its space check) finishes
    * first; its completion enters the final phase. A wait is cut short. */
-  if(plan->in_flight || plan->waiting_space)
+  if(plan->state == MDP_PLAN_IN_FLIGHT || plan->state == MDP_PLAN_WAITING_SPACE)
     return;
-  if(plan->waiting_timer) {
+  if(plan->state == MDP_PLAN_WAITING_TIMER) {
     mdp_step_t *s = &plan->steps[plan->cur];
-    plan->waiting_timer = false;
+    mdp_plan_to(plan, MDP_PLAN_READY);
     plan->timer_id++;
     s->status = MDP_SS_OK;
     s->finished_ms = now_ms;
@@ -624,9 +653,9 @@ void mdp_plan_limit(mdp_plan_t *plan, int64_t now_ms, mdp_actions_t *out)
 
 void mdp_plan_worker_gone(mdp_plan_t *plan, int64_t now_ms, mdp_actions_t *out)
 {
-  if(plan->finished)
+  if(plan->state == MDP_PLAN_FINISHED)
     return;
-  if(plan->in_flight) {
+  if(plan->state == MDP_PLAN_IN_FLIGHT) {
     mdp_step_t *s = &plan->steps[plan->cur];
     s->status = MDP_SS_ERROR;
     s->finished_ms = now_ms;
@@ -638,7 +667,7 @@ void mdp_plan_worker_gone(mdp_plan_t *plan, int64_t now_ms, mdp_actions_t *out)
 
 void mdp_plan_abort(mdp_plan_t *plan, int64_t now_ms, const char *why, mdp_actions_t *out)
 {
-  if(plan->finished)
+  if(plan->state == MDP_PLAN_FINISHED)
     return;
   end_gone(plan, now_ms, why, out);
 }

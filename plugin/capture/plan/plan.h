@@ -78,6 +78,19 @@ typedef struct mdp_plan_sample {
   uint64_t value;
 } mdp_plan_sample_t;
 
+/* A plan's stage: exactly one at a time, changed only through mdp_plan_to.
+ * READY: not begun, or between two steps (only inside the handling of an
+ * event). A wait ends in READY (its answer came: move on) or in FINISHED
+ * (the worker went, the plan was aborted); READY goes to any wait or to
+ * FINISHED; FINISHED is final. */
+typedef enum mdp_plan_state {
+  MDP_PLAN_READY,
+  MDP_PLAN_WAITING_SPACE, /* a dump waits for its space check (MDP_ACT_CHECK_SPACE) */
+  MDP_PLAN_IN_FLIGHT,     /* a step's request waits for the worker's reply */
+  MDP_PLAN_WAITING_TIMER, /* a wait step waits for its timer */
+  MDP_PLAN_FINISHED,      /* over; .complete says how */
+} mdp_plan_state_t;
+
 typedef struct mdp_plan {
   mdp_plan_params_t p;
   mdp_step_t steps[MDP_PLAN_STEPS_MAX];
@@ -86,8 +99,9 @@ typedef struct mdp_plan {
   unsigned dumps; /* heap-N numbering */
   unsigned gc_files, sched_files, thread_files;
   bool tracing, gc_active, dump_ok, restart_pending, final_added;
-  bool waiting_space, in_flight, waiting_timer;
-  bool finished, complete;
+  mdp_plan_state_t state; /* changed by mdp_plan_to only */
+  unsigned refused;       /* changes mdp_plan_to refused (a bug: 0 in every test) */
+  bool complete;
   uint64_t timer_id;    /* stale timers are ignored */
   uint64_t rss;         /* latest, for the space check */
   uint64_t trigger_rss; /* when the plan was asked for */
@@ -144,6 +158,14 @@ typedef struct mdp_reply {
   const char *note;  /* may be NULL */
   uint64_t bytes, duration_us, pause_us;
 } mdp_reply_t;
+
+/* The one place a plan's stage changes. Returns true when `to` may follow
+ * the current stage (see mdp_plan_state_t) and is now the stage; otherwise
+ * the stage stays, plan->refused counts the refusal and false is returned.
+ * Called by the event functions below; outside plan.c only by tests. */
+bool mdp_plan_to(mdp_plan_t *plan, mdp_plan_state_t to);
+bool mdp_plan_is_finished(const mdp_plan_t *plan);
+const char *mdp_plan_state_name(mdp_plan_state_t st);
 
 /* Parse a Plan string ("trace_start dump gc_start wait ..."). Returns 0, or
  * -EINVAL with a message naming the bad word or unpaired step. */

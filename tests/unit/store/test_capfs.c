@@ -105,7 +105,7 @@ static void make_plan(mdp_plan_t *plan, bool finish)
   plan->steps[1].status = MDP_SS_ERROR;
   snprintf(plan->steps[1].error, sizeof(plan->steps[1].error), "error: C:\\path \"x\"\ttab");
   if(finish) {
-    plan->finished = true;
+    plan->state = MDP_PLAN_FINISHED;
     plan->finished_ms = T0 + 5000;
     snprintf(plan->end, sizeof(plan->end), "worker gone");
   }

@@ -42,6 +42,8 @@ static void logf_(world_t *w, const char *fmt, const char *a)
 
 static void run(world_t *w, const mdp_actions_t *acts)
 {
+  /* every change of stage the plan made so far was a legal one */
+  assert_int_equal(w->plan.refused, 0);
   for(size_t i = 0; i < acts->n; i++) {
     const mdp_action_t *a = &acts->a[i];
     mdp_actions_t more = {.n = 0};
@@ -83,7 +85,7 @@ static void run(world_t *w, const mdp_actions_t *acts)
     case MDP_ACT_SIGNAL:
       /* Restart ordering: nothing may be in flight when the signal goes. */
       assert_false(w->send_pending);
-      assert_false(w->plan.in_flight);
+      assert_int_not_equal(w->plan.state, MDP_PLAN_IN_FLIGHT);
       logf_(w, "%s", "signal ");
       w->signalled = true;
       break;
@@ -573,6 +575,57 @@ static void parse_errors(void **state)
   assert_int_equal(n, 3);
 }
 
+/* The stage changes only along the machine's edges: a change it does not
+ * allow is refused, counted, and leaves the stage as it was. */
+static void illegal_transitions_are_refused(void **state)
+{
+  (void)state;
+  mdp_plan_t p;
+  memset(&p, 0, sizeof(p));
+  assert_int_equal(p.state, MDP_PLAN_READY);
+  assert_false(mdp_plan_to(&p, MDP_PLAN_READY)); /* no stage follows itself */
+  assert_true(mdp_plan_to(&p, MDP_PLAN_IN_FLIGHT));
+  /* a request in flight cannot start waiting for a timer or space */
+  assert_false(mdp_plan_to(&p, MDP_PLAN_WAITING_TIMER));
+  assert_false(mdp_plan_to(&p, MDP_PLAN_WAITING_SPACE));
+  assert_int_equal(p.state, MDP_PLAN_IN_FLIGHT);
+  assert_int_equal(p.refused, 3);
+  assert_true(mdp_plan_to(&p, MDP_PLAN_READY));
+  assert_true(mdp_plan_to(&p, MDP_PLAN_WAITING_SPACE));
+  assert_true(mdp_plan_to(&p, MDP_PLAN_FINISHED));
+  assert_true(mdp_plan_is_finished(&p));
+  /* FINISHED is final */
+  assert_false(mdp_plan_to(&p, MDP_PLAN_READY));
+  assert_false(mdp_plan_to(&p, MDP_PLAN_IN_FLIGHT));
+  assert_int_equal(p.state, MDP_PLAN_FINISHED);
+  assert_int_equal(p.refused, 5);
+  assert_string_equal(mdp_plan_state_name(p.state), "finished");
+}
+
+/* A finished plan ignores every later event: no action, same stage. */
+static void finished_plan_ignores_events(void **state)
+{
+  (void)state;
+  world_t w;
+  setup_world(&w, "dump", false);
+  mdp_actions_t acts = {.n = 0};
+  mdp_plan_begin(&w.plan, w.now, &acts);
+  run(&w, &acts);
+  assert_int_equal(w.plan.state, MDP_PLAN_IN_FLIGHT);
+  acts.n = 0;
+  mdp_plan_abort(&w.plan, w.now, "shutdown", &acts);
+  assert_true(mdp_plan_is_finished(&w.plan));
+  acts.n = 0;
+  mdp_reply_t r = {.status = MDP_REPLY_OK};
+  mdp_plan_reply(&w.plan, w.now, &r, &acts);
+  mdp_plan_timer(&w.plan, w.now, w.plan.timer_id, &acts);
+  mdp_plan_space(&w.plan, w.now, GiB, 0, &acts);
+  mdp_plan_worker_gone(&w.plan, w.now, &acts);
+  assert_int_equal(acts.n, 0);
+  assert_int_equal(w.plan.state, MDP_PLAN_FINISHED);
+  assert_int_equal(w.plan.refused, 0);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -599,6 +652,8 @@ int main(void)
       cmocka_unit_test(fit_leaves_waits_when_time_allows),
       cmocka_unit_test(fit_second_wait_absorbs_slow_dumps),
       cmocka_unit_test(fit_note_survives_limit),
+      cmocka_unit_test(illegal_transitions_are_refused),
+      cmocka_unit_test(finished_plan_ignores_events),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -54,7 +54,7 @@ static const mdp_step_t *one_dump(mdp_plan_t *plan, const mdp_plan_params_t *p, 
   mdp_plan_init(plan, p, &kind, 1, "test", NULL, 0, rss);
   acts->n = 0;
   mdp_plan_begin(plan, 0, acts);
-  assert_true(plan->waiting_space);
+  assert_int_equal(plan->state, MDP_PLAN_WAITING_SPACE);
   assert_int_equal(acts->a[acts->n - 1].kind, MDP_ACT_CHECK_SPACE);
   assert_int_equal(acts->a[acts->n - 1].bytes, mdp_plan_dump_need(p, rss));
   acts->n = 0;
