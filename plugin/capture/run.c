@@ -463,6 +463,19 @@ static void remember_finished(const mdp_run *r, bool complete)
   mdp_capst.finished_conn[k] = r->conn;
 }
 
+/* The plan has handled its whole event before its actions run, so every
+ * manifest of one batch shows the plan's final state: one written before
+ * the batch's signal would say the plan ended and not that the worker was
+ * signalled, and could be the file a reader finds after the worker got
+ * the signal (the fs thread writes later). The signal writes it instead. */
+static bool signal_follows(const mdp_actions_t *acts, size_t i)
+{
+  for(size_t k = i + 1; k < acts->n; k++)
+    if(acts->a[k].kind == MDP_ACT_SIGNAL)
+      return true;
+  return false;
+}
+
 void mdp_run_actions(mdp_run *r, const mdp_actions_t *acts)
 {
   for(size_t i = 0; i < acts->n; i++) {
@@ -477,7 +490,10 @@ void mdp_run_actions(mdp_run *r, const mdp_actions_t *acts)
         mdp_run_actions(r, &more);
       }
       break;
-    case MDP_ACT_MANIFEST: mdp_run_write_manifest(r, &mdp_capst.cfg); break;
+    case MDP_ACT_MANIFEST:
+      if(!signal_follows(acts, i))
+        mdp_run_write_manifest(r, &mdp_capst.cfg);
+      break;
     case MDP_ACT_NOTIFY:
       /* A completed capture is analysed first; the analysis sends the OKAY
        * notification, naming the suspect. */
