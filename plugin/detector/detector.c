@@ -566,8 +566,8 @@ int mdp_detector_feed(mdp_detector *d, double t, uint64_t value, mdp_decision *o
   int sclosed =
       d->sbucket_len > 0 && ring_advance(d->sring, SRING, &d->shead, &d->sfilled, &d->snbucket,
                                          bucket_index(t - d->origin, d->sbucket_len), NULL);
-  if(d->cbucket_len > 0)
-    mdp_detector_course_advance(d, bucket_index(t - d->origin, d->cbucket_len));
+  int cclosed = d->cbucket_len > 0 &&
+                mdp_detector_course_advance(d, bucket_index(t - d->origin, d->cbucket_len));
   add_sample(d, t, value);
 
   if(d->state != MDP_DETECTOR_FIRED) {
@@ -581,6 +581,15 @@ int mdp_detector_feed(mdp_detector *d, double t, uint64_t value, mdp_decision *o
        * rule's streak and slope stay current. */
       if(evaluate_short(d, t, &sev) && !fire) {
         ev = sev;
+        fire = 1;
+      }
+    }
+    if(cclosed) {
+      mdp_decision cev;
+      /* A fast leak from start-up, before the short window has filled or
+       * confirmed it: its course alone (detector_course.c). */
+      if(mdp_detector_course_early(d, t, &cev) && !fire) {
+        ev = cev;
         fire = 1;
       }
     }

@@ -165,8 +165,9 @@ typedef struct {
   mdp_detector_point cring[MDP_DETECTOR_COURSE_BUCKETS + 1];
   unsigned chead, cfilled;
   uint64_t cnbucket;
-  double splateau; /* the plateau the last urgent evaluation's course
-                      levels off at, bytes; 0 if none */
+  double splateau;  /* the plateau the last urgent evaluation's course
+                       levels off at, bytes; 0 if none */
+  unsigned cstreak; /* consecutive early course evaluations that passed */
 } mdp_detector;
 
 /* Starts a detector with a copy of cfg. One detector per series: per

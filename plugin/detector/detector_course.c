@@ -11,16 +11,34 @@
 #include "course.h"
 #include "detector_internal.h"
 
-#define CB    MDP_DETECTOR_COURSE_BUCKETS
-#define CRING (MDP_DETECTOR_COURSE_BUCKETS + 1)
+#define CB      MDP_DETECTOR_COURSE_BUCKETS
+#define CRING   (MDP_DETECTOR_COURSE_BUCKETS + 1)
+#define NB_LONG MDP_DETECTOR_BUCKETS
 
 _Static_assert(CB <= MDP_COURSE_MAX_POINTS, "the course fit must hold the ring");
 
 /* Buckets per ShortWindow (1 min at the default; the ring spans twice
  * ShortWindow). */
-#define PER_WINDOW 20
+#define PER_WINDOW    20
 /* Closed buckets the course needs before it can say anything. */
-#define COURSE_MIN 6
+#define COURSE_MIN    6
+/* The early path (mdp_detector_course_early): at least EARLY_MIN closed
+ * buckets (8 min at the default); the course reaches the limit within
+ * NEAR_SHARE of Horizon (1 h at the default); the envelope has grown, since
+ * the lowest level seen, by URGENCY_SHARE of the room left (a steady leak
+ * that reaches the limit T after it starts fires about T/5 after it
+ * starts); no single rise between two buckets is more than STEP_SHARE of
+ * the rise (growth, not a step); every course that levels off below where
+ * near-limit would fire is ruled out (99 %); and CONFIRM evaluations in a
+ * row agree. */
+#define EARLY_MIN     8
+#define NEAR_SHARE    (1.0 / 6)
+#define URGENCY_SHARE 0.25
+#define STEP_SHARE    0.4
+#define CONFIRM       2
+#define MIB           (1024.0 * 1024.0)
+#define MIN_RISE      (2.0 * MIB)
+#define RISE_SCATTER  4.0
 
 void mdp_detector_course_init(mdp_detector *d)
 {
@@ -91,4 +109,113 @@ int mdp_detector_course_levels_off(const mdp_detector *d, double t, double level
           course.c / 1048576, level / 1048576, reach, mdp_course_ruled_out(&course));
 #endif
   return reach < 0 || reach * d->cbucket_len > within;
+}
+
+/* Median max - min of the closed buckets of the course ring, less what a
+ * trend of `slope` bytes per bucket adds within one. */
+static double course_excursion(const mdp_detector *d, unsigned m, double slope)
+{
+  double spread[CB];
+  unsigned n = 0;
+  for(unsigned k = 0; k < m; k++) {
+    const mdp_detector_point *b = &d->cring[(d->chead + CRING - m + k) % CRING];
+    if(b->count)
+      spread[n++] = (double)(b->max - b->min);
+  }
+  if(n < 3)
+    return 0;
+  for(unsigned i = 1; i < n; i++)
+    for(unsigned j = i; j > 0 && spread[j - 1] > spread[j]; j--) {
+      double x = spread[j];
+      spread[j] = spread[j - 1];
+      spread[j - 1] = x;
+    }
+  double e = spread[n / 2] - fabs(slope);
+  return e > 0 ? e : 0;
+}
+
+static int early_fail(mdp_detector *d)
+{
+  d->cstreak = 0;
+  return 0;
+}
+
+int mdp_detector_course_early(mdp_detector *d, double t, mdp_decision *ev)
+{
+  const mdp_detector_config *c = &d->cfg;
+  double y[CB];
+  unsigned char have[CB];
+  mdp_course course;
+  unsigned m = d->cfilled ? d->cfilled - 1 : 0;
+
+  memset(ev, 0, sizeof(*ev));
+  ev->time_to_limit = -1;
+  /* Only while no held level exists to tell new growth from a climb back
+   * (the long ring has not filled: the episode's first GrowthWindow). */
+  if(!c->memory_limit || d->cbucket_len <= 0 || m < EARLY_MIN || d->filled > NB_LONG)
+    return early_fail(d);
+  if(m > CB)
+    m = CB;
+  double lo = -1, first = -1, last = -1, jump = 0, prev = -1;
+  for(unsigned k = 0; k < m; k++) {
+    const mdp_detector_point *b = &d->cring[(d->chead + CRING - m + k) % CRING];
+    have[k] = b->count > 0;
+    y[k] = (double)b->min;
+    if(!have[k])
+      continue;
+    if(lo < 0 || y[k] < lo)
+      lo = y[k];
+    if(first < 0)
+      first = y[k];
+    last = y[k];
+    if(prev >= 0 && y[k] - prev > jump)
+      jump = y[k] - prev;
+    prev = y[k];
+  }
+  /* Most series are nowhere near: skip the fit unless the raw minima have
+   * grown by half the share of the room the rule asks for. */
+  if(last - lo < URGENCY_SHARE / 2 * ((double)c->memory_limit - last) || last - first < MIN_RISE)
+    return early_fail(d);
+  double exc = course_excursion(d, m, (last - first) / m);
+  double level = (double)c->memory_limit - exc;
+  double settle =
+      (c->near_limit > 0 && c->near_limit < 1 ? c->near_limit : 1) * (double)c->memory_limit - exc;
+  mdp_course_fit(y, have, m, settle, &course);
+  if(course.kind == MDP_COURSE_NONE)
+    return early_fail(d);
+
+  double len = d->cbucket_len;
+  double x_now = (t - d->origin) / len - (double)(d->cnbucket - m);
+  double envelope = mdp_course_at(&course, x_now);
+  double slope = mdp_course_slope(&course, x_now) / len;
+  double rise = envelope - mdp_course_at(&course, course.first);
+  double room = level - envelope;
+  double reach = mdp_course_reach(&course, x_now, level);
+  double plateau = mdp_course_plateau(&course);
+
+  ev->time = t;
+  ev->envelope = envelope > 0 ? (uint64_t)envelope : 0;
+  ev->slope = slope;
+  ev->slope_recent = slope;
+  ev->slope_before = mdp_course_slope(&course, course.first) / len;
+  ev->window = (double)m * len;
+  ev->urgent = 1;
+  ev->plateau = plateau > 0 ? plateau : 0;
+  for(unsigned k = 0; k < m; k++)
+    ev->samples += d->cring[(d->chead + CRING - m + k) % CRING].count;
+  if(reach >= 0)
+    ev->time_to_limit = reach * len;
+
+  int growing = slope > 0 && reach >= 0 && ev->time_to_limit <= NEAR_SHARE * c->horizon &&
+                rise >= MIN_RISE && rise >= RISE_SCATTER * course.scatter &&
+                jump <= STEP_SHARE * rise && envelope - lo >= URGENCY_SHARE * room &&
+                mdp_course_ruled_out(&course) >= 1 &&
+                (c->min_growth_rate <= 0 || slope >= c->min_growth_rate);
+  if(!growing)
+    return early_fail(d);
+  /* The status line shows the growth from the first passing evaluation. */
+  d->sgrowing = 1;
+  d->sslope = slope;
+  d->seval = *ev;
+  return ++d->cstreak >= CONFIRM;
 }

@@ -19,4 +19,10 @@ void mdp_detector_course_add(mdp_detector *d, uint64_t v);
 int mdp_detector_course_levels_off(const mdp_detector *d, double t, double level, double within,
                                    double *plateau);
 
+/* The urgent rule's early path, in the first GrowthWindow of an episode
+ * (no held level to compare with yet): evaluated when a course bucket
+ * closes at t; fills ev and returns 1 when a fast leak's course alone fires
+ * (docs/detector.md, "The urgent rule"). */
+int mdp_detector_course_early(mdp_detector *d, double t, mdp_decision *ev);
+
 #endif

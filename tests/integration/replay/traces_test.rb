@@ -62,7 +62,7 @@ class ReplayTracesTest < Minitest::Test
     lines = replay("MemoryLimit=1G", "--summary", File.join(TRACES, "leak-fast-15mb-min.csv"))
     summary = lines.last
     assert_equal "sustained-growth", lines.first["reason"]
-    assert_equal 1200, lines.first["window_s"]
+    assert_operator lines.first["window_s"], :<=, 2400 # the urgent rule's course, not GrowthWindow
     assert_operator summary["lead_time_s"], :>=, 30 * 60
     puts format("# leak-fast-15mb-min: lead %d s", summary["lead_time_s"])
 
