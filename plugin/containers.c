@@ -16,8 +16,8 @@
 
 #define MiB(x) ((double)(x) / 1048576.0)
 
-static void dispatch(const mdp_cgroup *cg, const mdp_cgroup_stats *s, unsigned workers,
-                     uint64_t t, uint64_t interval)
+static void dispatch(const mdp_cgroup *cg, const mdp_cgroup_stats *s, unsigned workers, uint64_t t,
+                     uint64_t interval)
 {
   const char *in = mdp_cgroup_instance_of(cg);
 
@@ -92,16 +92,16 @@ static void trigger(mdp_worker *w, const mdp_cgroup *cg, const mdp_cgroup_stats 
                     const mdp_decision *d)
 {
   mdp_capture_sample_t samples[MDP_WORKER_HISTORY];
-  mdp_capture_worker_t cw = {.connection_id = w->id,
-                             .name = w->name,
-                             .pid = w->pid,
-                             .uid = w->uid,
-                             .gid = w->gid,
-                             .rss = w->history_n ? w->history_v[(w->history_head +
-                                                                 MDP_WORKER_HISTORY - 1) %
-                                                                MDP_WORKER_HISTORY]
-                                                 : 0,
-                             .time_left_s = d->time_to_limit == 0 ? 1 : d->time_to_limit};
+  mdp_capture_worker_t cw = {
+      .connection_id = w->id,
+      .name = w->name,
+      .pid = w->pid,
+      .uid = w->uid,
+      .gid = w->gid,
+      .rss = w->history_n
+                 ? w->history_v[(w->history_head + MDP_WORKER_HISTORY - 1) % MDP_WORKER_HISTORY]
+                 : 0,
+      .time_left_s = d->time_to_limit == 0 ? 1 : d->time_to_limit};
   char reason[512], err[256] = "";
   unsigned start = (w->history_head + MDP_WORKER_HISTORY - w->history_n) % MDP_WORKER_HISTORY;
   mdp_capture_outcome rc;

@@ -47,20 +47,22 @@ typedef struct mdp_capture_config {
   bool dump_shapes;                     /* DumpShapes (false for Reap) */
   double dump_space_factor;             /* DumpSpaceFactor: needed = RSS x factor */
   uint64_t keep_free;                   /* KeepFree: bytes left free after a dump */
-  uint64_t max_use;                     /* MaxUse: bytes for all captures; 0 = unbounded */
-  uint64_t interval_ms;                 /* CaptureInterval */
-  unsigned concurrency;                 /* CaptureConcurrency */
-  uint64_t cooldown_ms;                 /* CaptureCooldown, per worker name */
-  bool restart_after_capture;           /* RestartAfterCapture */
-  int restart_signal;                   /* RestartSignal */
-  uint32_t step_timeout_ms;             /* StepTimeout: 0 = the server's default per operation */
-  uint64_t restart_deadline_ms;         /* RestartDeadline: wait past a dump's timeout */
-  int dump_transfer;                    /* DumpTransfer: MDP_TRANSFER_* (plan/request.h) */
-  bool dump_compression;                /* DumpCompression: zstd (true) or none */
-  int dump_compression_level;           /* DumpCompressionLevel: zstd level, 1..19 */
-  bool analyze;                         /* Analyze: the retained set after each capture */
-  uint64_t analyze_max_memory;          /* AnalyzeMaxMemory: bytes; 0 = no cap */
-  mdp_ship_config_t command;            /* CaptureCommand* (capture/command.h) */
+  uint64_t
+      fork_margin;  /* ForkMargin: kept free beside a fork's copy-on-write in a limited cgroup */
+  uint64_t max_use; /* MaxUse: bytes for all captures; 0 = unbounded */
+  uint64_t interval_ms;         /* CaptureInterval */
+  unsigned concurrency;         /* CaptureConcurrency */
+  uint64_t cooldown_ms;         /* CaptureCooldown, per worker name */
+  bool restart_after_capture;   /* RestartAfterCapture */
+  int restart_signal;           /* RestartSignal */
+  uint32_t step_timeout_ms;     /* StepTimeout: 0 = the server's default per operation */
+  uint64_t restart_deadline_ms; /* RestartDeadline: wait past a dump's timeout */
+  int dump_transfer;            /* DumpTransfer: MDP_TRANSFER_* (plan/request.h) */
+  bool dump_compression;        /* DumpCompression: zstd (true) or none */
+  int dump_compression_level;   /* DumpCompressionLevel: zstd level, 1..19 */
+  bool analyze;                 /* Analyze: the retained set after each capture */
+  uint64_t analyze_max_memory;  /* AnalyzeMaxMemory: bytes; 0 = no cap */
+  mdp_ship_config_t command;    /* CaptureCommand* (capture/command.h) */
 } mdp_capture_config_t;
 
 /* Fill in every default (see docs/capture.md). */

@@ -26,6 +26,7 @@ void mdp_capture_config_init(mdp_capture_config_t *cfg)
   cfg->dump_shapes = true;
   cfg->dump_space_factor = 3.0;
   cfg->keep_free = 1024ull * 1024 * 1024;
+  cfg->fork_margin = 64ull * 1024 * 1024;
   cfg->max_use = 0;
   cfg->interval_ms = 60000;
   cfg->concurrency = 1;
@@ -147,6 +148,11 @@ static const mdp_key capture_keys[] = {
      .min = 0,
      .max = 100},
     {.name = "KeepFree", .kind = MDP_KEY_SIZE, AT(keep_free), .min = 0, .max = MDP_UNITS_NO_MAX},
+    {.name = "ForkMargin",
+     .kind = MDP_KEY_SIZE,
+     AT(fork_margin),
+     .min = 0,
+     .max = MDP_UNITS_NO_MAX},
     {.name = "MaxUse",
      .kind = MDP_KEY_SIZE,
      AT(max_use),

@@ -4,6 +4,7 @@
 #include "store/capfs.h"
 
 #include "md/text.h"
+#include "memdiag.pb-c.h"
 
 #include <inttypes.h>
 #include <signal.h>
@@ -125,6 +126,15 @@ static void write_step(FILE *f, const mdp_step_t *s)
   fputs("}", f);
 }
 
+static const char *dump_mode_name(int mode)
+{
+  switch(mode) {
+  case MEMDIAG__V1__DUMP_MODE__DUMP_MODE_FORK: return "fork";
+  case MEMDIAG__V1__DUMP_MODE__DUMP_MODE_AUTO: return "auto";
+  default: return "inline";
+  }
+}
+
 void mdp_manifest_format(FILE *f, const mdp_manifest_info_t *in, const mdp_plan_t *plan)
 {
   key_str(f, "{\n  \"format\": \"memdiag-capture/1\",\n  \"worker\": {\"name\": ", in->worker);
@@ -155,6 +165,13 @@ void mdp_manifest_format(FILE *f, const mdp_manifest_info_t *in, const mdp_plan_
   } else {
     fputs("null", f);
   }
+  /* How DumpMode auto chose: by the plugin for a worker in a
+   * memory-limited cgroup, else by the worker (its note in each dump step) */
+  fprintf(f, ",\n  \"dump_mode\": {\"configured\": \"%s\"", dump_mode_name(in->dump_mode));
+  key_str(f, ", \"chosen\": ", in->mode_chosen ? in->mode_chosen : dump_mode_name(in->dump_mode));
+  key_str(f, ", \"by\": ", in->mode_chosen ? "plugin" : "worker");
+  key_opt(f, ", \"reason\": ", in->mode_reason);
+  fputs("}", f);
   fputs(",\n  \"steps\": [\n", f);
   for(size_t i = 0; i < plan->n_steps; i++) {
     write_step(f, &plan->steps[i]);

@@ -31,6 +31,9 @@ typedef struct mdp_manifest_info {
   const char *signal_error; /* why it could not be sent, or NULL */
   const char *restart_wait; /* how a dump past its timeout ended before the signal, or NULL */
   const char *analysis;     /* JSON object: the capture's analysis, or NULL */
+  int dump_mode;            /* DumpMode configured: MEMDIAG__V1__DUMP_MODE__* */
+  const char *mode_chosen;  /* the plugin's choice for DumpMode auto, or NULL (the worker's) */
+  const char *mode_reason;  /* why, or NULL */
 } mdp_manifest_info_t;
 
 /* Write dir/capture.json (dir a capture folder of the open

@@ -377,6 +377,34 @@ static int send_stored(mdp_run *r, mdp_request_t *cr, const mdp_step_t *s, token
   return rc;
 }
 
+/* DumpMode auto for a worker in a memory-limited cgroup: the fork's
+ * copy-on-write pages would be charged to that cgroup, so the plugin
+ * decides from the cgroup's room now (workers/cgroup_parse.h) and says so
+ * in the manifest; elsewhere the worker decides from what it sees. */
+static int choose_mode(mdp_run *r)
+{
+  mdp_cgroup *cg = mdp_registry_cgroup(r->conn);
+  mdp_cgroup_stats st;
+  mdp_worker_info info;
+  uint64_t charge;
+  int mode = MEMDIAG__V1__DUMP_MODE__DUMP_MODE_AUTO;
+
+  if(!cg)
+    return mode;
+  if(mdp_cgroup_last(cg, &st) && st.limit != MDP_CGROUP_NO_LIMIT &&
+     mdp_cgroup_read_charge(cg, &charge) == 0 && mdp_registry_info(r->conn, &info) == 0) {
+    bool fork =
+        mdp_cgroup_fork_fits(mdp_cgroup_dir(cg), st.limit, charge, mdp_capst.cfg.fork_margin,
+                             info.rss, r->mode_reason, sizeof(r->mode_reason));
+    mode = fork ? MEMDIAG__V1__DUMP_MODE__DUMP_MODE_FORK : MEMDIAG__V1__DUMP_MODE__DUMP_MODE_INLINE;
+    snprintf(r->mode_chosen, sizeof(r->mode_chosen), "%s", fork ? "fork" : "inline");
+    INFO("memdiag plugin: DumpMode auto for worker %s (pid %d): %s", r->name, (int)r->pid,
+         r->mode_reason);
+  }
+  mdp_cgroup_release(cg);
+  return mode;
+}
+
 static void send_step(mdp_run *r, size_t idx)
 {
   mdp_request_t cr;
@@ -388,6 +416,8 @@ static void send_step(mdp_run *r, size_t idx)
 
   mdp_request_opts ro = {
       .dir = r->dir, .shapes = mdp_capst.cfg.dump_shapes, .dump_mode = mdp_capst.cfg.dump_mode};
+  if(s->kind == MDP_STEP_DUMP && ro.dump_mode == MEMDIAG__V1__DUMP_MODE__DUMP_MODE_AUTO)
+    ro.dump_mode = choose_mode(r);
   if(mdp_request_build(&cr, s, &ro) != 0)
     why = "the step sends no request";
   else if(!(t = token(r, 0)))

@@ -69,6 +69,10 @@ typedef struct mdp_run {
   struct mdp_run_manifest *manifest; /* coalesced manifest writes (run_fs.c) */
   bool analysing;                    /* handed to analyze.c, which then starts CaptureCommand */
   bool streams; /* results go through the plugin (DumpTransfer), decided at start */
+  /* DumpMode auto, decided by the plugin for a worker in a memory-limited
+   * cgroup at its last dump ("" when the worker decides). */
+  char mode_chosen[8];
+  char mode_reason[400];
   mdp_plan_t plan;
 } mdp_run;
 
@@ -201,6 +205,8 @@ typedef struct mdp_run_record {
   int64_t signalled_ms;
   char worker[128], dir[MDP_CAPTURE_PATH_MAX], plan_text[512];
   char signal_error[128], restart_wait[240];
+  int dump_mode; /* DumpMode configured */
+  char mode_chosen[8], mode_reason[400];
 } mdp_run_record;
 
 void mdp_run_record_of(mdp_run_record *rec, const mdp_run *r, const mdp_capture_config_t *cfg);

@@ -68,7 +68,8 @@ typedef struct {
   gid_t gid;
   int64_t now_ms;
   int transfer, same_mnt_ns;
-  bool registered; /* the worker was connected: same_mnt_ns and dump_directory are known */
+  bool cgroup_limited; /* its memory cgroup has a limit: never a file it writes itself */
+  bool registered;     /* the worker was connected: same_mnt_ns and dump_directory are known */
   mdp_run_folder out;
 } folder_job;
 
@@ -97,7 +98,9 @@ static bool outside(folder_job *fj)
  * resolves paths), for the plan's pure choice of DumpTransfer. */
 static mdp_request_where where_of(const folder_job *fj)
 {
-  if(fj->same_mnt_ns != 1)
+  /* A file the worker writes may land on a memory-backed volume charged to
+   * its own cgroup: a worker under a memory limit streams. */
+  if(fj->same_mnt_ns != 1 || fj->cgroup_limited)
     return MDP_WHERE_APART;
   if(!fj->dump_directory[0] || !mdp_capfs_inside(fj->root, fj->dump_directory))
     return MDP_WHERE_NO_DIR;
@@ -211,6 +214,7 @@ int mdp_run_open_folder(const mdp_run *r, const mdp_capture_config_t *cfg, mdp_r
   if(mdp_registry_info(r->conn, &info) == 0) {
     fj->registered = true;
     fj->same_mnt_ns = info.same_mnt_ns;
+    fj->cgroup_limited = info.cgroup_limited;
     snprintf(fj->dump_directory, sizeof(fj->dump_directory), "%s", info.dump_directory);
   }
   fj->job.work = folder_work;
@@ -361,6 +365,9 @@ void mdp_run_record_of(mdp_run_record *rec, const mdp_run *r, const mdp_capture_
   snprintf(rec->plan_text, sizeof(rec->plan_text), "%s", cfg->plan);
   snprintf(rec->signal_error, sizeof(rec->signal_error), "%s", r->signal_error);
   snprintf(rec->restart_wait, sizeof(rec->restart_wait), "%s", r->restart_wait);
+  rec->dump_mode = cfg->dump_mode;
+  snprintf(rec->mode_chosen, sizeof(rec->mode_chosen), "%s", r->mode_chosen);
+  snprintf(rec->mode_reason, sizeof(rec->mode_reason), "%s", r->mode_reason);
 }
 
 mdp_manifest_info_t mdp_run_record_info(const mdp_run_record *rec, const char *analysis)
@@ -379,6 +386,9 @@ mdp_manifest_info_t mdp_run_record_info(const mdp_run_record *rec, const char *a
       .signal_error = rec->signal_error[0] ? rec->signal_error : NULL,
       .restart_wait = rec->restart_wait[0] ? rec->restart_wait : NULL,
       .analysis = analysis,
+      .dump_mode = rec->dump_mode,
+      .mode_chosen = rec->mode_chosen[0] ? rec->mode_chosen : NULL,
+      .mode_reason = rec->mode_reason[0] ? rec->mode_reason : NULL,
   };
   return info;
 }

@@ -514,6 +514,11 @@ int mdp_cgroup_sample(mdp_cgroup *cg, double t, mdp_cgroup_stats *out)
   return 0;
 }
 
+int mdp_cgroup_read_charge(mdp_cgroup *cg, uint64_t *charge)
+{
+  return read_u64(cg->charge_fd, charge);
+}
+
 bool mdp_cgroup_last(mdp_cgroup *cg, mdp_cgroup_stats *out)
 {
   bool have;

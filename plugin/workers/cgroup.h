@@ -89,6 +89,9 @@ void mdp_cgroup_release(mdp_cgroup *cg);
  * or a negative errno (-ENOENT: the cgroup was removed). */
 int mdp_cgroup_sample(mdp_cgroup *cg, double t, mdp_cgroup_stats *out);
 
+/* The charge now (one read; any thread). Returns 0 or a negative errno. */
+int mdp_cgroup_read_charge(mdp_cgroup *cg, uint64_t *charge);
+
 /* The last sample's figures (any thread); false when never sampled. */
 bool mdp_cgroup_last(mdp_cgroup *cg, mdp_cgroup_stats *out);
 

@@ -292,3 +292,20 @@ void mdp_cgroup_instance(const char *path, char *out, size_t len)
   else
     snprintf(out, len, "cgroup-%08x-%s", (unsigned)h, clean + n - 80);
 }
+
+bool mdp_cgroup_fork_fits(const char *dir, uint64_t limit, uint64_t charge, uint64_t margin,
+                          uint64_t rss, char *reason, size_t len)
+{
+  double mib = 1048576.0;
+  double cow = (double)rss * MDP_CGROUP_COW_FACTOR;
+  double room = (double)limit - (double)charge - (double)margin;
+  bool fits = room >= cow;
+
+  snprintf(reason, len,
+           "cgroup %s room %.1f MiB (limit %.1f MiB - charge %.1f MiB - margin %.1f MiB) %s "
+           "copy-on-write estimate %.1f MiB (%.1f x RSS %.1f MiB): %s",
+           dir, room / mib, (double)limit / mib, (double)charge / mib, (double)margin / mib,
+           fits ? ">=" : "<", cow / mib, MDP_CGROUP_COW_FACTOR, (double)rss / mib,
+           fits ? "fork" : "inline");
+  return fits;
+}

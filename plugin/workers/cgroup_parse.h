@@ -17,6 +17,7 @@
 #ifndef MDP_CGROUP_PARSE_H
 #define MDP_CGROUP_PARSE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -81,5 +82,16 @@ int mdp_cgroup_parse_pressure(const char *text, double *some_avg10, double *full
  * Longer than 100 characters: "cgroup-" + 8 hex digits (FNV-1a of the
  * path) + "-" + the last 80 characters. len should be at least 128. */
 void mdp_cgroup_instance(const char *path, char *out, size_t len);
+
+/* DumpMode auto in a memory-limited cgroup: a fork's copy-on-write pages
+ * are charged to the same cgroup, so fork only when the room (limit -
+ * charge - margin) holds MDP_CGROUP_COW_FACTOR x rss (the hook's own
+ * estimate, fork_headroom_factor's default). reason says which and why,
+ * e.g. "cgroup /sys/fs/cgroup/memory/x room 6.0 MiB (limit 400.0 MiB -
+ * charge 330.0 MiB - margin 64.0 MiB) < copy-on-write estimate 300.0 MiB
+ * (1.5 x RSS 200.0 MiB): inline". Returns true to fork. */
+#define MDP_CGROUP_COW_FACTOR 1.5
+bool mdp_cgroup_fork_fits(const char *dir, uint64_t limit, uint64_t charge, uint64_t margin,
+                          uint64_t rss, char *reason, size_t len);
 
 #endif

@@ -316,6 +316,10 @@ int mdp_registry_info(uint64_t id, mdp_worker_info *out)
     out->ns_pid = w->ns_pid;
     snprintf(out->cgroup, sizeof(out->cgroup), "%s", w->cgroup);
     out->same_mnt_ns = w->same_mnt_ns;
+    if(w->cg) {
+      mdp_cgroup_stats cs;
+      out->cgroup_limited = mdp_cgroup_last(w->cg, &cs) && cs.limit != MDP_CGROUP_NO_LIMIT;
+    }
     out->connected_at = w->connected_at;
     out->n_capabilities = w->n_capabilities;
     out->rss = w->last.rss;

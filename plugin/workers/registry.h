@@ -78,6 +78,7 @@ typedef struct mdp_worker_info {
   pid_t ns_pid;             /* PID in its own namespace (NSpid); == pid on the host */
   char cgroup[256];         /* its cgroup (names the container or pod), "" if unknown */
   int same_mnt_ns;          /* 1: shares collectd's mount namespace, 0: not, -1: unknown */
+  bool cgroup_limited;      /* its memory cgroup has a limit (as last sampled) */
   uint64_t connected_at;    /* unix seconds */
   size_t n_capabilities;    /* operations announced in its hello */
   /* Latest sample in bytes, 0 until sampled or when not configured. */

@@ -97,6 +97,32 @@ class CaptureCgroupTest < Capture::Test
     assert_equal "config", entry["memory_limit_source"]
   end
 
+  # DumpMode auto for a worker under a cgroup limit: the plugin decides from
+  # the cgroup's room, says so in the manifest, and the dump is streamed.
+  def test_dump_mode_auto_decided_by_the_cgroup_room
+    @bench = Capture::Bench.new("capture-cgroup-auto", <<~KEYS)
+      Plan "dump"
+      ForkMargin "250M"
+    KEYS
+    site = @bench.site
+    w = @bench.start_leaker("roomy", rate: 4 * MiB, max: 24 * MiB, cgroup: @cg)
+    site.wait_until("the worker shows its cgroup's charge") do
+      site.workers_json.find { |x| x["pid"] == w.pid }&.dig("cgroup_charge")
+    end
+    r = @bench.capture(w)
+    assert r.ok?, r.to_s
+    _dir, m = @bench.wait_manifest(w, "complete") { |x| x["complete"] }
+    mode = m["dump_mode"]
+    assert_equal "auto", mode["configured"], m.inspect
+    assert_equal "plugin", mode["by"], m.inspect
+    # 256 MiB - charge - 250 MiB margin cannot hold 1.5 x RSS of a Ruby worker
+    assert_equal "inline", mode["chosen"], m.inspect
+    assert_match(%r{\Acgroup #{Regexp.escape(@cg)} room -?[\d.]+ MiB \(limit 256.0 MiB - charge [\d.]+ MiB - margin 250.0 MiB\) < copy-on-write estimate [\d.]+ MiB \(1.5 x RSS [\d.]+ MiB\): inline\z},
+                 mode["reason"])
+    assert_equal "inline", m["steps"].find { |s| s["step"] == "dump" }["mode"], m.inspect
+    assert site.log_has?("(streamed through the plugin)"), site.log
+  end
+
   def test_oom_kill_is_reported
     @bench = Capture::Bench.new("capture-cgroup-oom", "")
     site = @bench.site

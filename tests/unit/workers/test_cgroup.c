@@ -324,6 +324,27 @@ static void test_limit_change_and_oom_count(void **state)
   assert_int_equal(system(cmd), 0);
 }
 
+static void test_fork_fits_the_room(void **state)
+{
+  char why[400];
+  (void)state;
+
+  /* 400 MiB limit at 90 %: 40 MiB room - 64 MiB margin holds no fork */
+  assert_false(mdp_cgroup_fork_fits("/sys/fs/cgroup/x", 400 * MiB, 360 * MiB, 64 * MiB, 200 * MiB,
+                                    why, sizeof why));
+  assert_string_equal(why, "cgroup /sys/fs/cgroup/x room -24.0 MiB (limit 400.0 MiB - charge 360.0 "
+                           "MiB - margin 64.0 MiB) < copy-on-write estimate 300.0 MiB (1.5 x RSS "
+                           "200.0 MiB): inline");
+  /* plenty of room */
+  assert_true(
+      mdp_cgroup_fork_fits("/c", 1024 * MiB, 200 * MiB, 64 * MiB, 100 * MiB, why, sizeof why));
+  assert_non_null(strstr(why, ">= copy-on-write estimate 150.0 MiB"));
+  assert_non_null(strstr(why, ": fork"));
+  /* exactly enough */
+  assert_true(
+      mdp_cgroup_fork_fits("/c", 300 * MiB, 86 * MiB, 64 * MiB, 100 * MiB, why, sizeof why));
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -336,6 +357,7 @@ int main(void)
       cmocka_unit_test(test_v2_missing_files),
       cmocka_unit_test(test_namespace_views),
       cmocka_unit_test(test_limit_change_and_oom_count),
+      cmocka_unit_test(test_fork_fits_the_room),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
