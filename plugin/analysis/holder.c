@@ -80,6 +80,50 @@ static int cmp_holder(const void *x, const void *y)
   return a->k1 < b->k1 ? -1 : a->k1 > b->k1;
 }
 
+/* An object that references v, not already in chain: classes and
+ * modules first, then objects of C types (a Thread, a Fiber), then others. */
+static uint32_t referrer(const mdp_analysis_graph *g, uint32_t v, const uint32_t *chain, size_t n)
+{
+  uint32_t best = MDP_G_NONE;
+  int best_score = 0;
+  for(uint32_t u = 0; u < g->n; u++) {
+    for(uint32_t i = g->first[u]; i < g->first[u + 1]; i++) {
+      if(g->to[i] != v || u == v)
+        continue;
+      int in = 0;
+      for(size_t k = 0; k < n; k++)
+        in |= chain[k] == u;
+      int score = in                                                        ? 0
+                  : g->type[u] == MDP_T_CLASS || g->type[u] == MDP_T_MODULE ? 4
+                  : g->type[u] == MDP_T_DATA                                ? 3
+                  : g->flag[u] & MDP_G_RETAINED                             ? 1
+                                                                            : 2;
+      if(score > best_score)
+        best = u, best_score = score;
+      break;
+    }
+  }
+  return best;
+}
+
+/* No root reaches v (in a dump made in a fork, the other threads, their
+ * stacks and what only they hold are gone): the objects that reference it,
+ * climbing a few steps. */
+static size_t climb(mdp_ctx *c, uint32_t v, uint32_t *chain)
+{
+  size_t n = 0;
+  chain[n++] = v;
+  while(n < 6) {
+    uint32_t u = referrer(&c->g, chain[n - 1], chain, n);
+    if(u == MDP_G_NONE)
+      break;
+    chain[n++] = u;
+    if(c->g.type[u] == MDP_T_CLASS || c->g.type[u] == MDP_T_MODULE)
+      break;
+  }
+  return n;
+}
+
 static int path_to(mdp_ctx *c, const uint32_t *parent, uint32_t v, mdp_analysis_holder *h)
 {
   uint32_t chain[PATH_MAX_STEPS];
@@ -89,8 +133,10 @@ static int path_to(mdp_ctx *c, const uint32_t *parent, uint32_t v, mdp_analysis_
     chain[n++] = p;
     p = parent[p];
   }
-  if(p == MDP_G_NONE)
-    return 0; /* not reached */
+  if(p == MDP_G_NONE) {
+    n = climb(c, v, chain);
+    goto steps;
+  }
   if(p >= MDP_G_ROOT_BASE && p != MDP_G_NONE) {
     size_t kl;
     const char *k = kind_text(c, c->g.root_kind[p - MDP_G_ROOT_BASE], &kl);
@@ -99,6 +145,7 @@ static int path_to(mdp_ctx *c, const uint32_t *parent, uint32_t v, mdp_analysis_
   } else if(!(h->root = strdup("?"))) { /* longer than PATH_MAX_STEPS */
     return -ENOMEM;
   }
+steps:
   h->path = calloc(n, sizeof(*h->path));
   if(!h->path)
     return -ENOMEM;

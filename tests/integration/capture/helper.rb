@@ -40,8 +40,9 @@ module Capture
     # the worker certificate; the site's socket must admit it (SocketMode).
     # cgroup: a v1/v2 cgroup directory the worker joins before it starts
     # (so it registers from inside it).
+    # script: the worker (leaker.rb by default); env: more of its environment.
     def start_leaker(name, rate: 8 * MiB, max: 300 * MiB, dump_dir: @captures, uid: nil, ballast: 0,
-                     cgroup: nil)
+                     cgroup: nil, script: File.join(HERE, "leaker.rb"), env: {})
       marker = File.join(@site.dir, "#{name}.term")
       out = File.join(@site.dir, "#{name}.out")
       cert, key, ca = @site.cert("worker"), @site.key("worker"), @site.ca
@@ -67,9 +68,9 @@ module Capture
         "LEAK_BYTES_PER_SECOND" => rate.to_s,
         "LEAK_MAX_BYTES" => max.to_s,
         "LEAK_BALLAST_OBJECTS" => ballast.to_s
-      )
+      ).merge(env)
       pid = Process.spawn(env, *prefix, E2E::RUBY, "-I", E2E::HOOK_LIB, "-r", "memdiag/hook/auto",
-                          File.join(HERE, "leaker.rb"), marker, out: [out, "w"], err: [:child, :out])
+                          script, marker, out: [out, "w"], err: [:child, :out])
       w = E2E::Worker.new(name: name, pid: pid, tick_file: marker, dump_dir: @captures, out_path: out)
       @site.workers << w
       @site.wait_registered(w)
