@@ -81,9 +81,26 @@ static int fit_line(const sums *s, curve *out)
   return 1;
 }
 
-/* y = a + b z, z = q^x, given sz = sum z, szz = sum z^2, szy = sum z y. */
-static int fit_exp(const sums *s, double q, double sz, double szz, double szy, curve *out)
+/* The sums of z = q^x over the kept points: sz = sum z, szz = sum z^2,
+ * szy = sum z y, sxz = sum x z. */
+typedef struct {
+  double q, sz, szz, szy, sxz;
+} powers;
+
+/* The points a search runs over: y (centred), which are kept, and the
+ * level (centred) a course must stay at or below to count as levelling
+ * off. */
+typedef struct {
+  const double *y;
+  const unsigned char *w;
+  unsigned n;
+  double level_c;
+} points;
+
+/* y = a + b z. */
+static int fit_exp(const sums *s, const powers *p, curve *out)
 {
+  double q = p->q, sz = p->sz, szz = p->szz, szy = p->szy;
   double det = s->s0 * szz - sz * sz;
   if(!(det > 1e-12 * s->s0 * szz))
     return 0;
@@ -98,9 +115,9 @@ static int fit_exp(const sums *s, double q, double sz, double szz, double szy, c
 }
 
 /* y = a + c x + b z: the 3x3 normal equations by Cramer's rule. */
-static int fit_settling(const sums *s, double q, double sz, double szz, double szy, double sxz,
-                        curve *out)
+static int fit_settling(const sums *s, const powers *p, curve *out)
 {
+  double q = p->q, sz = p->sz, szz = p->szz, szy = p->szy, sxz = p->sxz;
   double m00 = s->s0, m01 = s->sx, m02 = sz, m11 = s->sxx, m12 = sxz, m22 = szz;
   double r0 = s->sy, r1 = s->sxy, r2 = szy;
   double det =
@@ -131,9 +148,12 @@ typedef struct {
 } search;
 
 /* Tries one q (0 < q, q != 1) on the kept points. */
-static void try_q(const sums *s, const double *y, const unsigned char *w, unsigned n, double q,
-                  double level_c, search *r)
+static void try_q(const sums *s, const points *pt, double q, search *r)
 {
+  const double *y = pt->y;
+  const unsigned char *w = pt->w;
+  unsigned n = pt->n;
+  double level_c = pt->level_c;
   double q2 = q * q, sz = 0, szz = 0, szy = 0, sxz = 0;
   curve c;
   /* Horner: the sums of q^i, q^2i, y_i q^i and i q^i over the kept points. */
@@ -145,7 +165,8 @@ static void try_q(const sums *s, const double *y, const unsigned char *w, unsign
   }
   /* A rising approach or a speeding-up rise; anything else is left to the
    * line. */
-  if(fit_exp(s, q, sz, szz, szy, &c) && (q < 1 ? c.b < 0 : c.b > 0)) {
+  powers p = {q, sz, szz, szy, sxz};
+  if(fit_exp(s, &p, &c) && (q < 1 ? c.b < 0 : c.b > 0)) {
     consider(&r->best, &c, s->s0);
     if(q < 1 && (r->plateau.kind == MDP_COURSE_NONE || c.sse < r->plateau.sse))
       r->plateau = c;
@@ -163,7 +184,7 @@ static void try_q(const sums *s, const double *y, const unsigned char *w, unsign
   }
   if(e < r->never)
     r->never = e;
-  if(n >= SETTLING_MIN && fit_settling(s, q, sz, szz, szy, sxz, &c) && c.b < 0 && c.c > 0 &&
+  if(n >= SETTLING_MIN && fit_settling(s, &p, &c) && c.b < 0 && c.c > 0 &&
      (r->settling.kind == MDP_COURSE_NONE || c.sse < r->settling.sse))
     r->settling = c;
 }
@@ -171,16 +192,15 @@ static void try_q(const sums *s, const double *y, const unsigned char *w, unsign
 /* Narrows the time constant of the curve *found (r->plateau or
  * r->settling) found on the grid, whose steps are a factor of about 1.4:
  * four tries each side of the best so far, closer each time. */
-static void refine(const sums *s, const double *y, const unsigned char *w, unsigned n,
-                   double level_c, const curve *found, search *r)
+static void refine(const sums *s, const points *pt, const curve *found, search *r)
 {
   double step = 1.2;
   for(int i = 0; i < 4; i++, step = sqrt(step)) {
     if(found->kind == MDP_COURSE_NONE || !(found->q > 0 && found->q < 1))
       return;
     double tau = -1 / log(found->q);
-    try_q(s, y, w, n, exp(-1 / (tau * step)), level_c, r);
-    try_q(s, y, w, n, exp(-step / tau), level_c, r);
+    try_q(s, pt, exp(-1 / (tau * step)), r);
+    try_q(s, pt, exp(-step / tau), r);
   }
 }
 
@@ -213,10 +233,11 @@ static int fit_once(const double *y, const unsigned char *w, unsigned n, double 
   r.never = s.syy - s.sy * s.sy / s.s0;
   if(s.sy / s.s0 > level_c)
     r.never = s.syy - 2 * level_c * s.sy + level_c * level_c * s.s0;
+  points pt = {y, w, n, level_c};
   for(unsigned g = 0; g < NGRID; g++)
-    try_q(&s, y, w, n, grid[g], level_c, &r);
-  refine(&s, y, w, n, level_c, &r.plateau, &r);
-  refine(&s, y, w, n, level_c, &r.settling, &r);
+    try_q(&s, &pt, grid[g], &r);
+  refine(&s, &pt, &r.plateau, &r);
+  refine(&s, &pt, &r.settling, &r);
   /* A leak under a warm-up is one more parameter than the warm-up alone:
    * it must fit better than any plateau beyond what chance gives (an F
    * test at 99 %), not merely by the criterion. */
