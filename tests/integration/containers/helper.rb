@@ -206,11 +206,15 @@ module Containers
   class Bench < Capture::Bench
     attr_reader :socket_dir
 
-    def initialize(label, keys)
+    # collectd_in: a Cgroup collectd runs in, in a cgroup namespace of its
+    # own (what a DaemonSet pod that is not privileged gets on cgroup v2):
+    # collectd then reads every other cgroup path as "/../...".
+    def initialize(label, keys, collectd_in: nil)
       super(label, keys) do
         @socket_dir = File.join(@site.dir, "run")
         FileUtils.mkdir_p(@socket_dir, mode: 0o755)
         @site.socket = File.join(@socket_dir, "supervisor.ipc")
+        @site.collectd_prefix = collectd_in.join_command("unshare", "--cgroup") if collectd_in
       end
     end
 
@@ -244,20 +248,23 @@ module Containers
       Dir.glob(File.join(@captures, "#{name}-#{pid}-*")).select { |d| File.directory?(d) }
     end
 
-    # `memdiagctl workers` as a table: one Hash per row, keyed by the
-    # header's column names.
+    # `memdiagctl workers` as rows: one Hash per worker with "ID", "PID",
+    # ("NS_PID"), "PPID", "NAME", "RSS", "LIMIT" and "LIMIT_SOURCE" as printed (sizes
+    # are two words, "200.0 MiB", or "-"; names here have no spaces).
     def workers_table
       r = @site.ctl("workers")
       raise "memdiagctl workers failed: #{r}" unless r.ok?
 
       head, *rows = r.out.lines.map(&:chomp).reject(&:empty?)
-      cols = head.split
-      # Columns are separated by two or more spaces; sizes ("12.0 MiB") hold one.
-      starts = cols.map { |c| head.index(/(?<=\A| )#{Regexp.escape(c)}(?= |\z)/) }
+      raise "no LIMIT column in:\n#{r.out}" unless head.split.include?("LIMIT_SOURCE")
+
+      singles = head.split.take_while { |c| c != "RSS" } # ID PID [NS_PID] PPID NAME
       rows.map do |row|
-        cols.each_with_index.to_h do |c, i|
-          [c, (row[starts[i]...(starts[i + 1] || row.size)] || "").strip]
-        end
+        t = row.split
+        cells = singles.to_h { |c| [c, t.shift] }
+        %w[RSS LIMIT].each { |c| cells[c] = t.first == "-" ? t.shift : t.shift(2).join(" ") }
+        cells["LIMIT_SOURCE"] = t.shift
+        cells
       end
     end
   end

@@ -213,7 +213,7 @@ module E2E
       text = yield(text) if block_given?
       File.write(conf, text)
       @log_path = File.join(@dir, "collectd.out") if log_to == "stderr"
-      @collectd = Process.spawn(TestPreload.env, COLLECTD, "-f", "-C", conf,
+      @collectd = Process.spawn(TestPreload.env, *collectd_prefix, COLLECTD, "-f", "-C", conf,
                                 out: [File.join(@dir, "collectd.out"), "a"],
                                 err: [:child, :out])
       return unless wait
@@ -224,6 +224,12 @@ module E2E
         File.socket?(@socket) && (wait == :socket || ctl("workers").ok?)
       end
     end
+
+    # Words run before collectd, which they exec (e.g. a wrapper that joins a
+    # cgroup, or `unshare --cgroup`): collectd keeps their PID. Default none.
+    attr_writer :collectd_prefix
+
+    def collectd_prefix = @collectd_prefix || []
 
     # Where the plugin listens: set it before start_collectd(socket: false)
     # to the default name the plugin will use.
