@@ -112,10 +112,10 @@ static void trigger(mdp_worker *w, const mdp_cgroup *cg, const mdp_cgroup_stats 
     samples[i].value = w->history_v[k];
   }
   snprintf(reason, sizeof reason,
-           "%s of cgroup %s: working set %.1f MiB of limit %.1f MiB (charge %.1f MiB)%s%.0f%s",
+           "%s of cgroup %s: working set %.1f MiB of limit %.1f MiB (charge %.1f MiB)%s%.1f%s",
            d->reason, mdp_cgroup_dir(cg), MiB(s->working_set), MiB(s->limit), MiB(s->charge),
-           d->slope > 0 ? ", growing " : "", d->slope > 0 ? d->slope : 0,
-           d->slope > 0 ? " bytes/s" : "");
+           d->slope > 0 ? ", growing " : "", d->slope > 0 ? MiB(d->slope * 60.0) : 0,
+           d->slope > 0 ? " MiB/min" : "");
   INFO("memdiag plugin: cgroup detector fired for %s; capture of worker %" PRIu64
        " ('%s' pid %ld), whose growth drives the charge: %s",
        mdp_cgroup_dir(cg), w->id, w->name, (long)w->pid, reason);

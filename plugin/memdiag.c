@@ -93,8 +93,8 @@ static void trigger(mdp_worker *w, const mdp_decision *d, uint64_t v)
     samples[i].value = w->history_v[k];
   }
   if(d->slope > 0)
-    snprintf(reason, sizeof(reason), "%s: %.0f bytes/s over %.0f s", d->reason, d->slope,
-             d->window);
+    snprintf(reason, sizeof(reason), "%s: %.1f MiB/min over %.1f min", d->reason,
+             d->slope * 60.0 / (1024.0 * 1024.0), d->window / 60.0);
   else
     snprintf(reason, sizeof(reason), "%s", d->reason);
   INFO("memdiag plugin: detector fired for worker %" PRIu64 " ('%s' pid %ld): %s", w->id, w->name,

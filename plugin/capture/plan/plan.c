@@ -511,8 +511,8 @@ void mdp_plan_begin(mdp_plan_t *plan, int64_t now_ms, mdp_actions_t *out)
   plan->started_ms = now_ms;
   if(plan->restart_pending && !plan->limit_ms)
     plan->limit_ms = now_ms; /* a one-dump plan for a worker at its limit */
-  notify(out, MDP_NOTIFY_WARNING, "capture started: %s; RSS %" PRIu64 " bytes", plan->reason,
-         plan->rss);
+  notify(out, MDP_NOTIFY_WARNING, "capture started: %s; RSS %.1f MiB", plan->reason,
+         (double)plan->rss / (1024.0 * 1024.0));
   manifest(out);
   advance(plan, now_ms, out);
 }

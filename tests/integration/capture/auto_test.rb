@@ -65,7 +65,7 @@ class CaptureAutoTest < Capture::Test
     assert_empty Dir.children(dir).grep(/partial|\.tmp/), Dir.children(dir).inspect
 
     started = @bench.wait_note("WARNING", /capture of worker leaky-auto .*capture started: capture-size/)
-    assert_match(/RSS \d+ bytes/, started.message)
+    assert_match(/RSS [\d.]+ MiB/, started.message)
     done = @bench.wait_note("OKAY", /capture of worker leaky-auto .*capture complete/)
     assert_includes done.message, dir
 

@@ -1,7 +1,7 @@
 # A worker's first sample is taken when it registers, not at the next read
 # interval: with sampling once an hour, `memdiagctl workers` shows its
 # memory at once, and a capture started right away says how large it is
-# (it said "RSS 0 bytes" before).
+# (it said "RSS 0 bytes" before; now "RSS 0.0 MiB").
 require_relative "helper"
 
 class CaptureFirstSampleTest < Capture::Test
@@ -22,8 +22,8 @@ class CaptureFirstSampleTest < Capture::Test
 
     r = @bench.site.ctl("capture", "connection_id=#{entry['connection_id']}")
     assert r.ok?, r.to_s
-    note = @bench.wait_note("WARNING", /fresh-first-sample .*capture started: operator request; RSS \d+ bytes/)
-    rss = Integer(note.message[/RSS (\d+) bytes/, 1])
-    assert_operator rss, :>, 1024 * 1024, note.message
+    note = @bench.wait_note("WARNING", /fresh-first-sample .*capture started: operator request; RSS [\d.]+ MiB/)
+    rss = Float(note.message[/RSS ([\d.]+) MiB/, 1])
+    assert_operator rss, :>, 1.0, note.message
   end
 end
