@@ -393,9 +393,12 @@ static int choose_mode(mdp_run *r)
     return mode;
   if(mdp_cgroup_last(cg, &st) && st.limit != MDP_CGROUP_NO_LIMIT &&
      mdp_cgroup_read_charge(cg, &charge) == 0 && mdp_registry_info(r->conn, &info) == 0) {
-    bool fork =
-        mdp_cgroup_fork_fits(mdp_cgroup_dir(cg), st.limit, charge, mdp_capst.cfg.fork_margin,
-                             info.rss, r->mode_reason, sizeof(r->mode_reason));
+    mdp_cgroup_room room = {.dir = mdp_cgroup_dir(cg),
+                            .limit = st.limit,
+                            .charge = charge,
+                            .margin = mdp_capst.cfg.fork_margin,
+                            .rss = info.rss};
+    bool fork = mdp_cgroup_fork_fits(&room, r->mode_reason, sizeof(r->mode_reason));
     mode = fork ? MEMDIAG__V1__DUMP_MODE__DUMP_MODE_FORK : MEMDIAG__V1__DUMP_MODE__DUMP_MODE_INLINE;
     snprintf(r->mode_chosen, sizeof(r->mode_chosen), "%s", fork ? "fork" : "inline");
     INFO("memdiag plugin: DumpMode auto for worker %s (pid %d): %s", r->name, (int)r->pid,

@@ -293,9 +293,10 @@ void mdp_cgroup_instance(const char *path, char *out, size_t len)
     snprintf(out, len, "cgroup-%08x-%s", (unsigned)h, clean + n - 80);
 }
 
-bool mdp_cgroup_fork_fits(const char *dir, uint64_t limit, uint64_t charge, uint64_t margin,
-                          uint64_t rss, char *reason, size_t len)
+bool mdp_cgroup_fork_fits(const mdp_cgroup_room *r, char *reason, size_t len)
 {
+  const char *dir = r->dir;
+  uint64_t limit = r->limit, charge = r->charge, margin = r->margin, rss = r->rss;
   double mib = 1048576.0;
   double cow = (double)rss * MDP_CGROUP_COW_FACTOR;
   double room = (double)limit - (double)charge - (double)margin;

@@ -91,7 +91,10 @@ void mdp_cgroup_instance(const char *path, char *out, size_t len);
  * charge 330.0 MiB - margin 64.0 MiB) < copy-on-write estimate 300.0 MiB
  * (1.5 x RSS 200.0 MiB): inline". Returns true to fork. */
 #define MDP_CGROUP_COW_FACTOR 1.5
-bool mdp_cgroup_fork_fits(const char *dir, uint64_t limit, uint64_t charge, uint64_t margin,
-                          uint64_t rss, char *reason, size_t len);
+typedef struct mdp_cgroup_room {
+  const char *dir;                     /* the cgroup's host directory, for the reason */
+  uint64_t limit, charge, margin, rss; /* bytes */
+} mdp_cgroup_room;
+bool mdp_cgroup_fork_fits(const mdp_cgroup_room *room, char *reason, size_t len);
 
 #endif

@@ -327,22 +327,22 @@ static void test_limit_change_and_oom_count(void **state)
 static void test_fork_fits_the_room(void **state)
 {
   char why[400];
+  mdp_cgroup_room full = {"/sys/fs/cgroup/x", 400 * MiB, 360 * MiB, 64 * MiB, 200 * MiB};
+  mdp_cgroup_room roomy = {"/c", 1024 * MiB, 200 * MiB, 64 * MiB, 100 * MiB};
+  mdp_cgroup_room exact = {"/c", 300 * MiB, 86 * MiB, 64 * MiB, 100 * MiB};
   (void)state;
 
   /* 400 MiB limit at 90 %: 40 MiB room - 64 MiB margin holds no fork */
-  assert_false(mdp_cgroup_fork_fits("/sys/fs/cgroup/x", 400 * MiB, 360 * MiB, 64 * MiB, 200 * MiB,
-                                    why, sizeof why));
+  assert_false(mdp_cgroup_fork_fits(&full, why, sizeof why));
   assert_string_equal(why, "cgroup /sys/fs/cgroup/x room -24.0 MiB (limit 400.0 MiB - charge 360.0 "
                            "MiB - margin 64.0 MiB) < copy-on-write estimate 300.0 MiB (1.5 x RSS "
                            "200.0 MiB): inline");
   /* plenty of room */
-  assert_true(
-      mdp_cgroup_fork_fits("/c", 1024 * MiB, 200 * MiB, 64 * MiB, 100 * MiB, why, sizeof why));
+  assert_true(mdp_cgroup_fork_fits(&roomy, why, sizeof why));
   assert_non_null(strstr(why, ">= copy-on-write estimate 150.0 MiB"));
   assert_non_null(strstr(why, ": fork"));
   /* exactly enough */
-  assert_true(
-      mdp_cgroup_fork_fits("/c", 300 * MiB, 86 * MiB, 64 * MiB, 100 * MiB, why, sizeof why));
+  assert_true(mdp_cgroup_fork_fits(&exact, why, sizeof why));
 }
 
 int main(void)
