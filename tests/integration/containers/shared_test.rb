@@ -1,10 +1,14 @@
 # Four workers under one limit, as Puma's workers share their container's:
 # a pod cgroup limited to 400 MiB holds a container cgroup (no limit of its
-# own) with four hooked workers. Three hold a steady ballast (taken before
-# they register, drawn each run); one leaks 1.5-2.5 MiB/s. The leaker's own
-# RSS would reach 400 MiB only long after the four together reach it: the
-# plugin projects on the cgroup's charge against the limit it inherits, and
-# the capture goes to the leaking worker, before the kernel kills anyone.
+# own) with four hooked workers. Three hold a steady ballast (55-70 MiB each,
+# taken before they register, drawn each run): the four start at about
+# two thirds of the limit. One leaks 1.5-2 MiB/s, so the cgroup reaches its
+# limit a minute or so after the leak is seen, while the leaker's own RSS
+# would take minutes more. Projected from the worker's RSS alone, the plan
+# keeps its full waits and the kernel kills the worker mid-capture; the
+# plugin projects on the cgroup's charge against the limit it inherits, so
+# the plan fits the time the cgroup has left, and the capture of the leaking
+# worker completes before the kernel kills anyone.
 # Which of the four leaks is drawn each run, so the order of registration
 # decides nothing.
 require_relative "helper"
@@ -31,14 +35,14 @@ class ContainersSharedTest < Minitest::Test
   end
 
   def test_the_leaking_worker_of_four_is_captured_before_the_shared_limit
-    rate = rand(1.5..2.5).round(2)
+    rate = rand(1.5..2.0).round(2)
     leaker = rand(4)
     names = Array.new(4) { |i| "puma-#{rand(100..999)}-#{i}" }
     workers = names.each_with_index.map do |name, i|
       if i == leaker
         @bench.start_worker(name, cgroup: @container, rate: (rate * Containers::MiB).round, max: LIMIT)
       else
-        @bench.start_worker(name, cgroup: @container, ballast: Containers.rand_mib(20..40))
+        @bench.start_worker(name, cgroup: @container, ballast: Containers.rand_mib(55..70))
       end
     end
     assert_equal workers.map(&:pid).sort, @container.procs.sort
@@ -66,6 +70,7 @@ class ContainersSharedTest < Minitest::Test
       assert_empty @bench.folders(x), "#{x.name} (steady) was not captured"
     end
     leaked = File.read(w.tick_file).to_i
+    m["steps"].select { |x| x["step"] == "wait" }.each { |x| puts "# wait: #{x['note']}" }
     puts format("# capture of %s ended at cgroup charge %.1f MiB of %d MiB, the leaker's RSS %.1f MiB " \
                 "(%.1f MiB leaked); trigger: %s", w.name, charge_then.to_f / Containers::MiB,
                 LIMIT / Containers::MiB, w.vm_rss_bytes.to_f / Containers::MiB, leaked.to_f / Containers::MiB,
