@@ -91,7 +91,7 @@ static mdp_worker *driver(mdp_worker **w, size_t n, const mdp_cgroup *cg)
 static void trigger(mdp_worker *w, const mdp_cgroup *cg, const mdp_cgroup_stats *s,
                     const mdp_decision *d)
 {
-  mdp_capture_sample_t samples[MDP_WORKER_HISTORY];
+  mdp_plan_sample_t samples[MDP_WORKER_HISTORY];
   mdp_capture_worker_t cw = {
       .connection_id = w->id,
       .name = w->name,
@@ -119,7 +119,8 @@ static void trigger(mdp_worker *w, const mdp_cgroup *cg, const mdp_cgroup_stats 
   INFO("memdiag plugin: cgroup detector fired for %s; capture of worker %" PRIu64
        " ('%s' pid %ld), whose growth drives the charge: %s",
        mdp_cgroup_dir(cg), w->id, w->name, (long)w->pid, reason);
-  rc = mdp_capture_start(&cw, reason, samples, w->history_n, 0, NULL, NULL, err, sizeof err);
+  mdp_capture_opts_t o = {.reason = reason, .samples = samples, .n_samples = w->history_n};
+  rc = mdp_capture_start(&cw, &o, err, sizeof err);
   if(rc < 0)
     INFO("memdiag plugin: no capture for worker %" PRIu64 ": %s", w->id,
          err[0] ? err : mdp_capture_outcome_name(rc));

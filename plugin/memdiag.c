@@ -73,7 +73,7 @@ static void remember(mdp_worker *w, double t, uint64_t v)
 
 static void trigger(mdp_worker *w, const mdp_decision *d, uint64_t v)
 {
-  mdp_capture_sample_t samples[MDP_WORKER_HISTORY];
+  mdp_plan_sample_t samples[MDP_WORKER_HISTORY];
   mdp_capture_worker_t cw = {.connection_id = w->id,
                              .name = w->name,
                              .pid = w->pid,
@@ -99,7 +99,8 @@ static void trigger(mdp_worker *w, const mdp_decision *d, uint64_t v)
     snprintf(reason, sizeof(reason), "%s", d->reason);
   INFO("memdiag plugin: detector fired for worker %" PRIu64 " ('%s' pid %ld): %s", w->id, w->name,
        (long)w->pid, reason);
-  rc = mdp_capture_start(&cw, reason, samples, w->history_n, 0, NULL, NULL, err, sizeof(err));
+  mdp_capture_opts_t o = {.reason = reason, .samples = samples, .n_samples = w->history_n};
+  rc = mdp_capture_start(&cw, &o, err, sizeof(err));
   if(rc < 0)
     INFO("memdiag plugin: no capture for worker %" PRIu64 ": %s", w->id,
          err[0] ? err : mdp_capture_outcome_name(rc));

@@ -154,15 +154,13 @@ static mdp_capture_outcome admitted(mdp_admit_t a)
   return MDP_CAPTURE_NO_MEMORY;
 }
 
-mdp_capture_outcome mdp_capture_start(const mdp_capture_worker_t *w, const char *reason,
-                                      const mdp_capture_sample_t *samples, size_t n_samples,
-                                      unsigned flags, mdp_capture_started_fn cb, void *arg,
+mdp_capture_outcome mdp_capture_start(const mdp_capture_worker_t *w, const mdp_capture_opts_t *o,
                                       char *err, size_t errlen)
 {
-  mdp_plan_sample_t ps[MDP_PLAN_SAMPLES_MAX];
+  const char *reason = o->reason;
   char why[256] = "";
   mdp_capture_outcome rc;
-  bool manual = flags & MDP_CAPTURE_MANUAL;
+  bool manual = o->flags & MDP_CAPTURE_MANUAL;
 
   pthread_mutex_lock(&st->lock);
   if(!st->ready) {
@@ -181,8 +179,9 @@ mdp_capture_outcome mdp_capture_start(const mdp_capture_worker_t *w, const char 
    * refusal reaches cb. */
   char id[MDP_SCHED_ID_MAX];
   mdp_sched_identity(id, sizeof(id), (unsigned long)info.uid, info.certificate, info.name);
-  rc = admitted(mdp_sched_admit(&st->sched, w->connection_id, id, mdp_run_now_ms(), manual, why,
-                                sizeof(why)));
+  mdp_sched_trigger_t t = {
+      .conn = w->connection_id, .name = id, .now_ms = mdp_run_now_ms(), .manual = manual};
+  rc = admitted(mdp_sched_admit(&st->sched, &t, why, sizeof(why)));
   if(rc < 0) {
     md_seterr(err, errlen, "%s", why);
     st->counters.skipped++;
@@ -195,7 +194,7 @@ mdp_capture_outcome mdp_capture_start(const mdp_capture_worker_t *w, const char 
   mdp_run *r = mdp_run_add(w->connection_id);
   if(!r) {
     /* Give the slot back: nothing will run. */
-    mdp_sched_finished(&st->sched, w->connection_id, false);
+    mdp_sched_give_back(&st->sched, w->connection_id);
     mdp_sched_gone(&st->sched, w->connection_id);
     md_seterr(err, errlen, "out of memory");
     rc = MDP_CAPTURE_NO_MEMORY;
@@ -203,20 +202,18 @@ mdp_capture_outcome mdp_capture_start(const mdp_capture_worker_t *w, const char 
   }
   mdp_run_identity(r, w);
   r->manual = manual;
-  size_t first = n_samples > MDP_PLAN_SAMPLES_MAX ? n_samples - MDP_PLAN_SAMPLES_MAX : 0;
-  for(size_t i = first; i < n_samples; i++) {
-    ps[i - first].time = samples[i].time;
-    ps[i - first].value = samples[i].value;
-  }
   mdp_plan_params_t p = mdp_run_params();
-  uint64_t rss = w->rss ? w->rss : info.rss;
-  mdp_plan_init(&r->plan, &p, st->kinds, st->n_kinds, reason, ps, n_samples - first, rss);
+  mdp_plan_trigger_t trig = {.reason = reason,
+                             .samples = o->samples,
+                             .n_samples = o->n_samples,
+                             .rss = w->rss ? w->rss : info.rss};
+  mdp_plan_init(&r->plan, &p, st->kinds, st->n_kinds, &trig);
   mdp_plan_fit(&r->plan, mdp_run_now_ms(), w->time_left_s);
   if(rc == MDP_CAPTURE_QUEUED) {
     NOTICE("memdiag plugin: capture of worker %s (pid %d) queued: %s", r->name, (int)r->pid, why);
     goto out;
   }
-  if(mdp_run_begin(r, cb, arg, err, errlen) != 0)
+  if(mdp_run_begin(r, o->cb, o->arg, err, errlen) != 0)
     rc = MDP_CAPTURE_FAILED;
 out:
   pthread_mutex_unlock(&st->lock);
@@ -232,7 +229,7 @@ static void limit_dump(mdp_run *r, const mdp_capture_worker_t *w)
   if(!r) {
     r = mdp_run_add(w->connection_id);
     if(!r) {
-      mdp_sched_finished(&st->sched, w->connection_id, false);
+      mdp_sched_give_back(&st->sched, w->connection_id);
       return;
     }
     mdp_run_identity(r, w);

@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "capture/plan/plan.h"
 #include "capture/plan/request.h"
 #include "ship/ship.h"
 
@@ -111,12 +112,6 @@ typedef struct mdp_capture_worker {
   double time_left_s; /* detector's projected time to MemoryLimit; <= 0: unknown */
 } mdp_capture_worker_t;
 
-/* One sample of the series that caused a trigger (goes into the manifest). */
-typedef struct mdp_capture_sample {
-  double time;    /* unix seconds */
-  uint64_t value; /* bytes */
-} mdp_capture_sample_t;
-
 #define MDP_CAPTURE_MANUAL 1u /* operator request: ignores CaptureCooldown */
 
 /* What became of a request to capture a worker. The refusals (BUSY,
@@ -157,9 +152,18 @@ const char *mdp_capture_outcome_name(mdp_capture_outcome o);
  * is file and CaptureDirectory lies outside the worker's dump directory).
  * cb runs exactly once after a STARTED return (unless the loop closes
  * first), never otherwise. */
-mdp_capture_outcome mdp_capture_start(const mdp_capture_worker_t *w, const char *reason,
-                                      const mdp_capture_sample_t *samples, size_t n_samples,
-                                      unsigned flags, mdp_capture_started_fn cb, void *arg,
+typedef struct mdp_capture_opts {
+  const char *reason;
+  /* The series that caused the trigger (unix seconds, bytes; goes into the
+   * manifest; borrowed for the call). NULL for an operator's capture. */
+  const mdp_plan_sample_t *samples;
+  size_t n_samples;
+  unsigned flags;            /* MDP_CAPTURE_MANUAL */
+  mdp_capture_started_fn cb; /* may be NULL */
+  void *arg;
+} mdp_capture_opts_t;
+
+mdp_capture_outcome mdp_capture_start(const mdp_capture_worker_t *w, const mdp_capture_opts_t *o,
                                       char *err, size_t errlen);
 
 /* Call for every worker on every sample. Keeps the RSS used by the space

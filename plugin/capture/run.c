@@ -574,15 +574,20 @@ bool mdp_run_dump_taken(const mdp_plan_t *p)
 }
 
 /* A run that will not begin: counted, reported, its slot given back. */
-static void not_begun(mdp_run *r, bool skipped, const char *why)
+/* How a run that will not begin is counted. */
+typedef enum { BEGIN_FAILED, BEGIN_SKIPPED } begin_refusal;
+
+static void not_begun(mdp_run *r, begin_refusal how, const char *why)
 {
+  bool skipped = how == BEGIN_SKIPPED;
+
   if(skipped)
     mdp_capst.counters.skipped++;
   else
     mdp_capst.counters.failed++;
   mdp_run_notify(NOTIF_FAILURE, r, "capture of worker %s (pid %d) %s: %s", r->name, (int)r->pid,
                  skipped ? "skipped" : "failed", why);
-  mdp_sched_finished(&mdp_capst.sched, r->conn, false);
+  mdp_sched_give_back(&mdp_capst.sched, r->conn);
   /* No evidence can be taken; the restart that was asked for still
    * happens, or the worker would grow on. */
   if(r->limit_signal)
@@ -613,12 +618,13 @@ static mdp_capture_outcome on_folder(uint64_t conn, uint64_t gen, mdp_run_folder
 
 int mdp_run_begin(mdp_run *r, mdp_capture_started_fn cb, void *arg, char *err, size_t errlen)
 {
-  int rc = mdp_run_open_folder(r, &mdp_capst.cfg, on_folder, cb, arg, err, errlen);
+  mdp_run_open_t open = {.opened = on_folder, .started = cb, .arg = arg};
+  int rc = mdp_run_open_folder(r, &mdp_capst.cfg, &open, err, errlen);
   if(rc == 0) {
     mdp_run_to(r, MDP_RUN_OPENING);
     return 0;
   }
-  not_begun(r, false, err);
+  not_begun(r, BEGIN_FAILED, err);
   return rc;
 }
 
@@ -627,7 +633,7 @@ mdp_capture_outcome mdp_run_opened(mdp_run *r, mdp_run_folder *f)
   mdp_actions_t acts = {.n = 0};
 
   if(f->rc) {
-    not_begun(r, f->outside, f->err);
+    not_begun(r, f->outside ? BEGIN_SKIPPED : BEGIN_FAILED, f->err);
     mdp_run_pump(); /* its slot is free */
     return f->outside ? MDP_CAPTURE_OUTSIDE : MDP_CAPTURE_FAILED;
   }
@@ -669,7 +675,7 @@ void mdp_run_pump(void)
         MDP_NEXT_NONE) {
     mdp_run *r = mdp_run_find(conn);
     if(!r) {
-      mdp_sched_finished(&mdp_capst.sched, conn, false);
+      mdp_sched_give_back(&mdp_capst.sched, conn);
       continue;
     }
     if(got == MDP_NEXT_DROPPED) {

@@ -173,12 +173,19 @@ void mdp_run_pump(void);
  * Returns what became of the capture (f->err says why when not STARTED). */
 typedef mdp_capture_outcome (*mdp_run_opened_fn)(uint64_t conn, uint64_t gen, mdp_run_folder *f);
 
+/* Who hears of a folder job: opened, then started (may be NULL) with arg. */
+typedef struct mdp_run_open {
+  mdp_run_opened_fn opened;
+  mdp_capture_started_fn started;
+  void *arg;
+} mdp_run_open_t;
+
 /* Queue the making of r's folder below cfg->directory (the realpath check
- * of DumpTransfer file and the streams decision included); opened, then cb
- * (may be NULL), run afterwards. 0, or a negative errno with err saying
- * why (-EAGAIN: MDP_FSQ_MAX jobs wait) and neither runs. */
-int mdp_run_open_folder(const mdp_run *r, const mdp_capture_config_t *cfg, mdp_run_opened_fn opened,
-                        mdp_capture_started_fn cb, void *arg, char *err, size_t errlen);
+ * of DumpTransfer file and the streams decision included); o->opened, then
+ * o->started, run afterwards. 0, or a negative errno with err saying why
+ * (-EAGAIN: MDP_FSQ_MAX jobs wait) and neither runs. */
+int mdp_run_open_folder(const mdp_run *r, const mdp_capture_config_t *cfg, const mdp_run_open_t *o,
+                        char *err, size_t errlen);
 
 /* An empty folder whose run went before it began: released and removed on
  * the fs thread (logged when it cannot be). */

@@ -186,8 +186,8 @@ static void folder_done(mdp_fsq_job *j)
   free(fj);
 }
 
-int mdp_run_open_folder(const mdp_run *r, const mdp_capture_config_t *cfg, mdp_run_opened_fn opened,
-                        mdp_capture_started_fn cb, void *arg, char *err, size_t errlen)
+int mdp_run_open_folder(const mdp_run *r, const mdp_capture_config_t *cfg, const mdp_run_open_t *o,
+                        char *err, size_t errlen)
 {
   folder_job *fj = calloc(1, sizeof(*fj));
   mdp_worker_info info;
@@ -200,9 +200,9 @@ int mdp_run_open_folder(const mdp_run *r, const mdp_capture_config_t *cfg, mdp_r
   }
   fj->conn = r->conn;
   fj->gen = r->gen;
-  fj->opened = opened;
-  fj->cb = cb;
-  fj->arg = arg;
+  fj->opened = o->opened;
+  fj->cb = o->started;
+  fj->arg = o->arg;
   snprintf(fj->root, sizeof(fj->root), "%s", cfg->directory);
   snprintf(fj->worker, sizeof(fj->worker), "%s", r->name);
   fj->pid = r->pid;

@@ -505,8 +505,9 @@ static void capture_now(uint64_t serial, const char *who, uint64_t request_id,
   INFO("memdiag plugin: %s asks for a capture of worker %" PRIu64 " ('%s' pid %ld)", who,
        info.connection_id, info.name, (long)info.pid);
   /* STARTED: the folder is being made, and capture_started answers. */
-  rc = mdp_capture_start(&cw, "operator request", NULL, 0, MDP_CAPTURE_MANUAL, capture_started, c,
-                         err, sizeof(err));
+  mdp_capture_opts_t o = {
+      .reason = "operator request", .flags = MDP_CAPTURE_MANUAL, .cb = capture_started, .arg = c};
+  rc = mdp_capture_start(&cw, &o, err, sizeof(err));
   if(rc == MDP_CAPTURE_STARTED)
     return;
   capture_reply(c, rc, "", err);

@@ -216,10 +216,12 @@ static void init_common(mdp_plan_t *plan, const mdp_plan_params_t *p, const char
 }
 
 void mdp_plan_init(mdp_plan_t *plan, const mdp_plan_params_t *p, const mdp_step_kind_t *kinds,
-                   size_t n, const char *reason, const mdp_plan_sample_t *samples, size_t n_samples,
-                   uint64_t rss)
+                   size_t n, const mdp_plan_trigger_t *t)
 {
-  init_common(plan, p, reason, rss);
+  const mdp_plan_sample_t *samples = t->samples;
+  size_t n_samples = t->n_samples;
+
+  init_common(plan, p, t->reason, t->rss);
   for(size_t i = 0; i < n; i++) {
     mdp_step_kind_t k = kinds[i];
     if(k == MDP_STEP_TRACE_START && !p->trace_allocations)

@@ -172,10 +172,18 @@ const char *mdp_plan_state_name(mdp_plan_state_t st);
 int mdp_plan_parse(const char *text, mdp_step_kind_t *kinds, size_t max, size_t *n, char *err,
                    size_t errlen);
 
+/* What asked for a plan: the reason, the series that caused it (the newest
+ * MDP_PLAN_SAMPLES_MAX are kept; borrowed for the call) and the RSS then. */
+typedef struct mdp_plan_trigger {
+  const char *reason;
+  const mdp_plan_sample_t *samples;
+  size_t n_samples;
+  uint64_t rss;
+} mdp_plan_trigger_t;
+
 /* Set up a plan from parsed steps; trace steps follow p->trace_allocations. */
 void mdp_plan_init(mdp_plan_t *plan, const mdp_plan_params_t *p, const mdp_step_kind_t *kinds,
-                   size_t n, const char *reason, const mdp_plan_sample_t *samples, size_t n_samples,
-                   uint64_t rss);
+                   size_t n, const mdp_plan_trigger_t *t);
 
 /* A plan of one heap dump (worker at its limit, no dump yet), followed by
  * the restart signal. */

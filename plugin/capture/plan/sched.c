@@ -127,9 +127,12 @@ static int start(mdp_sched_t *s, mdp_sched_conn_t *c, int64_t now_ms)
   return 0;
 }
 
-mdp_admit_t mdp_sched_admit(mdp_sched_t *s, uint64_t conn, const char *name, int64_t now_ms,
-                            bool manual, char *why, size_t whylen)
+mdp_admit_t mdp_sched_admit(mdp_sched_t *s, const mdp_sched_trigger_t *t, char *why, size_t whylen)
 {
+  uint64_t conn = t->conn;
+  const char *name = t->name;
+  int64_t now_ms = t->now_ms;
+  bool manual = t->manual;
   mdp_sched_conn_t *c = find(s, conn);
   if(c && c->state != MDP_CONN_IDLE) {
     snprintf(why, whylen, "a capture plan already %s for this worker",
@@ -161,14 +164,24 @@ mdp_admit_t mdp_sched_admit(mdp_sched_t *s, uint64_t conn, const char *name, int
   return MDP_ADMIT_START;
 }
 
-void mdp_sched_finished(mdp_sched_t *s, uint64_t conn, bool dump_taken)
+/* conn's plan ended: its slot is free. NULL when it was not running. */
+static mdp_sched_conn_t *end_running(mdp_sched_t *s, uint64_t conn)
 {
   mdp_sched_conn_t *c = find(s, conn);
   if(!c || c->state != MDP_CONN_RUNNING)
-    return;
+    return NULL;
   c->state = MDP_CONN_IDLE;
-  c->dump_taken |= dump_taken;
   s->running--;
+  return c;
+}
+
+void mdp_sched_give_back(mdp_sched_t *s, uint64_t conn) { end_running(s, conn); }
+
+void mdp_sched_finished(mdp_sched_t *s, uint64_t conn, bool dump_taken)
+{
+  mdp_sched_conn_t *c = end_running(s, conn);
+  if(c)
+    c->dump_taken |= dump_taken;
 }
 
 mdp_next_t mdp_sched_next(mdp_sched_t *s, int64_t now_ms, uint64_t *conn, char *why, size_t whylen)

@@ -75,13 +75,23 @@ typedef enum mdp_admit {
   MDP_ADMIT_NO_MEMORY, /* nothing was changed */
 } mdp_admit_t;
 
-/* A trigger for a worker. The refusals (BUSY, COOLDOWN, NO_MEMORY) and
- * QUEUE put the reason in why. */
-mdp_admit_t mdp_sched_admit(mdp_sched_t *s, uint64_t conn, const char *name, int64_t now_ms,
-                            bool manual, char *why, size_t whylen);
+/* A trigger for a worker. */
+typedef struct mdp_sched_trigger {
+  uint64_t conn;
+  const char *name; /* its identity (mdp_sched_identity) */
+  int64_t now_ms;
+  bool manual; /* an operator's: CaptureCooldown does not apply */
+} mdp_sched_trigger_t;
 
-/* The plan of conn ended. */
+/* Admit a trigger. The refusals (BUSY, COOLDOWN, NO_MEMORY) and QUEUE put
+ * the reason in why. */
+mdp_admit_t mdp_sched_admit(mdp_sched_t *s, const mdp_sched_trigger_t *t, char *why, size_t whylen);
+
+/* The plan of conn ended; dump_taken: a heap dump of it succeeded. */
 void mdp_sched_finished(mdp_sched_t *s, uint64_t conn, bool dump_taken);
+/* The slot of conn is given back with no dump taken (its plan never ran,
+ * or ended before a dump). */
+void mdp_sched_give_back(mdp_sched_t *s, uint64_t conn);
 
 /* What mdp_sched_next found. Never an errno. */
 typedef enum mdp_next {

@@ -130,8 +130,14 @@ def functions(rel, text)
   i = 0
   while i < text.size
     ch = text[i]
+    # extern "C" { ... } (C++ guards) opens no body
+    if (m = text.match(/\Gextern\s*"[^"]*"\s*\{/, i))
+      i = m.end(0)
+      next
+    end
     if ch == "{" || ch == "}"
       depth += ch == "{" ? 1 : -1
+      depth = 0 if depth.negative? # the guard's closing brace
       i += 1
       next
     end

@@ -286,7 +286,8 @@ static void a_folder_is_made_off_the_loop_and_discarded_when_unused(void **state
   r.gid = getegid();
   opened_calls = started_calls = 0;
   set_hold(1);
-  assert_int_equal(mdp_run_open_folder(&r, &cfg, keep_folder, started, NULL, err, sizeof(err)), 0);
+  mdp_run_open_t o = {.opened = keep_folder, .started = started};
+  assert_int_equal(mdp_run_open_folder(&r, &cfg, &o, err, sizeof(err)), 0);
   wait_held(1);
   /* The disk hangs: nothing answers, and nothing was made. */
   assert_int_equal(mdp_loop_run_tasks(f->loop), 0);
@@ -329,8 +330,8 @@ static void a_folder_is_refused_when_the_disk_holds_too_much(void **state)
   for(int i = 0; i < MDP_FSQ_MAX; i++)
     assert_int_equal(mdp_fsq_submit(&job(i, order, &next, &done)->job), 0);
   started_calls = 0;
-  assert_int_equal(mdp_run_open_folder(&r, &cfg, keep_folder, started, NULL, err, sizeof(err)),
-                   -EAGAIN);
+  mdp_run_open_t o = {.opened = keep_folder, .started = started};
+  assert_int_equal(mdp_run_open_folder(&r, &cfg, &o, err, sizeof(err)), -EAGAIN);
   assert_non_null(strstr(err, "busy"));
   assert_non_null(strstr(err, cfg.directory));
   set_hold(0);

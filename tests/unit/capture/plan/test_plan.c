@@ -110,7 +110,9 @@ static void setup_world(world_t *w, const char *plan_text, bool trace)
                          .max_use = 0,
                          .trace_allocations = trace};
   mdp_plan_sample_t samples[] = {{100.0, 100 * MiB}, {110.0, 120 * MiB}};
-  mdp_plan_init(&w->plan, &p, kinds, n, "capture-size", samples, 2, 120 * MiB);
+  mdp_plan_trigger_t t = {
+      .reason = "capture-size", .samples = samples, .n_samples = 2, .rss = 120 * MiB};
+  mdp_plan_init(&w->plan, &p, kinds, n, &t);
   w->now = 1000000;
   w->avail = 100 * GiB;
   w->reply_delay = 10;

@@ -51,7 +51,8 @@ static const mdp_step_t *one_dump(mdp_plan_t *plan, const mdp_plan_params_t *p, 
                                   uint64_t avail, mdp_actions_t *acts)
 {
   mdp_step_kind_t kind = MDP_STEP_DUMP;
-  mdp_plan_init(plan, p, &kind, 1, "test", NULL, 0, rss);
+  mdp_plan_trigger_t t = {.reason = "test", .rss = rss};
+  mdp_plan_init(plan, p, &kind, 1, &t);
   acts->n = 0;
   mdp_plan_begin(plan, 0, acts);
   assert_int_equal(plan->state, MDP_PLAN_WAITING_SPACE);

@@ -27,7 +27,8 @@ static int teardown(void **state)
 static mdp_admit_t admit(mdp_sched_t *sc, uint64_t conn, const char *name, int64_t now_ms,
                          bool manual)
 {
-  return mdp_sched_admit(sc, conn, name, now_ms, manual, why, sizeof(why));
+  mdp_sched_trigger_t t = {.conn = conn, .name = name, .now_ms = now_ms, .manual = manual};
+  return mdp_sched_admit(sc, &t, why, sizeof(why));
 }
 
 static mdp_next_t next(mdp_sched_t *sc, int64_t now_ms, uint64_t *conn)
