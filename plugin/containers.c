@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "capture/capture.h"
 #include "containers.h"
@@ -146,10 +147,21 @@ static void detect(mdp_worker **w, size_t n, mdp_cgroup *cg, const mdp_cgroup_st
   }
 }
 
+static double thread_cpu_s(void)
+{
+  struct timespec ts;
+
+  if(clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+    return 0;
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 void mdp_containers_read(mdp_worker **w, size_t n, const mdp_config *cfg, uint64_t t,
                          uint64_t interval)
 {
   double now = CDTIME_T_TO_DOUBLE((cdtime_t)t);
+  double cpu0 = thread_cpu_s(), read_cpu = 0;
+  size_t cgroups = 0;
 
   for(size_t i = 0; i < n; i++) {
     mdp_cgroup *cg = w[i]->cg;
@@ -165,12 +177,23 @@ void mdp_containers_read(mdp_worker **w, size_t n, const mdp_config *cfg, uint64
       continue; /* sampled with its first worker */
     for(j = i; j < n; j++)
       count += w[j]->cg == cg;
-    if(mdp_cgroup_sample(cg, now, &s) != 0)
+    double r0 = thread_cpu_s();
+    int rc = mdp_cgroup_sample(cg, now, &s);
+    read_cpu += thread_cpu_s() - r0;
+    if(rc != 0)
       continue;
+    cgroups++;
     dispatch(cg, &s, count, t, interval);
     detect(w, n, cg, &s, cfg);
   }
   mdp_notify_counter("oom_kills", mdp_cgroup_oom_kills());
+  if(cgroups) {
+    /* What the cgroups cost, beside sampling_cpu (tests/bench/sample-cost):
+     * their file reads alone, and the whole pass (dispatch, detectors) */
+    mdp_notify_gauge("", "duration", "cgroup_read_cpu", read_cpu, t, interval);
+    mdp_notify_gauge("", "duration", "cgroup_cpu", thread_cpu_s() - cpu0, t, interval);
+    mdp_notify_gauge("", "count", "cgroups", (double)cgroups, t, interval);
+  }
 }
 
 uint64_t mdp_containers_limit(const mdp_worker *w)

@@ -44,6 +44,7 @@
 
 typedef struct {
   const char *socket, *cert, *key, *ca, *name, *error_text, *goodbye, *handoff;
+  const char *cgroup_dir; /* --cgroup-dir D: with --fork, child k joins cgroup D/k first */
   long claim_pid;
   int skip_hello, control_after_hello, show_heartbeats;
   long allocate_mb, fork_n, exit_after, big_hello, dump_frame, control_flood, bloated_hello;
@@ -65,12 +66,30 @@ static uint64_t now_us(void)
   return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+/* Join cgroup dir/k (its cgroup.procs), so that the worker registers from
+ * inside it (tests/bench/sample-cost). */
+static int join_cgroup(const char *dir, long k)
+{
+  char path[4096];
+  FILE *f;
+  int rc;
+
+  snprintf(path, sizeof path, "%s/%ld/cgroup.procs", dir, k);
+  f = fopen(path, "w");
+  if(!f) {
+    perror(path);
+    return -1;
+  }
+  rc = fprintf(f, "%ld\n", (long)getpid()) < 0;
+  return (fclose(f) != 0 || rc) ? -1 : 0;
+}
+
 static int usage(void)
 {
   fprintf(stderr,
           "usage: md-test-worker worker|control [--socket P --cert C --key K --ca A] "
           "[--name N] [--claim-pid P] [--skip-hello] [--control-after-hello] [--show-heartbeats] "
-          "[--allocate-mb M] [--fork N] [--exit-after S] [verb args]\n");
+          "[--allocate-mb M] [--fork N [--cgroup-dir D]] [--exit-after S] [verb args]\n");
   return 2;
 }
 
@@ -609,6 +628,8 @@ int main(int argc, char **argv)
       o.exit_after = atol(v);
     else if(strcmp(a, "--handoff-on-dump") == 0)
       o.handoff = v;
+    else if(strcmp(a, "--cgroup-dir") == 0)
+      o.cgroup_dir = v;
     else if(strcmp(a, "--bloated-hello") == 0)
       o.bloated_hello = atol(v);
     else
@@ -632,8 +653,11 @@ int main(int argc, char **argv)
     int status, failed = 0;
     for(long k = 0; k < o.fork_n; k++) {
       pid_t p = fork();
-      if(p == 0)
+      if(p == 0) {
+        if(o.cgroup_dir && join_cgroup(o.cgroup_dir, k) != 0)
+          _exit(1);
         _exit(run_worker(&o));
+      }
       if(p > 0)
         started++;
     }
