@@ -23,6 +23,7 @@
 # time constants, wider bases, sawtooth periods and noise) for a check on
 # traces nobody tuned against; the standard family uses its own seeds.
 require "json"
+require_relative "noise"
 
 module Families
   MIB = 1024.0 * 1024.0
@@ -44,20 +45,6 @@ module Families
       warm_tau: [2.0, 15.0], leak_start: [3.0, 25.0]
     }
   }.freeze
-
-  # Deterministic noise in [-1, 1] (xorshift32, as generate.rb).
-  class Noise
-    def initialize(seed)
-      @s = (seed & 0xffffffff).nonzero? || 1
-    end
-
-    def next
-      @s ^= (@s << 13) & 0xffffffff
-      @s ^= @s >> 17
-      @s ^= (@s << 5) & 0xffffffff
-      @s / 2147483647.5 - 1.0
-    end
-  end
 
   def self.uniform(rng, (lo, hi))
     lo + (hi - lo) * rng.rand

@@ -22,19 +22,7 @@ LIMIT = 1024 * MIB
 STEP = 10
 T0 = 1_790_000_000
 
-# Deterministic noise in [-1, 1].
-class Noise
-  def initialize(seed)
-    @s = seed & 0xffffffff
-  end
-
-  def next
-    @s ^= (@s << 13) & 0xffffffff
-    @s ^= @s >> 17
-    @s ^= (@s << 5) & 0xffffffff
-    @s / 2147483647.5 - 1.0
-  end
-end
+require_relative "noise"
 
 # Ruby-like GC sawtooth: climbs `amp` over `period` seconds, then drops.
 def sawtooth(t, period, amp)
