@@ -82,7 +82,10 @@ typedef struct {
   mdp_analysis_step obj;   /* obj.type NULL: a GC root holds them directly (root) */
   int old;                 /* in the first dump too: alive in every dump */
   uint64_t refs;           /* its references to them (all gained since dump 1) */
-  char *root;              /* the GC root kind the path starts at ("vm", ...); NULL: none found */
+  /* the GC root kind the path starts at ("vm", ...); NULL: no root reaches
+   * obj (a dump made in a fork has no other threads), and path is then the
+   * objects that reference it, a few steps up */
+  char *root;
   mdp_analysis_step *path; /* from the object the root references to obj */
   size_t path_len;
 } mdp_analysis_holder;
