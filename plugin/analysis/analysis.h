@@ -79,9 +79,9 @@ typedef struct {
 
 /* What holds the top group's objects from outside the retained set. */
 typedef struct {
-  mdp_analysis_step obj;   /* obj.type NULL: a GC root holds them directly (root) */
-  int old;                 /* in the first dump too: alive in every dump */
-  uint64_t refs;           /* its references to them (all gained since dump 1) */
+  mdp_analysis_step obj; /* obj.type NULL: a GC root holds them directly (root) */
+  int old;               /* in the first dump too: alive in every dump */
+  uint64_t refs;         /* its references to them (all gained since dump 1) */
   /* the GC root kind the path starts at ("vm", ...); NULL: no root reaches
    * obj (a dump made in a fork has no other threads), and path is then the
    * objects that reference it, a few steps up */

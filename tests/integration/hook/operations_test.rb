@@ -102,6 +102,8 @@ class HookOperationsTest < Minitest::Test
     reply = @server.request(@conn, "garbage_profile_stop")
     assert_equal "ok", reply["status"], reply["error"]
     refute reply.key?("path"), "no path asked, the report comes back inline"
+    # the allocator's own statistics, from the hook's C extension
+    assert_match(/== malloc_info \(glibc\)\n<malloc version="\d+">/, reply["data"])
     collections = reply["data"][/^collections\s+(\d+)/, 1]
     assert collections, reply["data"][0, 400]
     assert_operator Integer(collections), :>=, 1

@@ -35,6 +35,9 @@ class GarbageProfileTest < Minitest::Test
     assert_match(/== GC.stat \(before, after, delta\)/, report)
     assert_match(/^count\s+\d+\s+\d+\s+[1-9]\d*$/, report)
     assert_match(/== GC::Profiler.result\nGC \d+ invokes\./, report)
+    # GitLab's fragmentation ratio from GC.stat, before and after
+    assert_match(/^after\s+0\.\d{3}  \(\d+ live slots, [1-9]\d* eden pages of [1-9]\d* slots\)$/, report)
+    assert_match(/^== malloc_info/, report)
     refute GC::Profiler.enabled?, "stop must disable the profiler"
   end
 

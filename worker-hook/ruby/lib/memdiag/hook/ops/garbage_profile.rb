@@ -93,9 +93,36 @@ module Memdiag
             out << summary(records)
             out << "\n== GC.stat (before, after, delta)\n"
             out << stat_table(@stat_before, stat_after)
+            out << "\n== heap fragmentation (1 - heap_live_slots / (slots per page x heap_eden_pages))\n"
+            out << fragmentation_line("before", @stat_before)
+            out << fragmentation_line("after", stat_after)
             out << "\n== GC::Profiler.result\n"
             out << GC::Profiler.result
+            out << malloc_section
             out
+          end
+
+          # GitLab's measure of a Ruby heap's holes: the share of the eden
+          # pages' slots that hold no live object.
+          def fragmentation_line(label, stat)
+            per_page = GC::INTERNAL_CONSTANTS[:HEAP_PAGE_OBJ_LIMIT]
+            live = stat[:heap_live_slots]
+            pages = stat[:heap_eden_pages]
+            return "#{label}  unknown (this Ruby's GC.stat lacks the figures)\n" unless per_page && live && pages&.positive?
+
+            format("%-6s  %.3f  (%d live slots, %d eden pages of %d slots)\n", label,
+                   1.0 - live.to_f / (per_page * pages), live, pages, per_page)
+          end
+
+          # The allocator's own statistics (glibc malloc_info, through the
+          # hook's C extension): arenas, their free chunks and the memory
+          # they took from the system, which the Ruby heap's figures miss.
+          def malloc_section
+            native = defined?(Memdiag::Hook::Native) && Memdiag::Hook::Native.respond_to?(:malloc_info)
+            xml = native ? Memdiag::Hook::Native.malloc_info : nil
+            return "\n== malloc_info\nunavailable (not glibc, or the hook's C extension is not loaded)\n" unless xml
+
+            "\n== malloc_info (glibc)\n#{xml}"
           end
 
           def summary(records)
