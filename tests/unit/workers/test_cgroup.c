@@ -292,21 +292,27 @@ static void test_limit_change_and_oom_count(void **state)
   put(dir, "memory.max", "300000\n");
   put(dir, "memory.stat", "anon 900\nfile 100\ninactive_file 50\n");
   put(dir, "memory.events", "high 0\nmax 0\noom 0\noom_kill 0\n");
+  {
+    char parent[600];
+    snprintf(parent, sizeof parent, "%s/cg", root);
+    put(parent, "memory.max", "400000\n"); /* the mount's root level, an ancestor */
+  }
   snprintf(mi, sizeof mi, "26 25 0:24 / /cg rw - cgroup2 cgroup2 rw\n");
   mdp_cgroup_source src = {.mountinfo = mi, .proc_cgroup = "0::/app\n", .root_prefix = root};
   assert_int_equal(mdp_cgroup_acquire_from(&src, &cg, err, sizeof err), 0);
   assert_int_equal(mdp_cgroup_sample(cg, 1.0, &s), 0);
   assert_true(s.limit == 300000 && s.working_set == 950 && s.oom_kill == 0);
-  /* a pod resized in place: seen at the next sample */
+  /* a pod resized in place: seen at the next sample; now the ancestor's
+   * 400000 is the tighter one */
   put(dir, "memory.max", "500000\n");
   assert_int_equal(mdp_cgroup_sample(cg, 2.0, &s), 0);
-  assert_true(s.limit == 500000);
+  assert_true(s.limit == 400000);
   /* a plain exit: the count did not rise */
   assert_int_equal(mdp_cgroup_oom_check(cg, &now), 0);
   /* the kernel's OOM killer: memory.events changes (inotify tells the sampler) */
   put(dir, "memory.events", "high 0\nmax 4\noom 1\noom_kill 1\n");
   assert_int_equal(mdp_cgroup_oom_check(cg, &now), 1);
-  assert_true(now.oom_kill == 1 && now.limit == 500000);
+  assert_true(now.oom_kill == 1 && now.limit == 400000);
   /* accounted once: a second worker's plain exit is not a kill */
   assert_int_equal(mdp_cgroup_oom_check(cg, &now), 0);
   assert_int_equal(mdp_cgroup_sample(cg, 3.0, &s), 0);
