@@ -373,6 +373,14 @@ static int send_stored(mdp_run *r, mdp_request_t *cr, const mdp_step_t *s, token
   sink.dir_fd = r->dir_fd;
   if(sink.dir_fd < 0)
     return -EBADF;
+  if(mdp_step_is_dump(s->kind)) {
+    /* a dump's budget: twice its estimate, and the room its check found */
+    sink.limits.max_raw = (uint64_t)((double)r->plan.rss * cfg->dump_space_factor * 2);
+    sink.limits.max_stored = r->room;
+    sink.limits.max_ms =
+        cfg->step_timeout_ms ? cfg->step_timeout_ms : mdp_relay_default_timeout_ms(&cr->req);
+  }
+  sink.limits.keep_free = cfg->keep_free;
   rc = mdp_relay_request_past(r->conn, &cr->req, cfg->step_timeout_ms, extra, &sink, on_reply, t);
   return rc;
 }
@@ -448,6 +456,13 @@ static void send_step(mdp_run *r, size_t idx)
 static void space_answer(mdp_run *r, uint64_t avail, uint64_t used)
 {
   mdp_actions_t acts = {.n = 0};
+  const mdp_capture_config_t *cfg = &mdp_capst.cfg;
+
+  r->room = avail > cfg->keep_free ? avail - cfg->keep_free : 0;
+  if(cfg->max_use) {
+    uint64_t under = cfg->max_use > used ? cfg->max_use - used : 0;
+    r->room = under < r->room ? under : r->room;
+  }
   mdp_plan_space(&r->plan, mdp_run_now_ms(), avail, used, &acts);
   mdp_run_actions(r, &acts);
 }

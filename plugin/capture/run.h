@@ -73,6 +73,7 @@ typedef struct mdp_run {
    * cgroup at its last dump ("" when the worker decides). */
   char mode_chosen[8];
   char mode_reason[400];
+  uint64_t room; /* bytes the next dump may take on disk (KeepFree, MaxUse), at its space check */
   mdp_plan_t plan;
 } mdp_run;
 

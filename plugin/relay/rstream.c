@@ -27,6 +27,7 @@ struct mdp_rstream {
   char dir_path[512];
   char name[128];
   int level;
+  mdp_store_limits limits;
   mdp_store_stream *st; /* NULL until opened */
   int store_ended;      /* finish or abort given to the store */
   /* The worker's DumpEnd (size, SHA-256): the store is told to finish only
@@ -238,7 +239,9 @@ static int open_store(mdp_rstream *rs, char *err, size_t errlen)
     md_seterr(err, errlen, "the plugin cannot store results (no stream store)");
     return -ENOSYS;
   }
-  rc = mdp_store_open(store, &rs->st, rs->dir_fd, rs->name, rs->level, &events, rs);
+  mdp_store_target t = {
+      .dir_fd = rs->dir_fd, .name = rs->name, .zstd_level = rs->level, .limits = rs->limits};
+  rc = mdp_store_open(store, &rs->st, &t, &events, rs);
   if(rc) {
     md_seterr(err, errlen, "cannot store %s/%s: %s", rs->dir_path, rs->name, strerror(-rc));
     return rc;
@@ -278,6 +281,7 @@ mdp_rstream *mdp_rstream_new(uint64_t connection_id, uint64_t request_id,
   rs->connection_id = connection_id;
   rs->request_id = request_id;
   rs->level = sink->zstd_level;
+  rs->limits = sink->limits;
   snprintf(rs->dir_path, sizeof rs->dir_path, "%s", sink->dir_path);
   snprintf(rs->name, sizeof rs->name, "%s", sink->name);
   rs->dir_fd = fcntl(sink->dir_fd, F_DUPFD_CLOEXEC, 0);
@@ -349,6 +353,17 @@ int mdp_rstream_on_frame(uint64_t connection_id, const Memdiag__V1__Frame *f)
       end_store(rs, "the worker sent more than the plugin allowed (flow control)");
       return 0;
     }
+    if(rs->limits.max_raw && rs->received > rs->limits.max_raw) {
+      char why[320];
+      snprintf(why, sizeof why,
+               "%s is over its budget: more than %" PRIu64
+               " bytes sent (the worker's RSS x DumpSpaceFactor x 2)",
+               rs->name, rs->limits.max_raw);
+      rs->cancelled = 1;
+      grant(rs, 0, why);
+      end_store(rs, why);
+      return 0;
+    }
     if(mdp_store_write(rs->st, c->data.data, c->data.len) != 0)
       end_store(rs, "the plugin could not queue the dump's bytes (out of memory)");
     return 0;
@@ -415,6 +430,14 @@ static int store_inline(mdp_rstream *rs)
   return 0;
 }
 
+static int compress(mdp_rstream *rs)
+{
+  mdp_store_target t = {
+      .dir_fd = rs->dir_fd, .name = rs->name, .zstd_level = rs->level, .limits = rs->limits};
+  mdp_store_source from = {.name = rs->compress_from, .owner = rs->compress_owner};
+  return mdp_store_compress_file(store, &rs->st, &t, &from, &events, rs);
+}
+
 void mdp_rstream_settle(mdp_rstream *rs, const Memdiag__V1__Reply *reply, mdp_rstream_reply_fn done,
                         void *arg)
 {
@@ -445,9 +468,7 @@ void mdp_rstream_settle(mdp_rstream *rs, const Memdiag__V1__Reply *reply, mdp_rs
   } else if(rs->compress_from[0]) {
     if(rs->reply->status != MEMDIAG__V1__STATUS__STATUS_OK) {
       rs->store_done = 1; /* the worker's file is not there to compress */
-    } else if(!store ||
-              mdp_store_compress_file(store, &rs->st, rs->dir_fd, rs->compress_from, rs->name,
-                                      rs->level, rs->compress_owner, &events, rs) != 0) {
+    } else if(!store || compress(rs) != 0) {
       /* the worker's uncompressed file stays, and the reply names it */
       rs->st = NULL;
       rs->store_done = 1;

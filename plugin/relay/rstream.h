@@ -15,7 +15,9 @@
  * Flow control: the worker may send `window` bytes; each time the store has
  * written a chunk the plugin grants that many again (StreamCredit), so a
  * stream holds at most `window` bytes of the plugin's memory and never
- * makes the loop wait for the disk.
+ * makes the loop wait for the disk. The first byte past the sink's budget
+ * (limits.max_raw) cancels the stream: a worker that streams without end
+ * is stopped there, however fast it sends.
  *
  * Threading: loop thread only (the store's events are posted to the loop).
  * Ownership: each rstream belongs to this module from mdp_rstream_new until
@@ -43,6 +45,10 @@ typedef struct mdp_relay_sink {
    * result comes through the plugin. */
   const char *compress_from;
   uid_t compress_owner;
+  /* What the result may cost (0 fields: no limit). A stream is cut off as
+   * soon as its bytes pass limits.max_raw: the worker is told to stop
+   * (StreamCredit cancel) and the request fails naming the budget. */
+  mdp_store_limits limits;
 } mdp_relay_sink;
 
 typedef struct mdp_rstream mdp_rstream;

@@ -56,6 +56,29 @@ void mdp_conn_drop(mdp_conn *c, const char *why)
     INFO("memdiag plugin: worker %" PRIu64 " (%s) gone: %s", c->worker_id, c->who, why);
 }
 
+static unsigned operator_slots(unsigned max_connections)
+{
+  return max_connections / 4 < MDP_CONN_OPERATOR_SLOTS ? max_connections / 4
+                                                       : MDP_CONN_OPERATOR_SLOTS;
+}
+
+const char *mdp_conn_worker_limit(const mdp_conn *c)
+{
+  unsigned max = c->env->cfg->max_connections, slots = operator_slots(max);
+  unsigned all = 0, of_uid = 0, of_pid = 0;
+
+  if(!c->env->count_workers)
+    return NULL;
+  c->env->count_workers(c->uid, c->pid, &all, &of_uid, &of_pid);
+  if(of_pid >= MDP_CONN_PER_PID)
+    return "too many connections from this process (at most 4 registered per pid)";
+  if(of_uid >= max - slots - (max - slots) / 4)
+    return "too many connections from this uid (at most three quarters of the workers' slots)";
+  if(all >= max - slots)
+    return "MaxConnections reached for workers (the last slots are kept for operators)";
+  return NULL;
+}
+
 int mdp_conn_send(mdp_conn *c, const Memdiag__V1__Frame *f)
 {
   uint64_t max_frame = c->env->cfg->max_frame;

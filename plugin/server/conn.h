@@ -15,6 +15,20 @@
 #include "md/tls.h"
 #include "server.h"
 
+/* Registered workers: at most this many connections per process; all
+ * together, MaxConnections less MDP_CONN_OPERATOR_SLOTS (or a quarter of
+ * MaxConnections, if less), which only operators may take; per uid, three
+ * quarters of the workers' share, so that other users keep room
+ * (mdp_conn_worker_limit). */
+#define MDP_CONN_PER_PID        4u
+#define MDP_CONN_OPERATOR_SLOTS 16u
+
+/* Bytes a uid's connections may hold in their read buffers, partial frames
+ * included, as a multiple of MaxFrameSize (plus 1 MiB); past it, its
+ * connection holding most is closed. A process has at most
+ * MDP_CONN_PER_PID connections, each holding at most about two frames. */
+#define MDP_CONN_BUFFERED_UID_FRAMES 4u
+
 /* Until a peer is known (a worker registered, or an operator's certificate
  * checked), the largest frame it may send: a hello fits in far less, and a
  * peer without a certificate must not make the plugin buffer MaxFrameSize. */
@@ -34,6 +48,8 @@ typedef enum {
 typedef struct mdp_conn_env {
   const struct mdp_server_config *cfg;
   mdp_server_hooks hooks;
+  /* Registered workers now: all of them, of this uid, of this pid. */
+  void (*count_workers)(uid_t uid, pid_t pid, unsigned *all, unsigned *of_uid, unsigned *of_pid);
 } mdp_conn_env;
 
 typedef struct mdp_conn {
@@ -66,6 +82,10 @@ typedef struct mdp_conn {
  * never pauses leaves room for accepts, timers and every other peer. */
 #define MDP_CONN_TURN_FRAMES 32u
 #define MDP_CONN_TURN_BYTES  (1024u * 1024u)
+
+/* May one more worker register from uid/pid? NULL if so, else why not
+ * (a static string naming the limit). */
+const char *mdp_conn_worker_limit(const mdp_conn *c);
 
 /* Send a frame; returns as mdp_server_send_worker. A peer with more than
  * MaxFrameSize waiting to be written is not reading: it is dropped. */

@@ -88,6 +88,13 @@ static void on_hello(mdp_conn *c, const Memdiag__V1__Hello *h)
     goto gone;
   if(!hello_bounded(c, h))
     return;
+  const char *limit = mdp_conn_worker_limit(c);
+  if(limit) {
+    mdp_conn_warn("memdiag plugin: refused worker hello from pid %ld uid %ld: %s", (long)c->pid,
+                  (long)c->uid, limit);
+    mdp_conn_goodbye(c, MEMDIAG__V1__STATUS__STATUS_FORBIDDEN, limit);
+    return;
+  }
   memset(&wh, 0, sizeof(wh));
   wh.pid = c->pid;
   wh.ns_pid = id_k.ns_pid;

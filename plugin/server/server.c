@@ -192,12 +192,71 @@ static int listen_events(void *unused)
 
 /* ------------------------------------------------------------ each turn */
 
+static void count_workers(uid_t uid, pid_t pid, unsigned *all, unsigned *of_uid, unsigned *of_pid)
+{
+  *all = *of_uid = *of_pid = 0;
+  for(mdp_conn *c = conns; c; c = c->next) {
+    if(c->dead || c->state != MDP_CONN_WORKER)
+      continue;
+    ++*all;
+    *of_uid += c->uid == uid;
+    *of_pid += c->pid == pid;
+  }
+}
+
+/* What a uid's connections hold in their read buffers stays under
+ * MDP_CONN_BUFFERED_UID_FRAMES x MaxFrameSize: past it, the one holding
+ * most is closed (a partial frame of its own is all it loses). Operators
+ * are not counted. */
+#define BUFFER_UIDS 64
+static void check_buffered(void)
+{
+  struct {
+    uid_t uid;
+    size_t bytes;
+  } t[BUFFER_UIDS];
+  unsigned n = 0;
+  size_t limit = (size_t)MDP_CONN_BUFFERED_UID_FRAMES * env.cfg->max_frame + (1u << 20);
+
+  for(mdp_conn *c = conns; c; c = c->next) {
+    unsigned i;
+    if(c->dead || c->state == MDP_CONN_OPERATOR)
+      continue;
+    for(i = 0; i < n && t[i].uid != c->uid; i++)
+      ;
+    if(i == n) {
+      if(n == BUFFER_UIDS)
+        continue;
+      t[n].uid = c->uid;
+      t[n++].bytes = 0;
+    }
+    t[i].bytes += md_conn_buffered(c->mc);
+  }
+  for(unsigned i = 0; i < n; i++) {
+    while(t[i].bytes > limit) {
+      mdp_conn *big = NULL;
+      for(mdp_conn *c = conns; c; c = c->next)
+        if(!c->dead && c->state != MDP_CONN_OPERATOR && c->uid == t[i].uid &&
+           (!big || md_conn_buffered(c->mc) > md_conn_buffered(big->mc)))
+          big = c;
+      if(!big)
+        break;
+      mdp_conn_warn("memdiag plugin: closing connection from %s: the connections of uid %ld hold "
+                    "%zu bytes of unread frames (at most %zu per uid)",
+                    big->who, (long)t[i].uid, t[i].bytes, limit);
+      t[i].bytes -= md_conn_buffered(big->mc);
+      mdp_conn_drop(big, "holding too many unread bytes");
+    }
+  }
+}
+
 static void check_deadlines(uint64_t now)
 {
   uint64_t silent = 3u * (uint64_t)env.cfg->heartbeat_ms;
 
   mdp_conn_log_roll(now);
   mdp_unauth_roll(unauthenticated);
+  check_buffered();
   for(mdp_conn *c = conns; c; c = c->next) {
     if(c->dead)
       continue;
@@ -367,6 +426,7 @@ int mdp_server_start(const mdp_server_config *cfg, mdp_loop *l, const mdp_server
 
   env.cfg = cfg;
   env.hooks = *hooks;
+  env.count_workers = count_workers;
   loop = l;
   o.certificate = cfg->tls_certificate;
   o.key = cfg->tls_key;

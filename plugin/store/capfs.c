@@ -299,50 +299,127 @@ int mdp_capfs_avail(const char *path, uint64_t *avail)
 typedef struct capture_dir {
   char name[256];
   uint64_t bytes;
-  struct timespec mtime;
+  struct timespec when; /* from the name memdiag gave it; the mtime only for other names */
+  bool prunable;        /* nothing in it that remove_folder refuses (a directory) */
 } capture_dir_t;
 
-/* Bytes on disk of the regular files in one capture folder; -ENOENT when it
- * is not a capture folder (no manifest). Allocated blocks, not st_size: a
- * worker's sparse file in its own folder must not push others' captures
- * out. */
-static int folder_bytes(const char *name, uint64_t *bytes, struct timespec *mtime)
+/* Files already counted, by (device, inode): a file linked 40 times is on
+ * disk once. Open addressing, grown at half full. */
+typedef struct {
+  struct {
+    dev_t dev;
+    ino_t ino;
+  } * v;
+  size_t cap, n;
+} inode_set;
+
+/* Adds the inode; true when it was not there yet (or the set cannot grow:
+ * then it is counted, which errs on the side of counting). */
+static bool inode_add(inode_set *set, dev_t dev, ino_t ino)
 {
-  int rc = 0, fd = -1;
-  DIR *d = NULL;
+  if(set->n * 2 >= set->cap) {
+    size_t cap = set->cap ? set->cap * 2 : 256;
+    inode_set grown = {calloc(cap, sizeof(*grown.v)), cap, 0};
+    if(!grown.v)
+      return true;
+    for(size_t i = 0; i < set->cap; i++)
+      if(set->v[i].ino)
+        inode_add(&grown, set->v[i].dev, set->v[i].ino);
+    free(set->v);
+    *set = grown;
+  }
+  size_t i = ((size_t)ino * 0x9E3779B97F4A7C15ull ^ (size_t)dev) & (set->cap - 1);
+  for(; set->v[i].ino; i = (i + 1) & (set->cap - 1))
+    if(set->v[i].ino == ino && set->v[i].dev == dev)
+      return false;
+  set->v[i].dev = dev;
+  set->v[i].ino = ino ? ino : 1;
+  set->n++;
+  return true;
+}
+
+/* The UTC time memdiag put in a folder's name (worker-PID-YYYYmmddTHHMMSSZ,
+ * perhaps followed by -N): the worker owns its folder and may set its
+ * mtime, but it cannot rename it. False when the name holds none. */
+static bool name_time(const char *name, struct timespec *when)
+{
+  struct tm tm;
+  for(const char *p = strrchr(name, 'Z'); p && p - name >= 15; p = NULL) {
+    const char *t = p - 15;
+    memset(&tm, 0, sizeof(tm));
+    const char *rest = strptime(t, "%Y%m%dT%H%M%SZ", &tm);
+    if(t[-1] != '-' || !rest || (*rest && *rest != '-'))
+      return false;
+    when->tv_sec = timegm(&tm);
+    when->tv_nsec = 0;
+    /* -2, -3 ...: later in the same second */
+    if(*rest == '-')
+      when->tv_nsec = strtol(rest + 1, NULL, 10);
+    return true;
+  }
+  return false;
+}
+
+#define WALK_DEPTH_MAX 8
+
+/* Bytes on disk of the regular files below the directory fd (taken over),
+ * each inode once, subdirectories walked down to WALK_DEPTH_MAX.
+ * *has_dir says whether fd holds a directory. */
+static void tree_bytes(int fd, int depth, inode_set *seen, uint64_t *bytes, bool *has_dir)
+{
+  DIR *d = fdopendir(fd);
   struct stat st;
 
-  fd = openat(root_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if(fd < 0) {
-    rc = -errno;
-    goto out;
+  if(!d) {
+    close(fd);
+    return;
   }
+  for(struct dirent *e; (e = readdir(d));) {
+    if(strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+       fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+      continue;
+    if(S_ISREG(st.st_mode) && inode_add(seen, st.st_dev, st.st_ino))
+      *bytes += (uint64_t)st.st_blocks * 512u;
+    if(S_ISDIR(st.st_mode)) {
+      bool below = false;
+      *has_dir = true;
+      int sub = depth < WALK_DEPTH_MAX
+                    ? openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                    : -1;
+      if(sub >= 0)
+        tree_bytes(sub, depth + 1, seen, bytes, &below);
+    }
+  }
+  closedir(d);
+}
+
+/* Bytes on disk of one capture folder; -ENOENT when it is not a capture
+ * folder (no manifest). Allocated blocks, not st_size: a worker's sparse
+ * file in its own folder must not push others' captures out; each file
+ * once, however many names it has (seen spans every folder). */
+static int folder_bytes(const char *name, inode_set *seen, capture_dir_t *c)
+{
+  struct stat st;
+  int fd = openat(root_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+  if(fd < 0)
+    return -errno;
   if(fstatat(fd, MDP_CAPFS_MANIFEST, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-    rc = -ENOENT;
-    goto out;
+    close(fd);
+    return -ENOENT;
   }
   if(fstat(fd, &st) != 0) {
-    rc = -errno;
-    goto out;
-  }
-  *mtime = st.st_mtim;
-  d = fdopendir(fd);
-  if(!d) {
-    rc = -errno;
-    goto out;
-  }
-  fd = -1;
-  *bytes = 0;
-  for(struct dirent *e; (e = readdir(d));) {
-    if(fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
-      *bytes += (uint64_t)st.st_blocks * 512u;
-  }
-out:
-  if(d)
-    closedir(d);
-  if(fd >= 0)
+    int e = errno;
     close(fd);
-  return rc;
+    return -e;
+  }
+  if(!name_time(name, &c->when))
+    c->when = st.st_mtim;
+  c->bytes = 0;
+  bool has_dir = false;
+  tree_bytes(fd, 0, seen, &c->bytes, &has_dir);
+  c->prunable = !has_dir;
+  return 0;
 }
 
 /* The directory `name` below `at`, to read through its own fd (extra open
@@ -369,6 +446,8 @@ static int list_captures(capture_dir_t **out, size_t *n)
   capture_dir_t *v = NULL;
   size_t cnt = 0, cap = 0;
 
+  inode_set seen = {NULL, 0, 0};
+
   d = open_dir_at(root_fd, ".", 0);
   if(!d)
     return -errno;
@@ -376,7 +455,7 @@ static int list_captures(capture_dir_t **out, size_t *n)
     capture_dir_t c;
     if(e->d_name[0] == '.' || strlen(e->d_name) >= sizeof(c.name))
       continue;
-    if(folder_bytes(e->d_name, &c.bytes, &c.mtime) != 0)
+    if(folder_bytes(e->d_name, &seen, &c) != 0)
       continue;
     snprintf(c.name, sizeof(c.name), "%s", e->d_name);
     if(cnt == cap) {
@@ -396,6 +475,7 @@ static int list_captures(capture_dir_t **out, size_t *n)
   v = NULL;
 out:
   free(v);
+  free(seen.v);
   if(d)
     closedir(d);
   return rc;
@@ -422,10 +502,10 @@ int mdp_capfs_usage(const char *root, uint64_t *used)
 static int by_age(const void *a, const void *b)
 {
   const capture_dir_t *x = a, *y = b;
-  if(x->mtime.tv_sec != y->mtime.tv_sec)
-    return x->mtime.tv_sec < y->mtime.tv_sec ? -1 : 1;
-  if(x->mtime.tv_nsec != y->mtime.tv_nsec)
-    return x->mtime.tv_nsec < y->mtime.tv_nsec ? -1 : 1;
+  if(x->when.tv_sec != y->when.tv_sec)
+    return x->when.tv_sec < y->when.tv_sec ? -1 : 1;
+  if(x->when.tv_nsec != y->when.tv_nsec)
+    return x->when.tv_nsec < y->when.tv_nsec ? -1 : 1;
   return strcmp(x->name, y->name);
 }
 
@@ -497,20 +577,24 @@ int mdp_capfs_prune(const char *root, uint64_t limit, const char *const *keep, s
     rc = list_captures(&v, &n);
   if(rc)
     goto out;
+  /* A folder that cannot be removed (the worker made a directory in it)
+   * is not counted: others' captures are never removed to make room for
+   * it, nor are later dumps refused for it. */
   for(size_t i = 0; i < n; i++)
-    total += v[i].bytes;
+    if(v[i].prunable || kept(v[i].name, keep, n_keep))
+      total += v[i].bytes;
   qsort(v, n, sizeof(*v), by_age);
   for(size_t i = 0; i < n && total > limit; i++) {
-    if(kept(v[i].name, keep, n_keep))
+    if(kept(v[i].name, keep, n_keep) || !v[i].prunable)
       continue;
 #ifdef MDP_CAPFS_TEST_HOOKS
     if(mdp_capfs_test_before_remove)
       mdp_capfs_test_before_remove(v[i].name);
 #endif
-    /* A folder that cannot be removed whole (the worker made a directory
-     * in it) stays; the next oldest goes instead. */
-    if(remove_folder(v[i].name) != 0)
+    if(remove_folder(v[i].name) != 0) {
+      total -= v[i].bytes; /* it stays, and no other goes for it */
       continue;
+    }
     total -= v[i].bytes;
     gone++;
   }

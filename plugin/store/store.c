@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,10 +45,15 @@ struct mdp_store_stream {
   EVP_MD_CTX *sha;
   uint64_t raw, stored, write_us;
   int failed; /* a write failed: the rest is consumed and dropped */
+  int over;   /* it failed because a budget was crossed */
   char error[256];
-  int ended;     /* caller side: finish or abort queued */
-  char src[256]; /* JOB_COPY: the worker's file, removed once stored */
+  mdp_store_limits lim;
+  uint64_t next_check; /* stored bytes at which free space is asked again */
+  int ended;           /* caller side: finish or abort queued */
+  char src[256];       /* JOB_COPY: the worker's file, removed once stored */
   uid_t src_owner;
+  int src_fd;                         /* JOB_COPY: open once checked, -1 before */
+  uint64_t copy_t0us;                 /* JOB_COPY: when the first slice began */
   struct mdp_store_stream *next_open; /* the store's list, under its mu */
 };
 
@@ -142,6 +148,53 @@ static void fail(mdp_store_stream *st, const char *fmt, const char *detail)
   discard(st);
 }
 
+/* A budget crossed: the stream fails, and says which. */
+static int over_budget(mdp_store_stream *st, const char *detail)
+{
+  fail(st, "%s is over its budget: %s", detail);
+  st->over = 1;
+  return -1;
+}
+
+#define ROOM_CHECK_EVERY (4u << 20)
+
+/* After a write: within max_stored, and KeepFree still free (asked of the
+ * file system again every ROOM_CHECK_EVERY bytes). */
+static int check_room(mdp_store_stream *st)
+{
+  char detail[160];
+  struct statvfs vfs;
+
+  if(st->lim.max_stored && st->stored > st->lim.max_stored) {
+    snprintf(detail, sizeof detail, "more than %llu bytes on disk (the room left for the dump)",
+             (unsigned long long)st->lim.max_stored);
+    return over_budget(st, detail);
+  }
+  if(!st->lim.keep_free || st->stored < st->next_check)
+    return 0;
+  st->next_check = st->stored + ROOM_CHECK_EVERY;
+  if(fstatvfs(st->fd, &vfs) == 0 &&
+     (uint64_t)vfs.f_bavail * (uint64_t)vfs.f_frsize < st->lim.keep_free) {
+    snprintf(detail, sizeof detail,
+             "the capture file system has less than KeepFree (%llu bytes) left after %llu bytes",
+             (unsigned long long)st->lim.keep_free, (unsigned long long)st->stored);
+    return over_budget(st, detail);
+  }
+  return 0;
+}
+
+/* Before the bytes go: within max_raw. */
+static int check_raw(mdp_store_stream *st)
+{
+  char detail[160];
+  if(!st->lim.max_raw || st->raw <= st->lim.max_raw)
+    return 0;
+  snprintf(detail, sizeof detail,
+           "more than %llu bytes sent (the worker's RSS x DumpSpaceFactor x 2)",
+           (unsigned long long)st->lim.max_raw);
+  return over_budget(st, detail);
+}
+
 static int write_all(mdp_store_stream *st, const void *p, size_t n)
 {
   const char *c = p;
@@ -157,7 +210,7 @@ static int write_all(mdp_store_stream *st, const void *p, size_t n)
     n -= (size_t)w;
     st->stored += (uint64_t)w;
   }
-  return 0;
+  return check_room(st);
 }
 
 /* Compress (or copy) in; with end set, flush the zstd frame. */
@@ -242,29 +295,77 @@ static void finish_file(mdp_store_stream *st, const job *j, mdp_store_result *r)
   r->name = st->name;
 }
 
-/* Read the worker's file into the stream, then finish with its own size
- * and checksum; remove it once the compressed copy has its name. */
-static void copy_file(mdp_store_stream *st, job *j)
+#define COPY_SLICE (4u << 20) /* bytes of a worker's file copied per job */
+
+/* Open the worker's file and check it before a byte is read: a regular
+ * file of its own with one link (not a root file renamed or linked in),
+ * not sparse (a file that holds far fewer blocks than its size would hold
+ * the writer for hours), within max_raw. */
+static int open_source(mdp_store_stream *st)
 {
   static const int flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
-  static uint8_t buf[256 * 1024]; /* writer thread only */
-  EVP_MD_CTX *copy;
+  char detail[200];
   struct stat sb;
-  int fd;
+  int fd = openat(st->dir_fd, st->src, flags);
 
-  j->kind = JOB_FINISH;
-  fd = openat(st->dir_fd, st->src, flags);
   if(fd < 0) {
     fail(st, "cannot read the dump for %s: %s", strerror(errno));
-    return;
+    return -1;
   }
-  if(fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || (sb.st_uid != st->src_owner && sb.st_uid != 0)) {
+  if(fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_uid != st->src_owner || sb.st_nlink != 1) {
     close(fd);
-    fail(st, "not compressing into %s: %s", "the worker's file is not a regular file of its own");
-    return;
+    fail(st, "not compressing into %s: %s",
+         "the worker's file is not a regular file of its own with one link");
+    return -1;
   }
-  for(;;) {
-    ssize_t n = read(fd, buf, sizeof buf);
+  if(sb.st_size > (off_t)COPY_SLICE && (uint64_t)sb.st_blocks * 512u < (uint64_t)sb.st_size / 2) {
+    close(fd);
+    snprintf(detail, sizeof detail, "the worker's file is sparse (%llu bytes long, %llu on disk)",
+             (unsigned long long)sb.st_size, (unsigned long long)sb.st_blocks * 512u);
+    fail(st, "not compressing into %s: %s", detail);
+    st->over = 1;
+    return -1;
+  }
+  if(st->lim.max_raw && (uint64_t)sb.st_size > st->lim.max_raw) {
+    close(fd);
+    snprintf(detail, sizeof detail, "the worker's file holds %llu bytes, more than %llu",
+             (unsigned long long)sb.st_size, (unsigned long long)st->lim.max_raw);
+    return over_budget(st, detail);
+  }
+  st->src_fd = fd;
+  st->copy_t0us = now_us();
+  return 0;
+}
+
+/* One slice of the worker's file into the stream. Returns 1 when more is
+ * to come (the job goes to the back of the queue), 0 once the file is read
+ * (j is then the stream's finish, with the file's own size and checksum)
+ * or the stream failed. */
+static int copy_slice(mdp_store *s, mdp_store_stream *st, job *j)
+{
+  static uint8_t buf[256 * 1024]; /* writer thread only */
+  EVP_MD_CTX *copy;
+  size_t done = 0;
+  int stopping;
+
+  if(st->src_fd < 0 && !st->failed && open_source(st) != 0)
+    goto end;
+  pthread_mutex_lock(&s->mu);
+  stopping = s->stopping;
+  pthread_mutex_unlock(&s->mu);
+  if(stopping) {
+    fail(st, "compressing %s stopped: %s", "the plugin is stopping");
+    goto end;
+  }
+  if(st->lim.max_ms && now_us() - st->copy_t0us > st->lim.max_ms * 1000u) {
+    char detail[96];
+    snprintf(detail, sizeof detail, "the copy took longer than %llu ms",
+             (unsigned long long)st->lim.max_ms);
+    over_budget(st, detail);
+    goto end;
+  }
+  while(!st->failed && done < COPY_SLICE) {
+    ssize_t n = read(st->src_fd, buf, sizeof buf);
     if(n < 0 && errno == EINTR)
       continue;
     if(n < 0) {
@@ -272,12 +373,21 @@ static void copy_file(mdp_store_stream *st, job *j)
       break;
     }
     if(n == 0)
-      break;
+      goto end;
     st->raw += (uint64_t)n;
+    done += (size_t)n;
+    if(check_raw(st))
+      break;
     EVP_DigestUpdate(st->sha, buf, (size_t)n);
     put(st, buf, (size_t)n, 0);
   }
-  close(fd);
+  if(!st->failed)
+    return 1;
+end:
+  if(st->src_fd >= 0)
+    close(st->src_fd);
+  st->src_fd = -1;
+  j->kind = JOB_FINISH;
   j->size = st->raw;
   copy = EVP_MD_CTX_new();
   if(copy && EVP_MD_CTX_copy_ex(copy, st->sha) == 1) {
@@ -285,14 +395,13 @@ static void copy_file(mdp_store_stream *st, job *j)
     EVP_DigestFinal_ex(copy, j->sha, &len);
   }
   EVP_MD_CTX_free(copy);
+  return 0;
 }
 
 static void end_stream(mdp_store_stream *st, job *j)
 {
   mdp_store_result r = {.outcome = MDP_STORE_FAILED};
 
-  if(j->kind == JOB_COPY)
-    copy_file(st, j);
   if(j->kind == JOB_FINISH) {
     finish_file(st, j, &r);
     if(r.outcome == MDP_STORE_OK && st->src[0])
@@ -305,6 +414,8 @@ static void end_stream(mdp_store_stream *st, job *j)
   }
   if(st->failed && r.outcome == MDP_STORE_OK)
     r.outcome = MDP_STORE_FAILED;
+  if(st->over && r.outcome != MDP_STORE_OK)
+    r.outcome = MDP_STORE_OVER_BUDGET;
   discard(st);
   r.raw_bytes = st->raw;
   r.stored_bytes = st->stored;
@@ -318,7 +429,8 @@ static void end_stream(mdp_store_stream *st, job *j)
   free(st);
 }
 
-static void run_job(mdp_store *s, job *j)
+/* Returns 1 when the job was put back in the queue (a copy goes on). */
+static int run_job(mdp_store *s, job *j)
 {
   mdp_store_stream *st = j->st;
   uint64_t t0 = now_us();
@@ -327,19 +439,33 @@ static void run_job(mdp_store *s, job *j)
   case JOB_OPEN: do_open(st); break;
   case JOB_DATA:
     st->raw += j->len;
-    EVP_DigestUpdate(st->sha, j->data, j->len);
-    put(st, j->data, j->len, 0);
+    if(!st->failed && check_raw(st) == 0) {
+      EVP_DigestUpdate(st->sha, j->data, j->len);
+      put(st, j->data, j->len, 0);
+    }
     pthread_mutex_lock(&s->mu);
     s->queued -= j->len;
     pthread_mutex_unlock(&s->mu);
     st->write_us += now_us() - t0;
     st->events.consumed(st->arg, j->len);
-    return;
-  case JOB_FINISH:
+    return 0;
   case JOB_COPY:
-  case JOB_ABORT: end_stream(st, j); return;
+    if(copy_slice(s, st, j)) {
+      st->write_us += now_us() - t0;
+      j->next = NULL;
+      pthread_mutex_lock(&s->mu);
+      append(s, j);
+      pthread_mutex_unlock(&s->mu);
+      return 1;
+    }
+    /* the file is read (or the stream failed): it ends */
+    end_stream(st, j);
+    return 0;
+  case JOB_FINISH:
+  case JOB_ABORT: end_stream(st, j); return 0;
   }
   st->write_us += now_us() - t0;
+  return 0;
 }
 
 static void *writer_main(void *arg)
@@ -359,8 +485,8 @@ static void *writer_main(void *arg)
       s->tail = NULL;
     s->busy = 1;
     pthread_mutex_unlock(&s->mu);
-    run_job(s, j);
-    free(j);
+    if(!run_job(s, j))
+      free(j);
     pthread_mutex_lock(&s->mu);
     s->busy = 0;
     if(!s->head)
@@ -396,15 +522,16 @@ int mdp_store_start(mdp_store **out, size_t max_queued)
   return 0;
 }
 
-int mdp_store_open(mdp_store *s, mdp_store_stream **out, int dir_fd, const char *name,
-                   int zstd_level, const mdp_store_events *events, void *arg)
+int mdp_store_open(mdp_store *s, mdp_store_stream **out, const mdp_store_target *t,
+                   const mdp_store_events *events, void *arg)
 {
   mdp_store_stream *st;
+  const char *name = t ? t->name : NULL;
   job *j;
   int rc;
 
   *out = NULL;
-  if(!s || !name || !*name || strchr(name, '/') || name[0] == '.' ||
+  if(!s || !t || !name || !*name || strchr(name, '/') || name[0] == '.' ||
      strlen(name) >= sizeof st->name || !events || !events->done || !events->consumed)
     return -EINVAL;
   st = calloc(1, sizeof *st);
@@ -418,10 +545,13 @@ int mdp_store_open(mdp_store *s, mdp_store_stream **out, int dir_fd, const char 
   st->events = *events;
   st->arg = arg;
   st->fd = -1;
-  st->level = zstd_level;
+  st->src_fd = -1;
+  st->level = t->zstd_level;
+  st->lim = t->limits;
+  st->next_check = ROOM_CHECK_EVERY;
   snprintf(st->name, sizeof st->name, "%s", name);
   st->sha = EVP_MD_CTX_new();
-  st->dir_fd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
+  st->dir_fd = fcntl(t->dir_fd, F_DUPFD_CLOEXEC, 0);
   if(!st->sha || st->dir_fd < 0 || EVP_DigestInit_ex(st->sha, EVP_sha256(), NULL) != 1) {
     rc = st->dir_fd < 0 ? -errno : -ENOMEM;
     if(st->dir_fd >= 0)
@@ -551,21 +681,21 @@ void mdp_store_wait_idle(mdp_store *s)
   pthread_mutex_unlock(&s->mu);
 }
 
-int mdp_store_compress_file(mdp_store *s, mdp_store_stream **out, int dir_fd, const char *src,
-                            const char *name, int zstd_level, uid_t owner,
-                            const mdp_store_events *events, void *arg)
+int mdp_store_compress_file(mdp_store *s, mdp_store_stream **out, const mdp_store_target *t,
+                            const mdp_store_source *from, const mdp_store_events *events, void *arg)
 {
+  const char *src = from ? from->name : NULL;
   job *j;
   int rc;
 
-  if(!src || !*src || strchr(src, '/') || strlen(src) >= sizeof((*out)->src) || !name ||
-     !strcmp(src, name))
+  if(!t || !src || !*src || strchr(src, '/') || strlen(src) >= sizeof((*out)->src) || !t->name ||
+     !strcmp(src, t->name))
     return -EINVAL;
-  rc = mdp_store_open(s, out, dir_fd, name, zstd_level, events, arg);
+  rc = mdp_store_open(s, out, t, events, arg);
   if(rc)
     return rc;
   snprintf((*out)->src, sizeof((*out)->src), "%s", src);
-  (*out)->src_owner = owner;
+  (*out)->src_owner = from->owner;
   j = calloc(1, sizeof *j);
   if(!j) {
     mdp_store_abort(*out, "out of memory");

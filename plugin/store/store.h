@@ -15,6 +15,18 @@
  * The server bounds that per stream with credit: it grants the worker more
  * only as the store reports bytes consumed (events.consumed).
  *
+ * Budgets (mdp_store_limits): a stream may carry at most max_raw bytes and
+ * its file hold at most max_stored on disk, and while the file grows the
+ * writer asks the file system again (fstatvfs, every 4 MiB) whether
+ * keep_free bytes are still free. The first limit crossed fails the stream
+ * (its failed event, then done with MDP_STORE_OVER_BUDGET). A file copied
+ * from the worker (mdp_store_compress_file) is refused before a byte is
+ * read when it is sparse (it holds far fewer blocks than its size says) or
+ * larger than max_raw, and it is copied in slices of at most 4 MiB, each a
+ * job of its own: the writer takes the other streams' jobs in between, so
+ * no one file holds the others back, and stopping the store ends it within
+ * one slice. max_ms bounds the copy's time.
+ *
  * Threading: mdp_store_* functions may be called from any thread but each
  * stream's calls must come from one thread in order (the server thread).
  * The events run on the writer thread: the caller must hand them over to
@@ -40,10 +52,33 @@ typedef struct mdp_store_stream mdp_store_stream;
 
 typedef enum {
   MDP_STORE_OK = 0,
-  MDP_STORE_FAILED,   /* the file system refused (see error) */
-  MDP_STORE_MISMATCH, /* size or checksum differ from the worker's */
-  MDP_STORE_ABORTED,  /* the caller or the worker gave up */
+  MDP_STORE_FAILED,      /* the file system refused (see error) */
+  MDP_STORE_MISMATCH,    /* size or checksum differ from the worker's */
+  MDP_STORE_ABORTED,     /* the caller or the worker gave up */
+  MDP_STORE_OVER_BUDGET, /* a limit of mdp_store_limits was crossed (see error) */
 } mdp_store_outcome;
+
+/* What one stream may cost; 0 in a field: no such limit. */
+typedef struct {
+  uint64_t max_raw;    /* bytes the worker may send (or its file may hold) */
+  uint64_t max_stored; /* bytes the stored file may take on disk */
+  uint64_t keep_free;  /* bytes the file system must keep free while it grows */
+  uint64_t max_ms;     /* a copy from the worker's file: time limit */
+} mdp_store_limits;
+
+/* Where a stream goes. dir_fd is duplicated (the caller keeps its own). */
+typedef struct {
+  int dir_fd;
+  const char *name; /* a plain file name, no '/', not starting with '.' */
+  int zstd_level;   /* 0: the bytes as they come; else zstd (name ends .zst) */
+  mdp_store_limits limits;
+} mdp_store_target;
+
+/* The worker's own file to compress (DumpTransfer file). */
+typedef struct {
+  const char *name; /* in the target's folder, no '/' */
+  uid_t owner;      /* the only owner accepted besides root */
+} mdp_store_source;
 
 typedef struct {
   mdp_store_outcome outcome;
@@ -74,25 +109,22 @@ int mdp_store_start(mdp_store **out, size_t max_queued);
  * its temporary file removed, its done event run; then free. NULL ok. */
 void mdp_store_stop(mdp_store *s);
 
-/* Open a stream writing `name` (a plain file name, no '/') in the folder
- * dir_fd (duplicated: the caller keeps its own). zstd_level 0 stores the
- * bytes as they come; otherwise the file is zstd-compressed (the caller
- * chooses a name ending in .zst). The file is created by the writer
- * thread, 0600, owned by the plugin's user, never following or replacing
- * an existing entry. Returns 0 or a negative errno (nothing opened, no
- * event will run). */
-int mdp_store_open(mdp_store *s, mdp_store_stream **out, int dir_fd, const char *name,
-                   int zstd_level, const mdp_store_events *events, void *arg);
+/* Open a stream writing t->name in the folder t->dir_fd, within
+ * t->limits. The file is created by the writer thread, 0600, owned by the
+ * plugin's user, never following or replacing an existing entry. Returns 0
+ * or a negative errno (nothing opened, no event will run). */
+int mdp_store_open(mdp_store *s, mdp_store_stream **out, const mdp_store_target *t,
+                   const mdp_store_events *events, void *arg);
 
 /* A stream whose bytes come from a file the worker wrote in the same
- * folder (DumpTransfer file): the writer thread opens `src` without
- * following links, accepts only a regular file owned by `owner` (or root),
- * compresses it into `name` as above and, once that file is in place,
- * removes `src`. Size and checksum are the file's own. No mdp_store_write
- * or mdp_store_finish: the done event ends it. */
-int mdp_store_compress_file(mdp_store *s, mdp_store_stream **out, int dir_fd, const char *src,
-                            const char *name, int zstd_level, uid_t owner,
-                            const mdp_store_events *events, void *arg);
+ * folder (DumpTransfer file): the writer thread opens src->name without
+ * following links, accepts only a regular file of src->owner's (or root's)
+ * with one link, not sparse and within t->limits, compresses it into
+ * t->name as above and, once that file is in place, removes the source.
+ * Size and checksum are the file's own. No mdp_store_write or
+ * mdp_store_finish: the done event ends it. */
+int mdp_store_compress_file(mdp_store *s, mdp_store_stream **out, const mdp_store_target *t,
+                            const mdp_store_source *src, const mdp_store_events *events, void *arg);
 
 /* Queue bytes for the stream. -ENOBUFS when the store is over max_queued
  * (the caller gave more credit than it should: abort the stream). */

@@ -104,6 +104,8 @@ const char *md_conn_peer_name(const md_conn *c) { return c->peer_name; }
 const char *md_conn_error(const md_conn *c) { return c->err; }
 size_t md_conn_pending(const md_conn *c) { return c->wlen - c->woff; }
 
+size_t md_conn_buffered(const md_conn *c) { return c->rcap; }
+
 short md_conn_events(const md_conn *c)
 {
   short ev = c->want;

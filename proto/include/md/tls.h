@@ -83,6 +83,9 @@ int md_conn_send(md_conn *c, const Memdiag__V1__Frame *frame);
 int md_conn_flush(md_conn *c);
 /* Bytes queued but not yet written. */
 size_t md_conn_pending(const md_conn *c);
+/* Bytes of memory the connection holds for what it received (its read
+ * buffer, a partial frame included). */
+size_t md_conn_buffered(const md_conn *c);
 
 /* Read and decode the next frame. MD_OK with *out (caller frees with
  * md_frame_free); MD_EAGAIN when no whole frame is available yet;

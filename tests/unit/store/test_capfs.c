@@ -316,7 +316,7 @@ static void prune_oldest_first(void **state)
   assert_true(exists("c-new/capture.json")); /* left whole, not emptied */
   assert_true(exists("c-new/heap-1.json"));
   assert_false(exists("c-newer"));
-  assert_int_equal(used, 2 * a);
+  assert_int_equal(used, a); /* c-new, which cannot go, is not counted (issue 24) */
   /* Under the bound: nothing more goes. */
   assert_int_equal(mdp_capfs_prune(root, 2 * a + a / 2, keep, 1, &used, &removed), 0);
   assert_int_equal(removed, 0);
@@ -343,6 +343,40 @@ static void prune_counts_blocks_not_size(void **state)
   assert_true(used >= a);
   assert_true(exists("others-1-20200101T000000Z/heap-1.json"));
   assert_true(exists("sparse-2-20200101T000001Z"));
+}
+
+/* Issue 24, finding 4: 40 names of one file are one file, the age is the
+ * one memdiag put in the folder's name (not an mtime the worker set), and a
+ * folder that cannot be removed pushes no other capture out. */
+static void prune_cannot_be_bent(void **state)
+{
+  (void)state;
+  char path[1300], other[1400];
+  uint64_t used = 0;
+  unsigned removed = 0;
+  uint64_t a = make_capture("victim-1-20260101T000100Z", 64 * 1024, 1000, true);
+  make_capture("bully-2-20260101T000000Z", 64 * 1024, 4102444800, true);
+  snprintf(path, sizeof(path), "%s/bully-2-20260101T000000Z/heap-1.json", root);
+  for(int i = 0; i < 40; i++) {
+    snprintf(other, sizeof(other), "%s/bully-2-20260101T000000Z/link-%d", root, i);
+    assert_int_equal(link(path, other), 0);
+  }
+  assert_int_equal(mdp_capfs_usage(root, &used), 0);
+  assert_int_equal(used, 2 * a);
+  /* The older by name goes first, whatever its mtime says. */
+  assert_int_equal(mdp_capfs_prune(root, a + a / 2, NULL, 0, &used, &removed), 0);
+  assert_int_equal(removed, 1);
+  assert_true(exists("victim-1-20260101T000100Z"));
+  assert_false(exists("bully-2-20260101T000000Z"));
+  /* A folder with a directory in it cannot go: nobody goes for it. */
+  make_capture("bully-3-20260101T000200Z", 4 * 64 * 1024, 1, true);
+  snprintf(path, sizeof(path), "%s/bully-3-20260101T000200Z/sub", root);
+  assert_int_equal(mkdir(path, 0700), 0);
+  mdt_write_bytes(path, "more.json", 64 * 1024);
+  assert_int_equal(mdp_capfs_prune(root, a + a / 2, NULL, 0, &used, &removed), 0);
+  assert_int_equal(removed, 0);
+  assert_int_equal(used, a);
+  assert_true(exists("victim-1-20260101T000100Z/heap-1.json"));
 }
 
 /* Issue 11, finding 5: every capture in progress is spared, however many
@@ -538,6 +572,7 @@ int main(void)
       cmocka_unit_test_setup_teardown(manifest_ignores_planted_temp, mdt_dir_setup, teardown),
       cmocka_unit_test_setup_teardown(prune_oldest_first, mdt_dir_setup, teardown),
       cmocka_unit_test_setup_teardown(prune_counts_blocks_not_size, mdt_dir_setup, teardown),
+      cmocka_unit_test_setup_teardown(prune_cannot_be_bent, mdt_dir_setup, teardown),
       cmocka_unit_test_setup_teardown(prune_spares_every_capture_in_progress, mdt_dir_setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(root_of_another_user_is_refused, mdt_dir_setup, teardown),

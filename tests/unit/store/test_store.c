@@ -122,6 +122,20 @@ static void write_in_chunks(mdp_store_stream *st, const char *p, size_t n)
     assert_int_equal(mdp_store_write(st, p + off, n - off < 100000 ? n - off : 100000), 0);
 }
 
+static int open_st(fixture *f, mdp_store_stream **st, const char *name, int level)
+{
+  mdp_store_target t = {.dir_fd = f->dir_fd, .name = name, .zstd_level = level};
+  return mdp_store_open(f->store, st, &t, &events, &f->o);
+}
+
+static int compress(fixture *f, mdp_store_stream **st, const char *src, const char *name, int level,
+                    uid_t owner)
+{
+  mdp_store_target t = {.dir_fd = f->dir_fd, .name = name, .zstd_level = level};
+  mdp_store_source from = {.name = src, .owner = owner};
+  return mdp_store_compress_file(f->store, st, &t, &from, &events, &f->o);
+}
+
 /* Streams the first `sent` bytes of p into `name` (zstd_level 0: not
  * compressed), then finishes the stream announcing n bytes and sha. */
 static void stream(fixture *f, const char *name, int zstd_level, const char *p, size_t sent,
@@ -129,7 +143,7 @@ static void stream(fixture *f, const char *name, int zstd_level, const char *p, 
 {
   mdp_store_stream *st;
 
-  assert_int_equal(mdp_store_open(f->store, &st, f->dir_fd, name, zstd_level, &events, &f->o), 0);
+  assert_int_equal(open_st(f, &st, name, zstd_level), 0);
   write_in_chunks(st, p, sent);
   assert_int_equal(mdp_store_finish(st, n, sha, 32), 0);
 }
@@ -248,8 +262,7 @@ static void test_abort_leaves_nothing(void **state)
   char *p = payload(300000);
   mdp_store_stream *st;
 
-  assert_int_equal(mdp_store_open(f->store, &st, f->dir_fd, "heap-3.json.zst", 1, &events, &f->o),
-                   0);
+  assert_int_equal(open_st(f, &st, "heap-3.json.zst", 1), 0);
   write_in_chunks(st, p, 300000);
   mdp_store_abort(st, "the worker died mid-stream");
   expect_nothing_left(f, MDP_STORE_ABORTED, "the worker died mid-stream");
@@ -262,8 +275,7 @@ static void test_stop_aborts_open_streams(void **state)
   char *p = payload(300000), names[256];
   mdp_store_stream *st;
 
-  assert_int_equal(mdp_store_open(f->store, &st, f->dir_fd, "heap-3.json.zst", 1, &events, &f->o),
-                   0);
+  assert_int_equal(open_st(f, &st, "heap-3.json.zst", 1), 0);
   write_in_chunks(st, p, 300000);
   mdp_store_stop(f->store);
   f->store = NULL;
@@ -320,10 +332,9 @@ static void test_refuses_names_with_a_path(void **state)
 {
   fixture *f = *state;
   mdp_store_stream *st;
-  assert_int_equal(mdp_store_open(f->store, &st, f->dir_fd, "../escape", 0, &events, &f->o),
-                   -EINVAL);
-  assert_int_equal(mdp_store_open(f->store, &st, f->dir_fd, ".hidden", 0, &events, &f->o), -EINVAL);
-  assert_int_equal(mdp_store_open(f->store, &st, f->dir_fd, "", 0, &events, &f->o), -EINVAL);
+  assert_int_equal(open_st(f, &st, "../escape", 0), -EINVAL);
+  assert_int_equal(open_st(f, &st, ".hidden", 0), -EINVAL);
+  assert_int_equal(open_st(f, &st, "", 0), -EINVAL);
 }
 
 /* DumpTransfer file: the worker's own file compressed, then removed. */
@@ -337,9 +348,7 @@ static void test_compress_worker_file(void **state)
 
   assert_int_equal(write(fd, p, n), (ssize_t)n);
   close(fd);
-  assert_int_equal(mdp_store_compress_file(f->store, &st, f->dir_fd, "heap-1.json",
-                                           "heap-1.json.zst", 1, getuid(), &events, &f->o),
-                   0);
+  assert_int_equal(compress(f, &st, "heap-1.json", "heap-1.json.zst", 1, getuid()), 0);
   wait_done(&f->o);
   assert_int_equal(f->o.r.outcome, MDP_STORE_OK);
   assert_int_equal(f->o.r.raw_bytes, n);
@@ -358,9 +367,7 @@ static void test_compress_refuses_a_link(void **state)
   mdp_store_stream *st;
 
   assert_int_equal(symlinkat("/etc/shadow", f->dir_fd, "heap-1.json"), 0);
-  assert_int_equal(mdp_store_compress_file(f->store, &st, f->dir_fd, "heap-1.json",
-                                           "heap-1.json.zst", 1, 65534, &events, &f->o),
-                   0);
+  assert_int_equal(compress(f, &st, "heap-1.json", "heap-1.json.zst", 1, 65534), 0);
   wait_done(&f->o);
   assert_int_equal(f->o.r.outcome, MDP_STORE_FAILED);
   listing(f, names, sizeof names);
@@ -378,9 +385,7 @@ static void test_compress_refuses_another_owner(void **state)
   assert_int_equal(write(fd, "{}\n", 3), 3);
   assert_int_equal(fchown(fd, 4242, 4242), 0);
   close(fd);
-  assert_int_equal(mdp_store_compress_file(f->store, &st, f->dir_fd, "heap-1.json",
-                                           "heap-1.json.zst", 1, 65534, &events, &f->o),
-                   0);
+  assert_int_equal(compress(f, &st, "heap-1.json", "heap-1.json.zst", 1, 65534), 0);
   wait_done(&f->o);
   assert_int_equal(f->o.r.outcome, MDP_STORE_FAILED);
   assert_non_null(strstr(f->o.error, "not a regular file of its own"));

@@ -1,0 +1,58 @@
+# Shared by the security tests (issue 24, docs/security.md): a private
+# collectd with capture keys (Capture::Bench) and a hostile worker,
+# md-attack-peer, run as an unprivileged user (nobody) with its own copy of
+# the worker certificate, as code running as the application's user would.
+require_relative "../capture/helper"
+
+module Security
+  NOBODY = 65_534
+  MiB = 1024 * 1024
+
+  def self.attack_peer = E2E.setting("MEMDIAG_ATTACK_PEER")
+
+  # The bench's site admits nobody: a socket others may open, a site
+  # directory nobody may pass through.
+  def self.keys = "SocketMode \"0666\"\n"
+
+  # md-attack-peer MODE as nobody; returns an E2E::Worker (registered unless
+  # wait: false).
+  def self.attacker(bench, mode, *args, name: "attacker-#{mode}", wait: true)
+    site = bench.site
+    File.chmod(0o711, site.dir)
+    own = File.join(site.dir, "certs-#{NOBODY}")
+    FileUtils.mkdir_p(own)
+    cert, key, ca = [site.cert("worker"), site.key("worker"), site.ca].map do |f|
+      File.join(own, File.basename(f)).tap { |c| FileUtils.cp(f, c) }
+    end
+    FileUtils.chown_R(NOBODY, NOBODY, own)
+    out = File.join(site.dir, "#{name}.out")
+    pid = Process.spawn("setpriv", "--reuid=#{NOBODY}", "--regid=#{NOBODY}", "--clear-groups", "--",
+                        attack_peer, mode, "--socket", site.socket, "--cert", cert, "--key", key,
+                        "--ca", ca, "--name", name, *args, out: [out, "w"], err: [:child, :out])
+    w = E2E::Worker.new(name: name, pid: pid, tick_file: out, dump_dir: bench.captures, out_path: out)
+    site.workers << w
+    site.wait_registered(w) if wait
+    w
+  end
+
+  # Bytes used on the file system holding path (as df counts them).
+  def self.fs_used(path)
+    out = IO.popen(["df", "-B1", "--output=used", path], &:read)
+    Integer(out.lines.last.strip)
+  end
+
+  # Sends SIGTERM to collectd and returns the seconds it took to exit, or
+  # nil when it was still running after `limit` s (it is then killed).
+  def self.stop_seconds(site, limit: 60)
+    pid = site.collectd_pid
+    t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    Process.kill("TERM", pid)
+    deadline = t0 + limit
+    sleep 0.05 while site.collectd_alive? && Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
+    took = Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0
+    return took unless site.collectd_alive?
+
+    Process.kill("KILL", pid)
+    nil
+  end
+end
