@@ -36,6 +36,9 @@ _Static_assert(CB <= MDP_COURSE_MAX_POINTS, "the course fit must hold the ring")
 #define URGENCY_SHARE 0.25
 #define STEP_SHARE    0.4
 #define CONFIRM       2
+#define STEP_MIN      (8.0 * MIB)
+#define STEP_SPREAD   6.0
+#define STEP_MAX      3
 #define MIB           (1024.0 * 1024.0)
 #define MIN_RISE      (2.0 * MIB)
 #define RISE_SCATTER  4.0
@@ -74,6 +77,60 @@ void mdp_detector_course_add(mdp_detector *d, uint64_t v)
   p->count++;
 }
 
+static void sort_small(double *v, unsigned n)
+{
+  for(unsigned i = 1; i < n; i++)
+    for(unsigned j = i; j > 0 && v[j - 1] > v[j]; j--) {
+      double x = v[j];
+      v[j] = v[j - 1];
+      v[j - 1] = x;
+    }
+}
+
+/* A level shift is not growth: a rise between two neighbouring buckets of
+ * more than STEP_MIN and STEP_SPREAD times the usual spread of the rises
+ * (a cache loaded at once) is taken out of every later point, down to the
+ * usual rise, before the course is fitted. At most STEP_MAX shifts, the
+ * largest first. */
+static void remove_steps(double *y, const unsigned char *have, unsigned m)
+{
+  double diff[CB], sorted[CB], dev[CB];
+  unsigned at[CB], n = 0;
+  int prev = -1;
+  for(unsigned k = 0; k < m; k++) {
+    if(!have[k])
+      continue;
+    if(prev >= 0) {
+      diff[n] = y[k] - y[prev];
+      at[n++] = k;
+    }
+    prev = (int)k;
+  }
+  if(n < 5)
+    return;
+  memcpy(sorted, diff, n * sizeof(diff[0]));
+  sort_small(sorted, n);
+  double med = sorted[n / 2];
+  for(unsigned i = 0; i < n; i++)
+    dev[i] = fabs(diff[i] - med);
+  sort_small(dev, n);
+  double cut = STEP_SPREAD * dev[n / 2];
+  if(cut < STEP_MIN)
+    cut = STEP_MIN;
+  for(unsigned s = 0; s < STEP_MAX; s++) {
+    unsigned big = 0;
+    for(unsigned i = 1; i < n; i++)
+      if(diff[i] > diff[big])
+        big = i;
+    if(diff[big] - med <= cut)
+      return;
+    double shift = diff[big] - med;
+    for(unsigned k = at[big]; k < m; k++)
+      y[k] -= shift;
+    diff[big] = med;
+  }
+}
+
 int mdp_detector_course_levels_off(const mdp_detector *d, double t, double level, double within,
                                    double *plateau)
 {
@@ -92,6 +149,7 @@ int mdp_detector_course_levels_off(const mdp_detector *d, double t, double level
     have[k] = b->count > 0;
     y[k] = (double)b->min;
   }
+  remove_steps(y, have, m);
   mdp_course_fit(y, have, m, level, &course);
   if(course.kind == MDP_COURSE_NONE)
     return 0;
@@ -124,12 +182,7 @@ static double course_excursion(const mdp_detector *d, unsigned m, double slope)
   }
   if(n < 3)
     return 0;
-  for(unsigned i = 1; i < n; i++)
-    for(unsigned j = i; j > 0 && spread[j - 1] > spread[j]; j--) {
-      double x = spread[j];
-      spread[j] = spread[j - 1];
-      spread[j - 1] = x;
-    }
+  sort_small(spread, n);
   double e = spread[n / 2] - fabs(slope);
   return e > 0 ? e : 0;
 }

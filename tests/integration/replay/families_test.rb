@@ -5,9 +5,10 @@
 # the standard draws and for a held-out draw (other seed, other ranges).
 #
 # What it asserts is what holds today (docs/detector.md, "Families"):
-# every fast leak is captured by sustained-growth before the limit, and at
-# most 5 % of the warm-ups fire (4 of 120 do; 30 did before the urgent rule
-# asked the envelope's course; issue 23 wants none). It does not yet assert the
+# every fast leak is captured by sustained-growth before the limit, at most
+# 2 of the 120 standard warm-ups fire (2 do; 4 did before level shifts were
+# taken out of the course, 30 before the urgent rule asked the course) and at
+# most 5 of the 120 held-out ones (5 do; 7 before). It does not yet assert the
 # issue's acceptance (no warm-up fires; every fast leak 50 minutes ahead).
 require "minitest/autorun"
 require_relative "family_replay"
@@ -35,7 +36,7 @@ class ReplayFamiliesTest < Minitest::Test
     report("warmup", outcomes)
     assert_equal 120, outcomes.size
     fired = outcomes.select { |o| o.captures.positive? }
-    assert_operator fired.size, :<=, 0.05 * outcomes.size,
+    assert_operator fired.size, :<=, 2,
                     "warm-ups that fire: #{fired.map(&:name).join(' ')}"
   end
 
@@ -44,7 +45,11 @@ class ReplayFamiliesTest < Minitest::Test
       outcomes = FamilyReplay.run(CTL, family, %w[--seed 4242 --ranges held-out])
       report("#{family} (held-out)", outcomes)
       refute_empty outcomes
-      next unless family == "fast-leak"
+      if family == "warmup"
+        fired = outcomes.select { |o| o.captures.positive? }
+        assert_operator fired.size, :<=, 5, "held-out warm-ups that fire: #{fired.map(&:name).join(' ')}"
+        next
+      end
 
       outcomes.each { |o| assert o.lead_s&.positive?, "#{o.name} #{o.params}: not captured in time" }
     end
