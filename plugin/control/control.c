@@ -240,8 +240,11 @@ static void status_fill(Memdiag__V1__StatusReport *sr, capture_lists *c)
 
 /* "workers" answers with the worker list; "status" (full) with the list in
  * a report that adds the plugin's uptime and captures. */
-static void list_workers(uint64_t serial, uint64_t request_id, bool full)
+typedef enum { LIST_WORKERS, LIST_STATUS } list_kind;
+
+static void list_workers(uint64_t serial, uint64_t request_id, list_kind kind)
 {
+  bool full = kind == LIST_STATUS;
   Memdiag__V1__ControlReply r = MEMDIAG__V1__CONTROL_REPLY__INIT;
   Memdiag__V1__WorkerList wl = MEMDIAG__V1__WORKER_LIST__INIT;
   Memdiag__V1__StatusReport sr = MEMDIAG__V1__STATUS_REPORT__INIT;
@@ -373,21 +376,22 @@ static void operate_stored(uint64_t serial, uint64_t request_id, const Memdiag__
   }
 }
 
-/* The worker an operator names (has_id: it named one), or the operator
- * hears there is none and -1 is returned. */
-static int worker_or_refuse(uint64_t serial, uint64_t request_id, bool has_id,
-                            uint64_t connection_id, mdp_worker_info *info)
+/* The worker an operator names (connection_id NULL: it named none), or
+ * the operator hears there is none and -ENOENT is returned. */
+static int worker_or_refuse(uint64_t serial, uint64_t request_id, const uint64_t *named,
+                            mdp_worker_info *info)
 {
+  uint64_t connection_id = named ? *named : 0;
   char err[256];
 
-  if(has_id && mdp_registry_info(connection_id, info) == 0)
+  if(named && mdp_registry_info(connection_id, info) == 0)
     return 0;
   snprintf(err, sizeof(err),
            "no worker with connection ID %" PRIu64
            " (IDs change when a worker or collectd restarts: list workers again)",
            connection_id);
   mdp_control_refuse(serial, request_id, MEMDIAG__V1__STATUS__STATUS_UNKNOWN_CONNECTION, err);
-  return -1;
+  return -ENOENT;
 }
 
 static void operate(uint64_t serial, const char *who, uint64_t request_id,
@@ -405,7 +409,7 @@ static void operate(uint64_t serial, const char *who, uint64_t request_id,
     return;
   }
   name = md_request_op_name(req);
-  if(worker_or_refuse(serial, request_id, true, op->connection_id, &info))
+  if(worker_or_refuse(serial, request_id, &op->connection_id, &info))
     return;
   /* A worker that announced what it can run is not sent anything else. */
   if(info.n_capabilities > 0 && !mdp_registry_can(op->connection_id, name)) {
@@ -484,7 +488,7 @@ static void capture_now(uint64_t serial, const char *who, uint64_t request_id,
   capture_ctx *c;
   mdp_capture_outcome rc;
 
-  if(worker_or_refuse(serial, request_id, cn->has_connection_id, cn->connection_id, &info))
+  if(worker_or_refuse(serial, request_id, cn->has_connection_id ? &cn->connection_id : NULL, &info))
     return;
   c = calloc(1, sizeof(*c));
   if(!c) {
@@ -519,8 +523,8 @@ void mdp_control_handle(uint64_t serial, const char *who, const Memdiag__V1__Con
   uint64_t id = ctl->request_id;
 
   switch(ctl->op_case) {
-  case MEMDIAG__V1__CONTROL__OP_LIST_WORKERS: list_workers(serial, id, false); break;
-  case MEMDIAG__V1__CONTROL__OP_STATUS: list_workers(serial, id, true); break;
+  case MEMDIAG__V1__CONTROL__OP_LIST_WORKERS: list_workers(serial, id, LIST_WORKERS); break;
+  case MEMDIAG__V1__CONTROL__OP_STATUS: list_workers(serial, id, LIST_STATUS); break;
   case MEMDIAG__V1__CONTROL__OP_OPERATE: operate(serial, who, id, ctl->operate); break;
   case MEMDIAG__V1__CONTROL__OP_CAPTURE_NOW: capture_now(serial, who, id, ctl->capture_now); break;
   default:

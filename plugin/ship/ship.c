@@ -71,25 +71,47 @@ static void say(int level, const char *fmt, ...)
     st.hooks.log(level, line, st.hooks.ctx);
 }
 
-static void finish(const job *j, bool ok, double seconds, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void finish(const job *j, bool ok, double seconds, const char *fmt, ...)
+typedef enum { SHIP_OK, SHIP_FAILED } ship_end;
+
+static void vfinish(const job *j, ship_end end, double seconds, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
+static void vfinish(const job *j, ship_end end, double seconds, const char *fmt, va_list ap)
 {
+  bool ok = end == SHIP_OK;
   mdp_ship_result_t res = {.folder = j->folder,
                            .worker = j->worker,
                            .instance = j->instance,
                            .pid = j->pid,
                            .ok = ok,
                            .seconds = seconds};
-  va_list ap;
-  va_start(ap, fmt);
   vsnprintf(res.summary, sizeof(res.summary), fmt, ap);
-  va_end(ap);
   pthread_mutex_lock(&st.lock);
   res.shutdown = !ok && st.stopping;
   pthread_mutex_unlock(&st.lock);
   if(st.hooks.finished)
     st.hooks.finished(&res, st.hooks.ctx);
+}
+
+/* The command ran to its end: ok says whether it succeeded. */
+static void finish(const job *j, bool ok, double seconds, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void finish(const job *j, bool ok, double seconds, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  vfinish(j, ok ? SHIP_OK : SHIP_FAILED, seconds, fmt, ap);
+  va_end(ap);
+}
+
+/* The command failed, or never ran. */
+static void failed(const job *j, double seconds, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void failed(const job *j, double seconds, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  vfinish(j, SHIP_FAILED, seconds, fmt, ap);
+  va_end(ap);
 }
 
 static double now_s(void)
@@ -344,7 +366,7 @@ static void run_job(const job *j)
   int rc;
 
   if(!l || !o) {
-    finish(j, false, 0, "not run: out of memory");
+    failed(j, 0, "not run: out of memory");
     goto done;
   }
   o->j = j;
@@ -352,7 +374,7 @@ static void run_job(const job *j)
   if(st.id.drop && st.id.uid != 0)
     share_with_folder_group(j);
   if((rc = pipe_high(out)) != 0 || (rc = pipe_high(errp)) != 0) {
-    finish(j, false, 0, "not run: pipe: %s", strerror(-rc));
+    failed(j, 0, "not run: pipe: %s", strerror(-rc));
     goto done;
   }
   double t0 = now_s();
@@ -360,7 +382,7 @@ static void run_job(const job *j)
   if(pid == 0)
     child_exec(out[1], errp[1], l->argv, l->envp, &st.id);
   if(pid < 0) {
-    finish(j, false, 0, "not run: fork: %s", strerror(errno));
+    failed(j, 0, "not run: fork: %s", strerror(errno));
     goto done;
   }
   close(out[1]);
@@ -374,8 +396,8 @@ static void run_job(const job *j)
   if(got == (ssize_t)sizeof(ce)) {
     while(waitpid(pid, NULL, 0) < 0 && errno == EINTR)
       ;
-    finish(j, false, 0, "could not run %s as %s: %s: %s", st.cfg.program, st.id.name,
-           step_names[ce.step], strerror(ce.err));
+    failed(j, 0, "could not run %s as %s: %s: %s", st.cfg.program, st.id.name, step_names[ce.step],
+           strerror(ce.err));
     goto done;
   }
   fcntl(out[0], F_SETFL, O_NONBLOCK);
@@ -426,17 +448,17 @@ static void run_job(const job *j)
         (int)j->pid, o->dropped);
 
   if(why && !strcmp(why, "timed out"))
-    finish(j, false, secs, "timed out after %.0f s (CaptureCommandTimeout) and was killed",
+    failed(j, secs, "timed out after %.0f s (CaptureCommandTimeout) and was killed",
            st.cfg.timeout_ms / 1000.0);
   else if(why)
-    finish(j, false, secs, "%s", why);
+    failed(j, secs, "%s", why);
   else if(WIFEXITED(status))
     finish(j, WEXITSTATUS(status) == 0, secs, "exited with status %d", WEXITSTATUS(status));
   else if(WIFSIGNALED(status))
-    finish(j, false, secs, "killed by SIG%s",
+    failed(j, secs, "killed by SIG%s",
            sigabbrev_np(WTERMSIG(status)) ? sigabbrev_np(WTERMSIG(status)) : "?");
   else
-    finish(j, false, secs, "ended with wait status %d", status);
+    failed(j, secs, "ended with wait status %d", status);
 done:
   for(int i = 0; i < 2; i++) {
     if(out[i] >= 0)
@@ -480,7 +502,7 @@ static void *runner(void *arg)
   }
   while((j = pop_locked())) {
     pthread_mutex_unlock(&st.lock);
-    finish(j, false, 0, "not run: the plugin is shutting down");
+    failed(j, 0, "not run: the plugin is shutting down");
     job_free(j);
     pthread_mutex_lock(&st.lock);
   }

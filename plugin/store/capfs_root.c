@@ -78,9 +78,14 @@ static const char *where(const char *root, const char *shown, char *buf, size_t 
  * could replace what lies below it. A sticky directory (/tmp) above
  * CaptureDirectory is fine: nobody but its owner may rename or remove
  * CaptureDirectory in it. */
-static int check_component(int fd, const char *root, const char *shown, bool last, char *err,
-                           size_t errlen)
+/* Where a component lies: above CaptureDirectory (sticky is enough) or
+ * CaptureDirectory itself. */
+typedef enum { COMPONENT_ABOVE, COMPONENT_LAST } component_place;
+
+static int check_component(int fd, const char *root, const char *shown, component_place place,
+                           char *err, size_t errlen)
 {
+  bool last = place == COMPONENT_LAST;
   struct stat st;
   char who[300], at[2 * PATH_MAX + 32];
   if(fstat(fd, &st) != 0) {
@@ -110,7 +115,7 @@ static int check_component(int fd, const char *root, const char *shown, bool las
 
 int mdp_capfs_check_dir(int fd, const char *root, char *err, size_t errlen)
 {
-  return check_component(fd, root, root, true, err, errlen);
+  return check_component(fd, root, root, COMPONENT_LAST, err, errlen);
 }
 
 /* Why openat(dir, name, O_NOFOLLOW|O_DIRECTORY) failed, in words. */
@@ -146,7 +151,8 @@ int mdp_capfs_walk(const char *path, char *err, size_t errlen)
     return -errno;
   }
   snprintf(shown, sizeof(shown), "/");
-  rc = check_component(fd, path, shown, path[1] == '\0', err, errlen);
+  rc = check_component(fd, path, shown, path[1] == '\0' ? COMPONENT_LAST : COMPONENT_ABOVE, err,
+                       errlen);
   for(const char *p = path + 1; !rc && *p;) {
     char name[NAME_MAX + 1];
     size_t l = strcspn(p, "/");
@@ -176,7 +182,8 @@ int mdp_capfs_walk(const char *path, char *err, size_t errlen)
     }
     close(fd);
     fd = next;
-    rc = check_component(fd, path, shown, *p == '\0', err, errlen);
+    rc = check_component(fd, path, shown, *p == '\0' ? COMPONENT_LAST : COMPONENT_ABOVE, err,
+                         errlen);
   }
   if(!rc) {
     /* O_PATH cannot list; "." of the checked descriptor is the same

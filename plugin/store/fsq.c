@@ -83,8 +83,12 @@ void mdp_fsq_stop(void)
   pthread_mutex_unlock(&lock);
 }
 
-static int submit(mdp_fsq_job *j, bool bounded)
+/* New work is bounded (MDP_FSQ_MAX); a begun capture's is not (fsq.h). */
+typedef enum { FSQ_BOUNDED, FSQ_UNBOUNDED } fsq_bound;
+
+static int submit(mdp_fsq_job *j, fsq_bound bound)
 {
+  bool bounded = bound == FSQ_BOUNDED;
   int rc = 0;
 
   j->next = NULL;
@@ -107,9 +111,9 @@ static int submit(mdp_fsq_job *j, bool bounded)
   return rc;
 }
 
-int mdp_fsq_submit(mdp_fsq_job *j) { return submit(j, true); }
+int mdp_fsq_submit(mdp_fsq_job *j) { return submit(j, FSQ_BOUNDED); }
 
-int mdp_fsq_continue(mdp_fsq_job *j) { return submit(j, false); }
+int mdp_fsq_continue(mdp_fsq_job *j) { return submit(j, FSQ_UNBOUNDED); }
 
 bool mdp_fsq_stopping(void)
 {
