@@ -30,7 +30,7 @@ SUITE=trixie
 # What the chroot holds besides minbase; a change here rebuilds the cache.
 PACKAGES="ruby ruby-dev ruby-minitest ruby-bundler build-essential pkg-config
   libssl-dev openssl libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
-  libzstd1 collectd-core puma unicorn ruby-async ruby-heapy procps"
+  zlib1g-dev libzstd1 collectd-core puma unicorn ruby-async ruby-heapy procps"
 PACKAGES=$(echo $PACKAGES)
 STAMP="suite=$SUITE packages=$PACKAGES"
 
