@@ -73,6 +73,6 @@ class ContainersHarnessTest < Minitest::Test
     assert File.file?(path), "the stream landed on the host: #{path}"
     text = Capture.dump_text(path)
     assert text.each_line.any? { |l| l.include?('"name":"CaptureLeak"') }, "the dump is the worker's heap"
-    assert_equal [], Dir.children(@runc.state_dir) - ["leaked"], "the worker wrote no dump of its own"
+    assert_equal [], Dir.children(@runc.state_dir).grep_v(/\Aleaked(\.tmp)?\z/), "the worker wrote no dump of its own"
   end
 end
