@@ -61,6 +61,7 @@ typedef struct {
   char *file;       /* NULL: no allocation site (tracing was off) */
   unsigned line;
   mdp_analysis_site_source site_source;
+  uint64_t site_samples; /* sampled: the samples the site rests on (sampled.h) */
   uint64_t count, bytes; /* objects and their own (shallow) bytes */
   uint64_t owned;        /* bytes they keep alive, themselves included */
   /* what they keep alive besides themselves is mostly this class (or

@@ -110,6 +110,8 @@ static void group_json(FILE *f, const mdp_analysis_group *g)
   else
     fputs(", \"line\": null", f);
   fprintf(f, ", \"site_source\": \"%s\"", mdp_analysis_site_source_name(g->site_source));
+  if(g->site_source == MDP_ANALYSIS_SITE_SAMPLED)
+    fprintf(f, ", \"site_samples\": %" PRIu64, g->site_samples);
   fprintf(f, ", \"count\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"owned\": %" PRIu64, g->count,
           g->bytes, g->owned);
   if(g->mostly_type) {

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "analysis/analysis.h"
+#include "analysis/sampled.h"
 #include "analyze.h"
 #include "store/capfs.h"
 #include "store/fsq.h"
@@ -156,6 +157,35 @@ static void dump_rss(const job_t *j, char *const *paths, unsigned n, uint64_t *r
   }
 }
 
+/* The heap profiles beside the first and last dumps name the sites of
+ * retained groups that tracing did not (sampled.h). A capture without them
+ * (an older hook, sampling off) keeps its groups as they are. */
+static void add_sampled_sites(mdp_analysis_result *res, char **paths, unsigned n,
+                              const mdp_analysis_opts *opts)
+{
+  mdp_sampled_opts so = {.check_owner = opts->check_owner, .owner = opts->owner};
+  mdp_sampled_set first, last;
+  char p1[4200], p2[4200], err[512];
+  int rc, have_first;
+
+  if(n < 2 || mdp_sampled_profile_for(paths[0], p1, sizeof(p1)) ||
+     mdp_sampled_profile_for(paths[n - 1], p2, sizeof(p2)))
+    return;
+  rc = mdp_sampled_load(p2, &so, &last, err, sizeof(err));
+  if(rc) {
+    if(rc != -ENOENT)
+      WARNING("memdiag plugin: heap profile not used: %s", err);
+    return;
+  }
+  have_first = mdp_sampled_load(p1, &so, &first, err, sizeof(err)) == 0;
+  rc = mdp_sampled_fill(res, have_first ? &first : NULL, &last);
+  if(rc > 0)
+    INFO("memdiag plugin: %d retained groups got sampled allocation sites from %s", rc, p2);
+  if(have_first)
+    mdp_sampled_free(&first);
+  mdp_sampled_free(&last);
+}
+
 static void analyse(job_t *j, uint64_t my_gen)
 {
   mdp_analysis_opts opts = {.memory_limit = j->max_memory, .cancel = &stopping};
@@ -178,6 +208,8 @@ static void analyse(job_t *j, uint64_t my_gen)
     dump_rss(j, paths, n, opts.rss);
   if(!rc) {
     rc = mdp_analysis_run((const char *const *)paths, n, &opts, &res, err, sizeof(err));
+    if(!rc)
+      add_sampled_sites(&res, paths, n, &opts);
     for(unsigned i = 0; i < n; i++)
       free(paths[i]);
   }

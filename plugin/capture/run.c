@@ -50,6 +50,7 @@ mdp_plan_params_t mdp_run_params(void)
       .keep_free = cfg->keep_free,
       .max_use = cfg->max_use,
       .trace_allocations = cfg->trace_allocations,
+      .heap_profiles = true,
   };
   return p;
 }

@@ -312,6 +312,8 @@ static bool stored_by_plugin(const Memdiag__V1__Request *req)
     return !req->memory_dump->path || !req->memory_dump->path[0];
   if(req->op_case == MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_STOP)
     return !req->allocation_trace_stop->path || !req->allocation_trace_stop->path[0];
+  if(req->op_case == MEMDIAG__V1__REQUEST__OP_HEAP_PROFILE)
+    return !req->heap_profile->path || !req->heap_profile->path[0];
   return false;
 }
 
@@ -320,7 +322,7 @@ static bool stored_by_plugin(const Memdiag__V1__Request *req)
  * request is kept packed, since the frame it came in is gone by then. */
 typedef struct {
   relay_ctx *ctx;
-  bool heap;
+  Memdiag__V1__Request__OpCase op;
   size_t len;
   uint8_t req[]; /* the request, packed */
 } stored_op;
@@ -338,8 +340,14 @@ static void stored_folder(void *arg, int rc, const char *dir, int dir_fd, int le
     ERROR("memdiag plugin: no folder for a manual dump: %s", err);
     why = err;
   } else if((req = memdiag__v1__request__unpack(NULL, so->len, so->req)) != NULL) {
-    snprintf(name, sizeof(name), "%s.json%s", so->heap ? "heap" : "allocations",
-             level ? ".zst" : "");
+    if(so->op == MEMDIAG__V1__REQUEST__OP_HEAP_PROFILE) {
+      snprintf(name, sizeof(name), "heap_profile.pb.gz");
+      level = 0; /* gzip'd by the worker already */
+    } else {
+      snprintf(name, sizeof(name), "%s.json%s",
+               so->op == MEMDIAG__V1__REQUEST__OP_MEMORY_DUMP ? "heap" : "allocations",
+               level ? ".zst" : "");
+    }
     mdp_relay_sink sink = {.dir_fd = dir_fd, .dir_path = dir, .name = name, .zstd_level = level};
     if(mdp_relay_request_to(ctx->connection_id, req, 0, &sink, relay_done, ctx) == 0)
       why = NULL;
@@ -366,7 +374,7 @@ static void operate_stored(uint64_t serial, uint64_t request_id, const Memdiag__
     return;
   }
   so->ctx = ctx;
-  so->heap = op->request->op_case == MEMDIAG__V1__REQUEST__OP_MEMORY_DUMP;
+  so->op = op->request->op_case;
   so->len = memdiag__v1__request__pack(op->request, so->req);
   if(mdp_capture_manual_folder(info->name, info->pid, stored_folder, so, err, sizeof(err)) != 0) {
     free(so);

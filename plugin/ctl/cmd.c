@@ -50,6 +50,10 @@ const mdctl_verb mdctl_verbs[] = {
      "the fiber scheduler's tasks (or every fiber); write or print"},
     {"thread_dump", MDCTL_KIND_OPERATE, MEMDIAG__V1__REQUEST__OP_THREAD_DUMP, ID | PATH, ID, 300,
      "connection_id=N [path=P]", "every thread with its status and backtrace; write or print"},
+    {"heap_profile", MDCTL_KIND_OPERATE, MEMDIAG__V1__REQUEST__OP_HEAP_PROFILE, ID | PATH, ID, 600,
+     "connection_id=N [path=P]",
+     "the worker's sampled live objects by allocation site, a gzip'd pprof profile: to path in "
+     "the worker, or without path streamed to CaptureDirectory/manual/"},
     {NULL, 0, 0, 0, 0, 0, NULL, NULL},
 };
 

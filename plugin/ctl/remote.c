@@ -53,6 +53,7 @@ typedef struct {
   Memdiag__V1__GarbageProfileStop gc_stop;
   Memdiag__V1__SchedulerDump scheduler;
   Memdiag__V1__ThreadDump threads;
+  Memdiag__V1__HeapProfile heap_profile;
 } op_parts;
 
 static void build_operate(const mdctl_cmd *cmd, uint64_t request_id, unsigned timeout_ms,
@@ -119,6 +120,11 @@ static void build_operate(const mdctl_cmd *cmd, uint64_t request_id, unsigned ti
     memdiag__v1__thread_dump__init(&p->threads);
     p->threads.path = (char *)cmd->path;
     r->thread_dump = &p->threads;
+    break;
+  case MEMDIAG__V1__REQUEST__OP_HEAP_PROFILE:
+    memdiag__v1__heap_profile__init(&p->heap_profile);
+    p->heap_profile.path = (char *)cmd->path;
+    r->heap_profile = &p->heap_profile;
     break;
   }
 }

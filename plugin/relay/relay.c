@@ -55,6 +55,7 @@ uint32_t mdp_relay_default_timeout_ms(const Memdiag__V1__Request *req)
   switch(req->op_case) {
   case MEMDIAG__V1__REQUEST__OP_MEMORY_DUMP:
   case MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_STOP: return dump_timeout_ms;
+  case MEMDIAG__V1__REQUEST__OP_HEAP_PROFILE:
   case MEMDIAG__V1__REQUEST__OP_GARBAGE_PROFILE_STOP:
   case MEMDIAG__V1__REQUEST__OP_SCHEDULER_DUMP:
   case MEMDIAG__V1__REQUEST__OP_THREAD_DUMP: return INLINE_DUMP_TIMEOUT_MS;
@@ -164,8 +165,7 @@ static void submit(pending *p, uint64_t connection_id, const Memdiag__V1__Reques
 {
   Memdiag__V1__Frame frame = MEMDIAG__V1__FRAME__INIT;
   Memdiag__V1__Request copy = *req;
-  Memdiag__V1__MemoryDump md;
-  Memdiag__V1__AllocationTraceStop tp;
+  mdp_rstream_ops ops;
   int rc;
 
   p->request_id = next_request_id++;
@@ -195,7 +195,7 @@ static void submit(pending *p, uint64_t connection_id, const Memdiag__V1__Reques
   copy.timeout_ms = timeout_ms;
   if(sink) {
     char why[300];
-    p->rs = mdp_rstream_new(connection_id, p->request_id, sink, &copy, &md, &tp, why, sizeof(why));
+    p->rs = mdp_rstream_new(connection_id, p->request_id, sink, &copy, &ops, why, sizeof(why));
     if(!p->rs) {
       p->status = MEMDIAG__V1__STATUS__STATUS_ERROR;
       md_seterr(p->error, sizeof(p->error), "%s", why);

@@ -251,7 +251,7 @@ static int open_store(mdp_rstream *rs, char *err, size_t errlen)
   return 0;
 }
 
-/* The same fields of MemoryDump and AllocationTraceStop: no path (the
+/* The same fields of MemoryDump, AllocationTraceStop and HeapProfile: no path (the
  * worker writes nothing), a stream with the window as first credit. */
 static void ask_stream(char **path, protobuf_c_boolean *has_stream, protobuf_c_boolean *stream,
                        protobuf_c_boolean *has_window, uint32_t *win)
@@ -264,9 +264,11 @@ static void ask_stream(char **path, protobuf_c_boolean *has_stream, protobuf_c_b
 
 mdp_rstream *mdp_rstream_new(uint64_t connection_id, uint64_t request_id,
                              const mdp_relay_sink *sink, Memdiag__V1__Request *req,
-                             Memdiag__V1__MemoryDump *md_copy,
-                             Memdiag__V1__AllocationTraceStop *tp_copy, char *err, size_t errlen)
+                             mdp_rstream_ops *ops, char *err, size_t errlen)
 {
+  Memdiag__V1__MemoryDump *md_copy = &ops->md;
+  Memdiag__V1__AllocationTraceStop *tp_copy = &ops->tp;
+  Memdiag__V1__HeapProfile *hp_copy = &ops->hp;
   mdp_rstream *rs;
 
   if(!sink || !sink->name || !sink->dir_path || sink->dir_fd < 0) {
@@ -304,6 +306,12 @@ mdp_rstream *mdp_rstream_new(uint64_t connection_id, uint64_t request_id,
     ask_stream(&tp_copy->path, &tp_copy->has_stream, &tp_copy->stream, &tp_copy->has_stream_window,
                &tp_copy->stream_window);
     req->allocation_trace_stop = tp_copy;
+    rs->streaming = 1;
+  } else if(req->op_case == MEMDIAG__V1__REQUEST__OP_HEAP_PROFILE) {
+    *hp_copy = *req->heap_profile;
+    ask_stream(&hp_copy->path, &hp_copy->has_stream, &hp_copy->stream, &hp_copy->has_stream_window,
+               &hp_copy->stream_window);
+    req->heap_profile = hp_copy;
     rs->streaming = 1;
   }
   if(rs->streaming) {

@@ -58,14 +58,21 @@ typedef int (*mdp_rstream_send_fn)(uint64_t connection_id, const Memdiag__V1__Fr
 /* Before the loop turns. store may be NULL: then every sink is refused. */
 void mdp_rstream_init(mdp_loop *loop, mdp_rstream_send_fn send, mdp_store *store, uint32_t window);
 
+/* Room for the streamed operation of a request: the caller's copy of the
+ * request points into it once its stream fields are set. */
+typedef struct {
+  Memdiag__V1__MemoryDump md;
+  Memdiag__V1__AllocationTraceStop tp;
+  Memdiag__V1__HeapProfile hp;
+} mdp_rstream_ops;
+
 /* A request with a sink is about to be sent as `req` (a copy the caller
- * owns): for a dump op, set its stream fields (using the pointed-to op
- * copies the caller provides). Returns the rstream, or NULL with err set
- * (the request must not be sent). */
+ * owns): for a streamed op (memory_dump, allocation_trace_stop,
+ * heap_profile), set its stream fields in `ops` (the caller's). Returns the
+ * rstream, or NULL with err set (the request must not be sent). */
 mdp_rstream *mdp_rstream_new(uint64_t connection_id, uint64_t request_id,
                              const mdp_relay_sink *sink, Memdiag__V1__Request *req,
-                             Memdiag__V1__MemoryDump *md_copy,
-                             Memdiag__V1__AllocationTraceStop *tp_copy, char *err, size_t errlen);
+                             mdp_rstream_ops *ops, char *err, size_t errlen);
 
 /* The request's outcome (the worker's Reply or one the relay made up):
  * the rstream takes over; done(reply, arg) runs later, exactly once, on the

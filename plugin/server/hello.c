@@ -134,6 +134,10 @@ static void on_hello(mdp_conn *c, const Memdiag__V1__Hello *h)
   w.heartbeat_interval_ms = c->env->cfg->heartbeat_ms;
   w.has_answers_heartbeats = 1;
   w.answers_heartbeats = 1;
+  /* AllocationSampling: unset, the workers keep their own setting */
+  w.has_allocation_sampling = c->env->cfg->allocation_sampling >= 0;
+  w.allocation_sampling =
+      c->env->cfg->allocation_sampling >= 0 ? (uint32_t)c->env->cfg->allocation_sampling : 0;
   f.body_case = MEMDIAG__V1__FRAME__BODY_WELCOME;
   f.welcome = &w;
   if(mdp_conn_send(c, &f) == 0)

@@ -16,6 +16,7 @@ void mdp_server_config_init(mdp_server_config *cfg)
   cfg->heartbeat_ms = 5000;
   cfg->handshake_timeout_ms = 5000;
   cfg->max_frame = 16u * 1024u * 1024u;
+  cfg->allocation_sampling = -1; /* the workers keep their own */
 }
 
 /* SocketMode: a bare number in collectd's config is decimal; the mode is
@@ -61,6 +62,11 @@ static const mdp_key server_keys[] = {
      AT(max_frame),
      .min = 4096,
      .max = 1024.0 * 1024 * 1024},
+    {.name = "AllocationSampling",
+     .kind = MDP_KEY_COUNT,
+     AT(allocation_sampling),
+     .min = 0,
+     .max = 100000},
     {.name = NULL},
 };
 

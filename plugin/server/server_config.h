@@ -28,6 +28,7 @@ typedef struct mdp_server_config {
   uint32_t heartbeat_ms;         /* HeartbeatInterval told to workers */
   uint32_t handshake_timeout_ms; /* HandshakeTimeout: TLS + hello */
   uint64_t max_frame;            /* MaxFrameSize */
+  int allocation_sampling;       /* AllocationSampling told to workers; -1: not set */
 } mdp_server_config;
 
 void mdp_server_config_init(mdp_server_config *cfg);

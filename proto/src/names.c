@@ -34,6 +34,7 @@ const char *md_request_op_name(const Memdiag__V1__Request *req)
   case MEMDIAG__V1__REQUEST__OP_GARBAGE_PROFILE_STOP: return "garbage_profile_stop";
   case MEMDIAG__V1__REQUEST__OP_SCHEDULER_DUMP: return "scheduler_dump";
   case MEMDIAG__V1__REQUEST__OP_THREAD_DUMP: return "thread_dump";
+  case MEMDIAG__V1__REQUEST__OP_HEAP_PROFILE: return "heap_profile";
   default: return "none";
   }
 }

@@ -13,10 +13,11 @@ static const struct {
   const char *name;
   mdp_step_kind_t kind;
 } step_names[] = {
-    {"trace_start", MDP_STEP_TRACE_START}, {"dump", MDP_STEP_DUMP},
-    {"trace_stop", MDP_STEP_TRACE_STOP},   {"gc_start", MDP_STEP_GC_START},
-    {"gc_stop", MDP_STEP_GC_STOP},         {"scheduler", MDP_STEP_SCHEDULER},
-    {"threads", MDP_STEP_THREADS},         {"wait", MDP_STEP_WAIT},
+    {"trace_start", MDP_STEP_TRACE_START},   {"dump", MDP_STEP_DUMP},
+    {"trace_stop", MDP_STEP_TRACE_STOP},     {"gc_start", MDP_STEP_GC_START},
+    {"gc_stop", MDP_STEP_GC_STOP},           {"scheduler", MDP_STEP_SCHEDULER},
+    {"threads", MDP_STEP_THREADS},           {"wait", MDP_STEP_WAIT},
+    {"heap_profile", MDP_STEP_HEAP_PROFILE},
 };
 
 const char *mdp_step_name(mdp_step_kind_t kind)
@@ -120,7 +121,7 @@ int mdp_plan_parse(const char *text, mdp_step_kind_t *kinds, size_t max, size_t 
     if(i == sizeof(step_names) / sizeof(step_names[0])) {
       md_seterr(err, errlen,
                 "Plan: unknown step \"%s\" (steps: trace_start dump trace_stop "
-                "gc_start gc_stop scheduler threads wait)",
+                "gc_start gc_stop scheduler threads wait heap_profile)",
                 word);
       return -EINVAL;
     }
@@ -182,6 +183,9 @@ static void name_file(mdp_plan_t *plan, mdp_step_t *s)
     snprintf(s->file, sizeof(s->file), "heap-%u.json%s", ++plan->dumps,
              plan->p.zstd_dumps ? ".zst" : "");
     return;
+  case MDP_STEP_HEAP_PROFILE: /* named after the dump before it */
+    snprintf(s->file, sizeof(s->file), "heap_profile-%u.pb.gz", plan->dumps);
+    return;
   case MDP_STEP_GC_STOP: counter = &plan->gc_files, base = "gc"; break;
   case MDP_STEP_SCHEDULER: counter = &plan->sched_files, base = "scheduler"; break;
   case MDP_STEP_THREADS: counter = &plan->thread_files, base = "threads"; break;
@@ -228,10 +232,14 @@ void mdp_plan_init(mdp_plan_t *plan, const mdp_plan_params_t *p, const mdp_step_
       continue;
     if(k == MDP_STEP_TRACE_STOP && !p->trace_allocations)
       k = MDP_STEP_DUMP;
+    if(k == MDP_STEP_HEAP_PROFILE && p->heap_profiles)
+      continue; /* one follows each dump anyway */
     /* Room is kept for the final dump the memory limit may add. */
     if(plan->n_steps + 1 >= MDP_PLAN_STEPS_MAX)
       break;
     add_step(plan, k);
+    if(mdp_step_is_dump(k) && p->heap_profiles && plan->n_steps + 1 < MDP_PLAN_STEPS_MAX)
+      add_step(plan, MDP_STEP_HEAP_PROFILE);
   }
   /* The newest samples say most about the trigger. */
   size_t first = n_samples > MDP_PLAN_SAMPLES_MAX ? n_samples - MDP_PLAN_SAMPLES_MAX : 0;
@@ -311,7 +319,8 @@ static void finish(mdp_plan_t *plan, int64_t now_ms, const char *end, mdp_action
 {
   size_t bad = 0;
   for(size_t i = 0; i < plan->n_steps; i++)
-    if(plan->steps[i].status != MDP_SS_OK)
+    if(plan->steps[i].status != MDP_SS_OK &&
+       !(plan->steps[i].kind == MDP_STEP_HEAP_PROFILE && plan->steps[i].status == MDP_SS_SKIPPED))
       bad++;
   mdp_plan_to(plan, MDP_PLAN_FINISHED);
   plan->finished_ms = now_ms;
@@ -596,6 +605,13 @@ void mdp_plan_reply(mdp_plan_t *plan, int64_t now_ms, const mdp_reply_t *r, mdp_
   if(!ok)
     snprintf(s->error, sizeof(s->error), "%s",
              r->error && r->error[0] ? r->error : "the worker reported an error");
+  if(!ok && s->kind == MDP_STEP_HEAP_PROFILE) {
+    /* extra evidence, not the capture's: said in the manifest only */
+    s->status = MDP_SS_SKIPPED;
+    manifest(out);
+    step_done(plan, now_ms, out);
+    return;
+  }
   switch(s->kind) {
   case MDP_STEP_TRACE_START: plan->tracing = ok; break;
   case MDP_STEP_TRACE_STOP:

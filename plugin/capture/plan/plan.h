@@ -32,6 +32,11 @@ typedef enum {
   MDP_STEP_SCHEDULER,
   MDP_STEP_THREADS,
   MDP_STEP_WAIT,
+  /* the allocation sampler's profile (heap_profile-N.pb.gz) beside the
+   * dump before it; added after each dump when heap_profiles is set. A
+   * worker that cannot give one (an older hook, sampling off) leaves it
+   * skipped, which does not make the capture incomplete. */
+  MDP_STEP_HEAP_PROFILE,
 } mdp_step_kind_t;
 
 typedef enum {
@@ -71,6 +76,7 @@ typedef struct mdp_plan_params {
   uint64_t keep_free;     /* bytes that must stay free after a dump */
   uint64_t max_use;       /* bytes all captures may take; 0 = unbounded */
   bool trace_allocations; /* false: trace_start dropped, trace_stop = dump */
+  bool heap_profiles;     /* a heap_profile step after each dump */
 } mdp_plan_params_t;
 
 typedef struct mdp_plan_sample {

@@ -62,6 +62,12 @@ int mdp_request_build(mdp_request_t *out, const mdp_step_t *s, const mdp_request
     req->op_case = MEMDIAG__V1__REQUEST__OP_THREAD_DUMP;
     req->thread_dump = &out->op.td;
     return 0;
+  case MDP_STEP_HEAP_PROFILE:
+    memdiag__v1__heap_profile__init(&out->op.hp);
+    out->op.hp.path = out->path;
+    req->op_case = MEMDIAG__V1__REQUEST__OP_HEAP_PROFILE;
+    req->heap_profile = &out->op.hp;
+    return 0;
   case MDP_STEP_WAIT: break;
   }
   return -EINVAL;
@@ -81,7 +87,8 @@ int mdp_request_for_stream(mdp_request_t *cr)
   Memdiag__V1__Request *req = &cr->req;
   switch(req->op_case) {
   case MEMDIAG__V1__REQUEST__OP_MEMORY_DUMP:
-  case MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_STOP: return 1;
+  case MEMDIAG__V1__REQUEST__OP_ALLOCATION_TRACE_STOP:
+  case MEMDIAG__V1__REQUEST__OP_HEAP_PROFILE: return 1;
   case MEMDIAG__V1__REQUEST__OP_GARBAGE_PROFILE_STOP: req->garbage_profile_stop->path = NULL; break;
   case MEMDIAG__V1__REQUEST__OP_SCHEDULER_DUMP: req->scheduler_dump->path = NULL; break;
   case MEMDIAG__V1__REQUEST__OP_THREAD_DUMP: req->thread_dump->path = NULL; break;

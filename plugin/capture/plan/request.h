@@ -37,6 +37,7 @@ typedef struct mdp_request {
     Memdiag__V1__GarbageProfileStop gp;
     Memdiag__V1__SchedulerDump sd;
     Memdiag__V1__ThreadDump td;
+    Memdiag__V1__HeapProfile hp;
   } op;
   char path[MDP_REQUEST_PATH_MAX];
 } mdp_request_t;

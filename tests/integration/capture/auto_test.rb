@@ -23,7 +23,9 @@ class CaptureAutoTest < Capture::Test
     assert_match(/capture-size/, m["trigger"]["reason"])
     refute_empty m["trigger"]["samples"]
     assert_operator m["trigger"]["rss"], :>=, 100 * Capture::MiB
-    assert_equal %w[dump gc_start wait scheduler threads gc_stop dump wait dump],
+    # a heap profile (the allocation sampler's) right after each dump
+    assert_equal %w[dump heap_profile gc_start wait scheduler threads gc_stop dump heap_profile wait
+                    dump heap_profile],
                  m["steps"].map { |s| s["step"] }
     m["steps"].each do |s|
       assert_equal "ok", s["status"], s.inspect

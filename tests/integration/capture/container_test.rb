@@ -90,7 +90,8 @@ class CaptureContainerTest < Minitest::Test
     @bench.wait_note("OKAY", /capture of worker boxed .*capture complete/)
     names = Dir.children(dir).sort
     assert_equal %w[analysis.json capture.json gc.txt heap-1.json.zst heap-2.json.zst
-                    heap-3.json.zst scheduler.txt threads.txt], names
+                    heap-3.json.zst heap_profile-1.pb.gz heap_profile-2.pb.gz heap_profile-3.pb.gz
+                    scheduler.txt threads.txt], names
     leaks = %w[heap-1.json.zst heap-2.json.zst heap-3.json.zst].map do |f|
       path = File.join(dir, f)
       step = m["steps"].find { |s| s["file"] == f }

@@ -14,15 +14,15 @@ class CaptureShutdownTest < Capture::Test
   def test_manifest_closed_at_shutdown
     w = @bench.start_leaker("leaky-shutdown")
     dir, = @bench.wait_manifest(w, "the plan waits", timeout: 3 * E2E::WAIT) do |x|
-      x["steps"][2]["status"] == "running"
+      x["steps"][3]["status"] == "running"
     end
     @bench.site.stop_collectd
     m = @bench.manifest(dir)
 
     assert_equal "plugin shutdown", m["end"], JSON.pretty_generate(m)
     assert_equal false, m["complete"]
-    assert_equal %w[ok ok], m["steps"].first(2).map { |s| s["status"] }
-    m["steps"].drop(2).each do |s|
+    assert_equal %w[ok ok ok], m["steps"].first(3).map { |s| s["status"] }
+    m["steps"].drop(3).each do |s|
       assert_equal "not_run", s["status"]
       assert_equal "plugin shutdown", s["error"]
     end

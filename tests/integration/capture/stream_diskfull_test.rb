@@ -59,7 +59,8 @@ class CaptureStreamDiskFullTest < Capture::Test
                  step["error"])
     @bench.wait_note("FAILURE", /capture of worker #{name} .*: dump \(#{Regexp.escape(file)}\) failed: .*No space left on device/)
     assert_empty StreamCapture.debris(@bench)
-    assert_equal %w[capture.json], Dir.children(dir)
+    # the heap profile after the dump is small and may still fit
+    assert_equal %w[capture.json], Dir.children(dir).grep_v(/\Aheap_profile-1\.pb\.gz\z/)
     [w, id, dir, step]
   end
 

@@ -48,7 +48,7 @@ class CaptureStreamStoppedTest < Capture::Test
       x["end"] && x["directory"] != dir
     end
     assert_equal true, m2["complete"], JSON.pretty_generate(m2)
-    assert_equal %w[capture.json heap-1.json.zst], Dir.children(dir2).sort
+    assert_equal %w[capture.json heap-1.json.zst heap_profile-1.pb.gz], Dir.children(dir2).sort
     assert_empty StreamCapture.debris(@bench)
   end
 end

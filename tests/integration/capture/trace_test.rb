@@ -18,9 +18,10 @@ class CaptureTraceTest < Capture::Test
     dir, m = @bench.wait_manifest(w, "the plan ended", timeout: 3 * E2E::WAIT) { |x| x["end"] }
 
     assert_equal true, m["complete"], JSON.pretty_generate(m)
-    assert_equal %w[trace_start dump gc_start wait scheduler threads gc_stop trace_stop wait dump],
+    assert_equal %w[trace_start dump heap_profile gc_start wait scheduler threads gc_stop trace_stop
+                    heap_profile wait dump heap_profile],
                  m["steps"].map { |s| s["step"] }
-    assert_equal "heap-2.json.zst", m["steps"][7]["file"]
+    assert_equal "heap-2.json.zst", m["steps"][8]["file"]
     traced = Capture.heap_lines(File.join(dir, "heap-2.json")).select do |o|
       o["file"].to_s.end_with?("leaker.rb")
     end

@@ -236,6 +236,47 @@ static void default_plan_with_tracing(void **state)
   assert_false(w.plan.tracing);
 }
 
+/* A heap profile after each dump (issue 22); one the worker cannot give
+ * (an older hook, sampling off) is skipped and the capture stays complete. */
+static void heap_profiles_follow_each_dump_and_never_fail_the_capture(void **state)
+{
+  (void)state;
+  world_t w;
+  mdp_step_kind_t kinds[32];
+  size_t n;
+  char err[256];
+  memset(&w, 0, sizeof(w));
+  assert_int_equal(mdp_plan_parse("dump wait dump", kinds, 32, &n, err, sizeof(err)), 0);
+  mdp_plan_params_t p = {
+      .interval_ms = 1000, .space_factor = 3.0, .keep_free = GiB, .heap_profiles = true};
+  mdp_plan_trigger_t t = {.reason = "capture-size", .rss = 120 * MiB};
+  mdp_plan_init(&w.plan, &p, kinds, n, &t);
+  w.now = 1000000;
+  w.avail = 100 * GiB;
+  w.reply_delay = 10;
+  begin(&w);
+  while(!w.done) {
+    if(w.send_pending) {
+      bool refused = w.plan.cur == 1; /* the first profile */
+      reply(&w, refused ? MDP_REPLY_ERROR : MDP_REPLY_OK, refused ? "unsupported" : NULL);
+    } else if(w.pending_timer) {
+      fire_timer(&w);
+    } else {
+      fail_msg("plan stalled: %s", w.log);
+    }
+  }
+  assert_string_equal(w.log, "space send:dump(heap-1.json) send:heap_profile(heap_profile-1.pb.gz) "
+                             "timer space send:dump(heap-2.json) "
+                             "send:heap_profile(heap_profile-2.pb.gz) done:complete ");
+  assert_true(w.plan.complete);
+  assert_int_equal(w.plan.steps[1].kind, MDP_STEP_HEAP_PROFILE);
+  assert_int_equal(w.plan.steps[1].status, MDP_SS_SKIPPED);
+  assert_string_equal(w.plan.steps[1].error, "unsupported");
+  assert_int_equal(w.plan.steps[4].status, MDP_SS_OK);
+  assert_int_equal(w.notify_failure, 0);
+  assert_int_equal(w.notify_okay, 1);
+}
+
 static void refused_trace_start_makes_plain_dump(void **state)
 {
   (void)state;
@@ -632,6 +673,7 @@ int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(default_plan_without_tracing),
+      cmocka_unit_test(heap_profiles_follow_each_dump_and_never_fail_the_capture),
       cmocka_unit_test(default_plan_with_tracing),
       cmocka_unit_test(refused_trace_start_makes_plain_dump),
       cmocka_unit_test(step_error_continues),

@@ -70,9 +70,9 @@ static VALUE build_profile(VALUE arg)
     kept++;
   }
   snprintf(j->comment, sizeof j->comment,
-           "memdiag heap profile: pid %ld, %zu live samples standing for %llu allocations (up to "
-           "%u samples a second)",
-           (long)getpid(), kept, (unsigned long long)weights, S.rate);
+           "memdiag heap profile: pid %ld, gc_count %zu, %zu live samples standing for %llu "
+           "allocations (up to %u samples a second)",
+           (long)getpid(), rb_gc_count(), kept, (unsigned long long)weights, S.rate);
   clock_gettime(CLOCK_REALTIME, &now);
   {
     mdh_pprof_input in = {
