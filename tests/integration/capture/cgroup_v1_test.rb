@@ -123,6 +123,22 @@ class CaptureCgroupTest < Capture::Test
     assert site.log_has?("(streamed through the plugin)"), site.log
   end
 
+  # Four workers under one limit, one leaking: the cgroup's own detector
+  # sees the shared charge near its limit before any worker's RSS is, and
+  # its capture goes to the worker whose growth drives the charge.
+  def test_shared_limit_captures_the_leaking_worker
+    @bench = Capture::Bench.new("capture-cgroup-shared", 'Plan "dump"')
+    File.write(File.join(@cg, "memory.limit_in_bytes"), (200 * MiB).to_s)
+    quiet = (1..3).map { |i| @bench.start_leaker("quiet#{i}", rate: 1, max: 1, cgroup: @cg) }
+    leaky = @bench.start_leaker("leaky", rate: 6 * MiB, max: 150 * MiB, cgroup: @cg)
+    _dir, m = @bench.wait_manifest(leaky, "a capture of the leaking worker") { |x| x["complete"] }
+    assert_match(/\Anear-limit of cgroup #{Regexp.escape(@cg)}: working set [\d.]+ MiB of limit 200.0 MiB/,
+                 m["trigger"]["reason"], m.inspect)
+    quiet.each { |q| assert_empty @bench.folders(q), "#{q.name} was captured" }
+    # the leaking worker's own RSS was well below the limit's 90 %
+    assert_operator m["trigger"]["rss"], :<, 180 * MiB
+  end
+
   def test_oom_kill_is_reported
     @bench = Capture::Bench.new("capture-cgroup-oom", "")
     site = @bench.site
