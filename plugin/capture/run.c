@@ -65,15 +65,7 @@ mdp_run *mdp_run_find(uint64_t conn)
   return NULL;
 }
 
-static const char *stage_name(mdp_run_stage_t st)
-{
-  switch(st) {
-  case MDP_RUN_QUEUED: return "queued";
-  case MDP_RUN_OPENING: return "opening";
-  case MDP_RUN_BEGUN: return "begun";
-  }
-  return "unknown";
-}
+static const char *const stage_names[] = {"queued", "opening", "begun"};
 
 bool mdp_run_to(mdp_run *r, mdp_run_stage_t to)
 {
@@ -82,11 +74,11 @@ bool mdp_run_to(mdp_run *r, mdp_run_stage_t to)
   if(!ok) {
     ERROR("memdiag plugin: bug: the capture of worker %s (connection %" PRIu64
           ") cannot go from %s to %s",
-          r->name, r->conn, stage_name(r->stage), stage_name(to));
+          r->name, r->conn, stage_names[r->stage], stage_names[to]);
     return false;
   }
   DEBUG("memdiag plugin: capture of connection %" PRIu64 ": %s -> %s", r->conn,
-        stage_name(r->stage), stage_name(to));
+        stage_names[r->stage], stage_names[to]);
   r->stage = to;
   return true;
 }
@@ -512,11 +504,10 @@ static void remember_finished(const mdp_run *r, bool complete)
   mdp_capst.finished_conn[k] = r->conn;
 }
 
-/* The plan has handled its whole event before its actions run, so every
- * manifest of one batch shows the plan's final state: one written before
- * the batch's signal would say the plan ended and not that the worker was
- * signalled, and could be the file a reader finds after the worker got
- * the signal (the fs thread writes later). The signal writes it instead. */
+/* Every manifest of one batch shows the plan's final state: one written
+ * before the batch's signal would say the plan ended but not the signal,
+ * and a reader could find it after the worker got the signal (the fs
+ * thread writes later). The signal writes it instead. */
 static bool signal_follows(const mdp_actions_t *acts, size_t i)
 {
   for(size_t k = i + 1; k < acts->n; k++)
