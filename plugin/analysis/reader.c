@@ -14,8 +14,11 @@
 
 #include "reader.h"
 
-#define BUF  MDP_ANALYSIS_READER_BUF
-#define EDGE MDP_ANALYSIS_READER_EDGE
+#define BUF            MDP_ANALYSIS_READER_BUF
+#define EDGE           MDP_ANALYSIS_READER_EDGE
+/* No heap dump line comes near this (a 10^7-element array is ~150 MB);
+ * a file without newlines must not hold the analysis for hours. */
+#define LINE_MAX_BYTES (1ull << 30)
 
 static int fail(mdp_analysis_reader *r, int rc, uint64_t line, const char *fmt, ...)
 {
@@ -45,6 +48,11 @@ int mdp_analysis_reader_open(mdp_analysis_reader *r, const char *path)
     return fail(r, -errno, 0, "cannot stat: %s", strerror(errno));
   if(!S_ISREG(st.st_mode))
     return fail(r, -EINVAL, 0, "not a regular file");
+  /* A sparse file (far fewer blocks than bytes) is not a dump: reading its
+   * holes would hold the analysis thread for hours. */
+  if(st.st_size > (off_t)(4 * BUF) && (uint64_t)st.st_blocks * 512u < (uint64_t)st.st_size / 2)
+    return fail(r, -EINVAL, 0, "a sparse file (%llu bytes long, %llu on disk) is not a heap dump",
+                (unsigned long long)st.st_size, (unsigned long long)st.st_blocks * 512u);
   r->buf = malloc(BUF);
   r->edge = malloc(2 * EDGE);
   if(!r->buf || !r->edge)
@@ -134,6 +142,9 @@ static int long_line(mdp_analysis_reader *r, mdp_analysis_line *l)
       r->middle(r->middle_arg, r->line + 1, r->edge, r->buf + (round ? 0 : EDGE),
                 r->end - (round ? 1u : 2u) * EDGE);
     before += r->end - EDGE;
+    if(before > LINE_MAX_BYTES)
+      return fail(r, -EINVAL, r->line + 1, "a line longer than %llu bytes is not a heap dump's",
+                  (unsigned long long)LINE_MAX_BYTES);
     memmove(r->buf, r->buf + r->end - EDGE, EDGE);
     r->end = EDGE;
     from = EDGE;

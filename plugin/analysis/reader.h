@@ -4,7 +4,9 @@
  *
  * A line that fits the buffer (1 MiB) comes whole. A longer one (a huge
  * array's references, a huge string) comes as its first and last 64 KiB:
- * the fields the analysis needs sit at either end of a dump line.
+ * the fields the analysis needs sit at either end of a dump line. A line
+ * over 1 GiB, or a sparse file, is refused (-EINVAL): neither is a dump,
+ * and reading it would hold the analysis for hours.
  *
  * Ownership: the reader is caller-owned; open() allocates its buffers and
  * the zstd stream, close() frees them (safe after a failed open). A line's
