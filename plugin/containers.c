@@ -196,12 +196,20 @@ void mdp_containers_read(mdp_worker **w, size_t n, const mdp_config *cfg, uint64
   }
 }
 
-uint64_t mdp_containers_limit(const mdp_worker *w)
+uint64_t mdp_containers_limit(const mdp_worker *w, uint64_t v)
 {
   mdp_worker_limit lim;
+  mdp_cgroup_stats s;
+  uint64_t limit;
 
   mdp_registry_limit(w, &lim);
-  return lim.limit;
+  limit = lim.limit;
+  if(w->cg && mdp_cgroup_last(w->cg, &s) && s.limit != MDP_CGROUP_NO_LIMIT) {
+    uint64_t room = s.limit > s.charge ? s.limit - s.charge : 0;
+    if(!limit || v + room < limit)
+      limit = v + room;
+  }
+  return limit;
 }
 
 void mdp_containers_worker_gone(uint64_t id)

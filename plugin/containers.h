@@ -33,8 +33,10 @@ void mdp_containers_read(mdp_worker **workers, size_t n, const mdp_config *cfg, 
  * Sends a FAILURE notification when its cgroup counted an OOM kill. */
 void mdp_containers_worker_gone(uint64_t id);
 
-/* The limit that applies to w's detector (MemoryLimit, or its cgroup's
- * when lower); 0 when none. */
-uint64_t mdp_containers_limit(const mdp_worker *w);
+/* The limit w's own detector projects to, given its figure v now: the
+ * lower of MemoryLimit and the level at which its cgroup would be full if
+ * the others' charge stayed (v + limit - charge: the room is shared, so a
+ * plan's waits are sized from the time the cgroup has left); 0 when none. */
+uint64_t mdp_containers_limit(const mdp_worker *w, uint64_t v);
 
 #endif

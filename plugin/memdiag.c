@@ -129,7 +129,7 @@ static void sample_worker(mdp_worker *w, cdtime_t now, cdtime_t interval)
   remember(w, t, v);
   /* MemoryLimit, or the worker's cgroup limit when lower (a pod resized in
    * place is seen at the next sample) */
-  limit = mdp_containers_limit(w);
+  limit = mdp_containers_limit(w, v);
   w->detector.cfg.memory_limit = limit;
   fired = mdp_detector_feed(&w->detector, t, v, &d);
   mdp_detector_describe(&w->detector, text, sizeof(text));
