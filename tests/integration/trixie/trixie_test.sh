@@ -141,13 +141,23 @@ echo "built and installed without a compiler warning: $HOOK_LIB"
 
 want() { [ -z "${MDTX_ONLY:-}" ] || case ",$MDTX_ONLY," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 
+# hook_heap_profile reads its profiles with `go tool pprof`: the host's Go
+# toolchain (static binaries) is lent to the chroot read-only, at its own
+# path, rather than installing golang-go there.
+MDTX_GOROOT=$(go env GOROOT 2>/dev/null || true)
+go_mount=true
+if [ -n "$MDTX_GOROOT" ] && [ -d "$MDTX_GOROOT" ]; then
+  mkdir -p "$ROOT$MDTX_GOROOT"
+  go_mount="mount --bind '$MDTX_GOROOT' '$ROOT$MDTX_GOROOT' && mount -o remount,bind,ro '$ROOT$MDTX_GOROOT'"
+fi
+
 # The tests, in one private mount namespace: /proc, /dev, and the source
 # and build trees at their own paths (read-only).
 cat >"$RUN/run.sh" <<EOF
 set -u
 failed=""
 cd "$IN"
-export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=$IN LANG=C.UTF-8
+export PATH=${MDTX_GOROOT:+$MDTX_GOROOT/bin:}/usr/sbin:/usr/bin:/sbin:/bin HOME=$IN LANG=C.UTF-8
 export MEMDIAG_TEST_SERVER="$MDTX_TEST_SERVER" MEMDIAG_CORE_WORKER="$MDTX_CORE_WORKER"
 export MEMDIAG_HOOK_LIB="$HOOK_LIB" MEMDIAG_CERTS_TOOL="$MDTX_SRC/conf/memdiag-certs"
 for t in $(cd "$MDTX_SRC/tests/integration/hook" && ls ./*_test.rb | sed 's|^\./||; s|_test\.rb$||' | while read -r n; do want "$n" && echo "$n"; done | tr '\n' ' '); do
@@ -177,6 +187,7 @@ MDTX_ONLY=${MDTX_ONLY:-} unshare --mount --propagation private bash -c "
   mount --rbind /dev '$ROOT/dev'
   mount --bind '$MDTX_SRC' '$ROOT$MDTX_SRC' && mount -o remount,bind,ro '$ROOT$MDTX_SRC'
   mount --bind '$MDTX_BUILD' '$ROOT$MDTX_BUILD' && mount -o remount,bind,ro '$ROOT$MDTX_BUILD'
+  $go_mount
   chroot '$ROOT' bash '$IN/run.sh'
 "
 failed=$(cat "$RUN/failed")

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <ruby/debug.h>
+#include <ruby/version.h>
 
 #include "sample_table.h"
 #include "sampler_internal.h"
@@ -19,6 +20,19 @@
 enum { RAW_FRAMES = 32 };
 
 #define S mdh_sampler_g
+
+/* Postponed jobs: Ruby 3.3 deprecates rb_postponed_job_register_one for
+ * handles made once at start (rb_postponed_job_preregister) and triggered
+ * from anywhere, a signal handler included (rb_postponed_job_trigger). */
+#if RUBY_API_VERSION_MAJOR > 3 || (RUBY_API_VERSION_MAJOR == 3 && RUBY_API_VERSION_MINOR >= 3)
+#define MDH_JOB_HANDLES 1
+static rb_postponed_job_handle_t job_turn_off = POSTPONED_JOB_HANDLE_INVALID;
+static rb_postponed_job_handle_t job_finish_sample = POSTPONED_JOB_HANDLE_INVALID;
+static rb_postponed_job_handle_t job_arm = POSTPONED_JOB_HANDLE_INVALID;
+#define POST_JOB(handle, fn) rb_postponed_job_trigger(handle)
+#else
+#define POST_JOB(handle, fn) rb_postponed_job_register_one(0, fn, NULL)
+#endif
 
 /* The real-time signal the sampler's timer sends to arm the tracepoint. */
 #define ARM_SIGNAL (SIGRTMIN + 6)
@@ -103,7 +117,7 @@ static void fail(const char *why)
   if(n > 0 && write(2, line, (size_t)n) < 0) {
     /* stderr closed: the reason is still in Sampler.stats */
   }
-  rb_postponed_job_register_one(0, turn_off, NULL);
+  POST_JOB(job_turn_off, turn_off);
 }
 
 static const char *errno_text(int rc)
@@ -306,7 +320,7 @@ static void on_newobj(VALUE tpval, void *data)
           : 1;
   S.last_allocated = allocated;
   S.pending.set = 1;
-  rb_postponed_job_register_one(0, finish_sample, NULL);
+  POST_JOB(job_finish_sample, finish_sample);
 }
 
 /* The wait until the next arming: a one-shot timer, drawn again each
@@ -346,7 +360,7 @@ static void on_arm_signal(int sig, siginfo_t *si, void *uc)
   (void)si;
   (void)uc;
   if(S.rate)
-    rb_postponed_job_register_one(0, arm_job, NULL);
+    POST_JOB(job_arm, arm_job);
   errno = saved;
 }
 
@@ -571,4 +585,14 @@ void mdh_sampler_init(VALUE hook_module)
   S.holder = TypedData_Wrap_Struct(rb_cObject, &holder_type, &S);
   rb_gc_register_mark_object(S.holder);
   pthread_atfork(NULL, NULL, after_fork_child);
+#ifdef MDH_JOB_HANDLES
+  job_turn_off = rb_postponed_job_preregister(0, turn_off, NULL);
+  job_finish_sample = rb_postponed_job_preregister(0, finish_sample, NULL);
+  job_arm = rb_postponed_job_preregister(0, arm_job, NULL);
+  if(job_turn_off == POSTPONED_JOB_HANDLE_INVALID ||
+     job_finish_sample == POSTPONED_JOB_HANDLE_INVALID || job_arm == POSTPONED_JOB_HANDLE_INVALID) {
+    S.failed = 1; /* never started: nothing to trigger a job for */
+    snprintf(S.reason, sizeof S.reason, "no postponed job handle left in this Ruby");
+  }
+#endif
 }

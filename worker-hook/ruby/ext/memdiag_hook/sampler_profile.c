@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <ruby.h>
 #include <ruby/thread.h>
 
 #include "pprof_out.h"
