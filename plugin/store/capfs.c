@@ -1,6 +1,7 @@
 /* Capture folders, disk space and the manifest: see capture_fs.h. */
 #include "capfs.h"
 #include "capfs_root.h"
+#include "capfs_walk.h"
 #include "md/text.h"
 
 #include <dirent.h>
@@ -303,101 +304,11 @@ typedef struct capture_dir {
   bool prunable;        /* nothing in it that remove_folder refuses (a directory) */
 } capture_dir_t;
 
-/* Files already counted, by (device, inode): a file linked 40 times is on
- * disk once. Open addressing, grown at half full. */
-typedef struct {
-  struct {
-    dev_t dev;
-    ino_t ino;
-  } * v;
-  size_t cap, n;
-} inode_set;
-
-/* Adds the inode; true when it was not there yet (or the set cannot grow:
- * then it is counted, which errs on the side of counting). */
-static bool inode_add(inode_set *set, dev_t dev, ino_t ino)
-{
-  if(set->n * 2 >= set->cap) {
-    size_t cap = set->cap ? set->cap * 2 : 256;
-    inode_set grown = {calloc(cap, sizeof(*grown.v)), cap, 0};
-    if(!grown.v)
-      return true;
-    for(size_t i = 0; i < set->cap; i++)
-      if(set->v[i].ino)
-        inode_add(&grown, set->v[i].dev, set->v[i].ino);
-    free(set->v);
-    *set = grown;
-  }
-  size_t i = ((size_t)ino * 0x9E3779B97F4A7C15ull ^ (size_t)dev) & (set->cap - 1);
-  for(; set->v[i].ino; i = (i + 1) & (set->cap - 1))
-    if(set->v[i].ino == ino && set->v[i].dev == dev)
-      return false;
-  set->v[i].dev = dev;
-  set->v[i].ino = ino ? ino : 1;
-  set->n++;
-  return true;
-}
-
-/* The UTC time memdiag put in a folder's name (worker-PID-YYYYmmddTHHMMSSZ,
- * perhaps followed by -N): the worker owns its folder and may set its
- * mtime, but it cannot rename it. False when the name holds none. */
-static bool name_time(const char *name, struct timespec *when)
-{
-  struct tm tm;
-  for(const char *p = strrchr(name, 'Z'); p && p - name >= 15; p = NULL) {
-    const char *t = p - 15;
-    memset(&tm, 0, sizeof(tm));
-    const char *rest = strptime(t, "%Y%m%dT%H%M%SZ", &tm);
-    if(t[-1] != '-' || !rest || (*rest && *rest != '-'))
-      return false;
-    when->tv_sec = timegm(&tm);
-    when->tv_nsec = 0;
-    /* -2, -3 ...: later in the same second */
-    if(*rest == '-')
-      when->tv_nsec = strtol(rest + 1, NULL, 10);
-    return true;
-  }
-  return false;
-}
-
-#define WALK_DEPTH_MAX 8
-
-/* Bytes on disk of the regular files below the directory fd (taken over),
- * each inode once, subdirectories walked down to WALK_DEPTH_MAX.
- * *has_dir says whether fd holds a directory. */
-static void tree_bytes(int fd, int depth, inode_set *seen, uint64_t *bytes, bool *has_dir)
-{
-  DIR *d = fdopendir(fd);
-  struct stat st;
-
-  if(!d) {
-    close(fd);
-    return;
-  }
-  for(struct dirent *e; (e = readdir(d));) {
-    if(strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
-       fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-      continue;
-    if(S_ISREG(st.st_mode) && inode_add(seen, st.st_dev, st.st_ino))
-      *bytes += (uint64_t)st.st_blocks * 512u;
-    if(S_ISDIR(st.st_mode)) {
-      bool below = false;
-      *has_dir = true;
-      int sub = depth < WALK_DEPTH_MAX
-                    ? openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-                    : -1;
-      if(sub >= 0)
-        tree_bytes(sub, depth + 1, seen, bytes, &below);
-    }
-  }
-  closedir(d);
-}
-
 /* Bytes on disk of one capture folder; -ENOENT when it is not a capture
  * folder (no manifest). Allocated blocks, not st_size: a worker's sparse
  * file in its own folder must not push others' captures out; each file
  * once, however many names it has (seen spans every folder). */
-static int folder_bytes(const char *name, inode_set *seen, capture_dir_t *c)
+static int folder_bytes(const char *name, mdp_capfs_inodes *seen, capture_dir_t *c)
 {
   struct stat st;
   int fd = openat(root_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -413,11 +324,11 @@ static int folder_bytes(const char *name, inode_set *seen, capture_dir_t *c)
     close(fd);
     return -e;
   }
-  if(!name_time(name, &c->when))
+  if(!mdp_capfs_name_time(name, &c->when))
     c->when = st.st_mtim;
   c->bytes = 0;
   bool has_dir = false;
-  tree_bytes(fd, 0, seen, &c->bytes, &has_dir);
+  mdp_capfs_tree_bytes(fd, 0, seen, &c->bytes, &has_dir);
   c->prunable = !has_dir;
   return 0;
 }
@@ -446,7 +357,7 @@ static int list_captures(capture_dir_t **out, size_t *n)
   capture_dir_t *v = NULL;
   size_t cnt = 0, cap = 0;
 
-  inode_set seen = {NULL, 0, 0};
+  mdp_capfs_inodes seen = {NULL, 0, 0};
 
   d = open_dir_at(root_fd, ".", 0);
   if(!d)

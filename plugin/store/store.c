@@ -148,7 +148,6 @@ static void fail(mdp_store_stream *st, const char *fmt, const char *detail)
   discard(st);
 }
 
-/* A budget crossed: the stream fails, and says which. */
 static int over_budget(mdp_store_stream *st, const char *detail)
 {
   fail(st, "%s is over its budget: %s", detail);
@@ -183,7 +182,6 @@ static int check_room(mdp_store_stream *st)
   return 0;
 }
 
-/* Before the bytes go: within max_raw. */
 static int check_raw(mdp_store_stream *st)
 {
   char detail[160];
@@ -297,10 +295,8 @@ static void finish_file(mdp_store_stream *st, const job *j, mdp_store_result *r)
 
 #define COPY_SLICE (4u << 20) /* bytes of a worker's file copied per job */
 
-/* Open the worker's file and check it before a byte is read: a regular
- * file of its own with one link (not a root file renamed or linked in),
- * not sparse (a file that holds far fewer blocks than its size would hold
- * the writer for hours), within max_raw. */
+/* Open the worker's file and check it first: a regular file of its own
+ * with one link, not sparse (its holes would hold the writer for hours). */
 static int open_source(mdp_store_stream *st)
 {
   static const int flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
@@ -337,10 +333,8 @@ static int open_source(mdp_store_stream *st)
   return 0;
 }
 
-/* One slice of the worker's file into the stream. Returns 1 when more is
- * to come (the job goes to the back of the queue), 0 once the file is read
- * (j is then the stream's finish, with the file's own size and checksum)
- * or the stream failed. */
+/* One slice of the worker's file: 1 when more is to come (the job goes to
+ * the back of the queue), 0 once read (j is then the finish) or failed. */
 static int copy_slice(mdp_store *s, mdp_store_stream *st, job *j)
 {
   static uint8_t buf[256 * 1024]; /* writer thread only */
