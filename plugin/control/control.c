@@ -139,7 +139,7 @@ static int list_fill(worker_list *l)
       wi->memory_limit_source = lim.source == MDP_LIMIT_CONFIG   ? "config"
                                 : lim.source == MDP_LIMIT_CGROUP ? "cgroup"
                                                                  : NULL;
-      wi->limit_cgroup = (char *)lim.cgroup_dir;
+      wi->limit_cgroup = lim.source == MDP_LIMIT_CGROUP ? (char *)lim.cgroup_dir : NULL;
       wi->has_cgroup_charge = lim.has_charge;
       wi->cgroup_charge = lim.charge;
     }

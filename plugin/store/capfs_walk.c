@@ -59,7 +59,6 @@ bool mdp_capfs_name_time(const char *name, struct timespec *when)
   return false;
 }
 
-
 /* Bytes on disk of the regular files below the directory fd (taken over),
  * each inode once, subdirectories walked down to WALK_DEPTH_MAX.
  * *has_dir says whether fd holds a directory. */
@@ -90,4 +89,3 @@ void mdp_capfs_tree_bytes(int fd, int depth, mdp_capfs_inodes *seen, uint64_t *b
   }
   closedir(d);
 }
-

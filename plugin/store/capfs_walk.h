@@ -23,7 +23,7 @@ typedef struct {
   struct {
     dev_t dev;
     ino_t ino;
-  } *v;
+  } * v;
   size_t cap, n;
 } mdp_capfs_inodes;
 

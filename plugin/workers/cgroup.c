@@ -36,7 +36,7 @@ struct mdp_cgroup {
 
   /* Locked. */
   unsigned refs;
-  mdp_cgroup_stats last;
+  mdp_cgroup_stats last, before_last;
   uint64_t oom_accounted; /* kills already explained (before, or reported) */
   uint64_t oom_prev;      /* the count the sample before saw */
   mdp_cgroup *next;
@@ -500,6 +500,7 @@ int mdp_cgroup_sample(mdp_cgroup *cg, double t, mdp_cgroup_stats *out)
   *out = *s;
 
   pthread_mutex_lock(&lock);
+  cg->before_last = cg->last;
   cg->last = *s;
   if(s->has_events) {
     uint64_t now = oom_total(s);
@@ -538,7 +539,11 @@ int mdp_cgroup_oom_check(mdp_cgroup *cg, mdp_cgroup_stats *now)
   if(rc)
     return rc;
   pthread_mutex_lock(&lock);
-  *now = cg->last;
+  /* The figures from before the kill: the kill frees the worker's memory,
+   * so a sample taken between the kill and this call (the worker's
+   * connection closes a moment after it dies) holds less. Of the last two
+   * samples, the one with the higher charge is the one before. */
+  *now = cg->before_last.t && cg->before_last.charge > cg->last.charge ? cg->before_last : cg->last;
   now->oom_kill = s.oom_kill;
   now->oom_group_kill = s.oom_group_kill;
   now->has_group_kill = s.has_group_kill;
