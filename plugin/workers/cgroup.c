@@ -274,7 +274,16 @@ int mdp_cgroup_acquire_from(const mdp_cgroup_source *src, mdp_cgroup **out, char
   cg->version = mounts[m].version;
   snprintf(cg->path, sizeof cg->path, "%s", path);
   snprintf(cg->dir, sizeof cg->dir, "%s%s%s", mounts[m].point, rel[0] ? "/" : "", rel);
-  mdp_cgroup_instance(path, cg->instance, sizeof cg->instance);
+  if(strncmp(path, "/..", 3) == 0 && (path[3] == '/' || path[3] == '\0')) {
+    /* seen from collectd's own cgroup namespace ("/../x"): named, as
+     * always, relative to the hierarchy's root, which is what the mount
+     * shows (its root "/.."), so by the path below the mount point */
+    char host_rel[sizeof rel + 1];
+    snprintf(host_rel, sizeof host_rel, "/%s", rel);
+    mdp_cgroup_instance(host_rel, cg->instance, sizeof cg->instance);
+  } else {
+    mdp_cgroup_instance(path, cg->instance, sizeof cg->instance);
+  }
   cg->charge_fd = cg->stat_fd = cg->events_fd = cg->pressure_fd = -1;
   cg->limit_fd = cg->failcnt_fd = cg->wd = -1;
   mount_fd = open(point, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -131,14 +131,12 @@ int mdp_cgroup_parse_proc(const char *text, mdp_cgroup_version v, char *out, siz
   return -ENOENT;
 }
 
-/* Every component of an absolute path is a plain name. */
-static int plain_path(const char *path)
+/* Every component of a relative path is a plain name ("" has none). */
+static int plain_rel(const char *p)
 {
-  if(path[0] != '/')
-    return 0;
-  if(path[1] == '\0')
+  if(*p == '\0')
     return 1;
-  for(const char *p = path + 1;;) {
+  for(;;) {
     const char *slash = strchr(p, '/');
     size_t l = slash ? (size_t)(slash - p) : strlen(p);
     if(l == 0 || (l == 1 && p[0] == '.') || (l == 2 && p[0] == '.' && p[1] == '.'))
@@ -147,6 +145,21 @@ static int plain_path(const char *path)
       return 1;
     p = slash + 1;
   }
+}
+
+/* Every component of an absolute path is a plain name. */
+static int plain_path(const char *path) { return path[0] == '/' && plain_rel(path + 1); }
+
+/* As the kernel writes a cgroup path or a mount's root: collectd in a
+ * cgroup namespace of its own (a DaemonSet pod that is not privileged)
+ * sees every cgroup outside its namespace's root as a run of leading "/.."
+ * components, then plain names ("/../pod/c"; a mount root "/.."). Nothing
+ * else: a ".." after a name, "." or an empty component is refused. */
+static int ns_path(const char *path)
+{
+  while(!strncmp(path, "/..", 3) && (path[3] == '/' || path[3] == '\0'))
+    path += 3;
+  return path[0] == '\0' || plain_path(path);
 }
 
 /* root is "/" or a prefix of path ending at a component boundary. */
@@ -168,7 +181,7 @@ int mdp_cgroup_relative(const mdp_cgroup_mount *m, const char *path, char *out, 
   size_t skip;
   const char *rest;
 
-  if(!plain_path(path) || !plain_path(m->root))
+  if(!ns_path(path) || !ns_path(m->root))
     return -EINVAL;
   skip = root_prefix(m->root, path);
   if(!skip)
@@ -176,6 +189,10 @@ int mdp_cgroup_relative(const mdp_cgroup_mount *m, const char *path, char *out, 
   rest = path + skip;
   while(*rest == '/')
     rest++;
+  /* what lies below the mount point: plain names only ("/../x" under a
+   * mount of "/" is outside it) */
+  if(!plain_rel(rest))
+    return -EINVAL;
   if(strlen(rest) + 1 > len)
     return -ENAMETOOLONG;
   snprintf(out, len, "%s", rest);
@@ -187,10 +204,15 @@ int mdp_cgroup_pick_mount(const mdp_cgroup_mount *m, size_t n, const char *path)
   int best = -1;
   size_t best_len = 0;
 
-  if(!plain_path(path))
+  if(!ns_path(path))
     return -1;
   for(size_t i = 0; i < n; i++) {
-    size_t l = plain_path(m[i].root) ? root_prefix(m[i].root, path) : 0;
+    size_t l = ns_path(m[i].root) ? root_prefix(m[i].root, path) : 0;
+    const char *rest = path + l;
+    while(l && *rest == '/')
+      rest++;
+    if(l && !plain_rel(rest)) /* climbs above this mount's root */
+      l = 0;
     if(l > best_len) {
       best = (int)i;
       best_len = l;

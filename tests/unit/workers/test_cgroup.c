@@ -108,6 +108,17 @@ static void test_relative_refuses(void **state)
   assert_int_equal(mdp_cgroup_relative(&root, "/a/./b", out, sizeof out), -EINVAL);
   assert_int_equal(mdp_cgroup_relative(&root, "/a//b", out, sizeof out), -EINVAL);
   assert_int_equal(mdp_cgroup_relative(&root, "a/b", out, sizeof out), -EINVAL);
+  /* collectd in a cgroup namespace of its own: the kernel writes the mount
+   * root and every path outside the namespace with leading "/.." */
+  mdp_cgroup_mount ns = {.version = MDP_CGROUP_V1, .root = "/..", .point = "/sys/fs/cgroup/memory"};
+  assert_int_equal(mdp_cgroup_relative(&ns, "/../memdiag-test-1-2", out, sizeof out), 0);
+  assert_string_equal(out, "memdiag-test-1-2");
+  assert_int_equal(mdp_cgroup_relative(&ns, "/../kubepods/pod/c", out, sizeof out), 0);
+  assert_string_equal(out, "kubepods/pod/c");
+  assert_int_equal(mdp_cgroup_relative(&ns, "/../a/../b", out, sizeof out), -EINVAL);
+  assert_int_equal(mdp_cgroup_relative(&ns, "/../../x", out, sizeof out), -EINVAL);
+  assert_int_equal(mdp_cgroup_relative(&ns, "/x", out, sizeof out), -EXDEV);
+  assert_int_equal(mdp_cgroup_pick_mount(&ns, 1, "/../memdiag-test-1-2"), 0);
 }
 
 static void test_limits_and_keys(void **state)
