@@ -104,14 +104,9 @@ static void trigger(mdp_worker *w, const mdp_cgroup *cg, const mdp_cgroup_stats 
                  : 0,
       .time_left_s = d->time_to_limit == 0 ? 1 : d->time_to_limit};
   char reason[512], err[256] = "";
-  unsigned start = (w->history_head + MDP_WORKER_HISTORY - w->history_n) % MDP_WORKER_HISTORY;
   mdp_capture_outcome rc;
+  unsigned n_samples = mdp_containers_history(w, samples);
 
-  for(unsigned i = 0; i < w->history_n; i++) {
-    unsigned k = (start + i) % MDP_WORKER_HISTORY;
-    samples[i].time = w->history_t[k];
-    samples[i].value = w->history_v[k];
-  }
   snprintf(reason, sizeof reason,
            "%s of cgroup %s: working set %.1f MiB of limit %.1f MiB (charge %.1f MiB)%s%.1f%s",
            d->reason, mdp_cgroup_dir(cg), MiB(s->working_set), MiB(s->limit), MiB(s->charge),
@@ -120,7 +115,7 @@ static void trigger(mdp_worker *w, const mdp_cgroup *cg, const mdp_cgroup_stats 
   INFO("memdiag plugin: cgroup detector fired for %s; capture of worker %" PRIu64
        " ('%s' pid %ld), whose growth drives the charge: %s",
        mdp_cgroup_dir(cg), w->id, w->name, (long)w->pid, reason);
-  mdp_capture_opts_t o = {.reason = reason, .samples = samples, .n_samples = w->history_n};
+  mdp_capture_opts_t o = {.reason = reason, .samples = samples, .n_samples = n_samples};
   rc = mdp_capture_start(&cw, &o, err, sizeof err);
   if(rc < 0)
     INFO("memdiag plugin: no capture for worker %" PRIu64 ": %s", w->id,
@@ -258,4 +253,16 @@ void mdp_containers_worker_gone(uint64_t id)
   if(strlen(text) >= NOTIF_MAX_MSG_LEN)
     WARNING("memdiag plugin: in full: %s", text);
   mdp_cgroup_release(cg);
+}
+
+unsigned mdp_containers_history(const mdp_worker *w, mdp_plan_sample_t *out)
+{
+  unsigned start = (w->history_head + MDP_WORKER_HISTORY - w->history_n) % MDP_WORKER_HISTORY;
+
+  for(unsigned i = 0; i < w->history_n; i++) {
+    unsigned k = (start + i) % MDP_WORKER_HISTORY;
+    out[i].time = w->history_t[k];
+    out[i].value = w->history_v[k];
+  }
+  return w->history_n;
 }

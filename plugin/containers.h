@@ -39,4 +39,8 @@ void mdp_containers_worker_gone(uint64_t id);
  * plan's waits are sized from the time the cgroup has left); 0 when none. */
 uint64_t mdp_containers_limit(const mdp_worker *w, uint64_t v);
 
+/* w's recent samples, oldest first, into out (MDP_WORKER_HISTORY of
+ * them at most), for a capture's fit of its waits. Returns how many. */
+unsigned mdp_containers_history(const mdp_worker *w, mdp_plan_sample_t *out);
+
 #endif

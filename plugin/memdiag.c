@@ -84,14 +84,9 @@ static void trigger(mdp_worker *w, const mdp_decision *d, uint64_t v)
                               * reached by the projection is 1 s away. */
                              .time_left_s = d->time_to_limit == 0 ? 1 : d->time_to_limit};
   char reason[256], err[256] = "";
-  unsigned start = (w->history_head + MDP_WORKER_HISTORY - w->history_n) % MDP_WORKER_HISTORY;
   mdp_capture_outcome rc;
+  unsigned n_samples = mdp_containers_history(w, samples);
 
-  for(unsigned i = 0; i < w->history_n; i++) {
-    unsigned k = (start + i) % MDP_WORKER_HISTORY;
-    samples[i].time = w->history_t[k];
-    samples[i].value = w->history_v[k];
-  }
   if(d->slope > 0)
     snprintf(reason, sizeof(reason), "%s: %.1f MiB/min over %.1f min", d->reason,
              d->slope * 60.0 / (1024.0 * 1024.0), d->window / 60.0);
@@ -99,7 +94,7 @@ static void trigger(mdp_worker *w, const mdp_decision *d, uint64_t v)
     snprintf(reason, sizeof(reason), "%s", d->reason);
   INFO("memdiag plugin: detector fired for worker %" PRIu64 " ('%s' pid %ld): %s", w->id, w->name,
        (long)w->pid, reason);
-  mdp_capture_opts_t o = {.reason = reason, .samples = samples, .n_samples = w->history_n};
+  mdp_capture_opts_t o = {.reason = reason, .samples = samples, .n_samples = n_samples};
   rc = mdp_capture_start(&cw, &o, err, sizeof(err));
   if(rc < 0)
     INFO("memdiag plugin: no capture for worker %" PRIu64 ": %s", w->id,

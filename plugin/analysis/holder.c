@@ -11,17 +11,7 @@
 #define HOLDERS_MAX    5
 #define PATH_MAX_STEPS 32
 
-static char *name_text(mdp_ctx *c, uint32_t id)
-{
-  size_t n;
-  const char *s = mdp_analysis_strtab_str(&c->names, id, &n);
-  if(!s)
-    return NULL;
-  char *out = malloc(n + 1);
-  if(out)
-    mdp_analysis_unescape(s, n, out, n + 1);
-  return out;
-}
+static char *name_text(mdp_ctx *c, uint32_t id) { return mdp_analysis_decoded(&c->names, id); }
 
 /* The name of the class (or module) at address in the last dump: 0 none. */
 static uint32_t class_name_id(mdp_ctx *c, uint64_t address)

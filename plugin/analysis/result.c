@@ -15,18 +15,6 @@
 #define HOOK_MASK    0x7fffffffu
 
 /* A name or file from the tables, unescaped into a new string. */
-static char *decoded(const mdp_analysis_strtab *t, uint32_t id)
-{
-  size_t n;
-  const char *s = mdp_analysis_strtab_str(t, id, &n);
-  if(!s)
-    return NULL;
-  char *out = malloc(n + 1);
-  if(out)
-    mdp_analysis_unescape(s, n, out, n + 1);
-  return out;
-}
-
 /* The name id of a class key in dump d (0: none). */
 static uint32_t name_of(mdp_ctx *c, unsigned d, uint64_t key)
 {
@@ -58,7 +46,7 @@ static mdp_analysis_class *class_entry(mdp_ctx *c, mdp_analysis_map *idx, size_t
   }
   mdp_analysis_class *k = &res->classes[res->n_classes++];
   memset(k, 0, sizeof(*k));
-  if(name && !(k->class_name = decoded(&c->names, name))) {
+  if(name && !(k->class_name = mdp_analysis_decoded(&c->names, name))) {
     res->n_classes--;
     return NULL;
   }
@@ -252,7 +240,7 @@ static int mostly(mdp_ctx *c, merge *mg, uint32_t m, mdp_analysis_group *out)
   if(best) {
     out->mostly_bytes = best->a;
     out->mostly_type = mdp_analysis_type_name((unsigned)(best->k1 & 0xff));
-    if(best->b && !(out->mostly_class = decoded(&c->names, (uint32_t)best->b)))
+    if(best->b && !(out->mostly_class = mdp_analysis_decoded(&c->names, (uint32_t)best->b)))
       best = NULL;
   }
   mdp_analysis_map_free(&byclass);
@@ -285,8 +273,8 @@ static int build_groups(mdp_ctx *c, merge *mg, uint32_t **order_out)
     mdp_analysis_group *g = &res->groups[res->n_groups++];
     uint32_t file = (uint32_t)(m->k2 >> 32) & HOOK_MASK;
     g->type = mdp_analysis_type_name((unsigned)(m->k1 & 0xff));
-    g->class_name = m->c ? decoded(&c->names, (uint32_t)m->c) : NULL;
-    g->file = file ? decoded(&c->files, file) : NULL;
+    g->class_name = m->c ? mdp_analysis_decoded(&c->names, (uint32_t)m->c) : NULL;
+    g->file = file ? mdp_analysis_decoded(&c->files, file) : NULL;
     g->line = (unsigned)(m->k2 & 0xffffffffu);
     g->site_source = file ? MDP_ANALYSIS_SITE_TRACED : MDP_ANALYSIS_SITE_NONE;
     g->count = mg->count[order[i]];
@@ -325,7 +313,7 @@ static int build_files(mdp_ctx *c, merge *mg)
     goto out;
   for(size_t i = 0; i < files.n; i++) {
     mdp_analysis_file *f = &res->files[res->n_files++];
-    f->file = files.recs[i].k1 ? decoded(&c->files, (uint32_t)files.recs[i].k1) : NULL;
+    f->file = files.recs[i].k1 ? mdp_analysis_decoded(&c->files, (uint32_t)files.recs[i].k1) : NULL;
     f->count = files.recs[i].a;
     f->bytes = files.recs[i].b;
     if(files.recs[i].k1 && !f->file)

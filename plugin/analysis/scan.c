@@ -1,5 +1,6 @@
 /* Heap-dump line scanner; see scan.h. */
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "scan.h"
@@ -594,4 +595,16 @@ size_t mdp_analysis_unescape(const char *in, size_t len, char *out, size_t outle
   }
   out[o] = '\0';
   return o;
+}
+
+char *mdp_analysis_decoded(const mdp_analysis_strtab *t, uint32_t id)
+{
+  size_t n;
+  const char *s = mdp_analysis_strtab_str(t, id, &n);
+  if(!s)
+    return NULL;
+  char *out = malloc(n + 1);
+  if(out)
+    mdp_analysis_unescape(s, n, out, n + 1);
+  return out;
 }

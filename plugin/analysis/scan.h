@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "reader.h"
+#include "table.h"
 
 /* Ruby's object types as ObjectSpace.dump names them. */
 typedef enum {
@@ -85,5 +86,9 @@ const char *mdp_analysis_type_name(unsigned type);
  * bytes, NUL-terminated; a cut never splits a UTF-8 sequence it wrote).
  * Returns the decoded length. */
 size_t mdp_analysis_unescape(const char *in, size_t len, char *out, size_t outlen);
+
+/* String id of t, unescaped into a malloc'ed string the caller frees; NULL
+ * for no such id or when memory runs out. */
+char *mdp_analysis_decoded(const mdp_analysis_strtab *t, uint32_t id);
 
 #endif

@@ -30,11 +30,11 @@ int mdp_notify(int severity, const char *instance, const char *fmt, ...)
   return plugin_dispatch_notification(&n) ? -EIO : 0;
 }
 
-void mdp_notify_gauge(const char *instance, const char *type, const char *type_instance,
-                      double value, uint64_t t, uint64_t interval)
+/* One value of the memdiag plugin to collectd's write plugins. */
+static void dispatch(const char *instance, const char *type, const char *type_instance, value_t v,
+                     uint64_t t, uint64_t interval)
 {
   value_list_t vl = VALUE_LIST_INIT;
-  value_t v = {.gauge = value};
 
   vl.values = &v;
   vl.values_len = 1;
@@ -47,21 +47,16 @@ void mdp_notify_gauge(const char *instance, const char *type, const char *type_i
   plugin_dispatch_values(&vl);
 }
 
+void mdp_notify_gauge(const char *instance, const char *type, const char *type_instance,
+                      double value, uint64_t t, uint64_t interval)
+{
+  dispatch(instance, type, type_instance, (value_t){.gauge = value}, t, interval);
+}
+
 void mdp_notify_derive(const char *instance, const char *type_instance, uint64_t value, uint64_t t,
                        uint64_t interval)
 {
-  value_list_t vl = VALUE_LIST_INIT;
-  value_t v = {.derive = (derive_t)value};
-
-  vl.values = &v;
-  vl.values_len = 1;
-  vl.time = (cdtime_t)t;
-  vl.interval = (cdtime_t)interval;
-  sstrncpy(vl.plugin, "memdiag", sizeof(vl.plugin));
-  sstrncpy(vl.plugin_instance, instance, sizeof(vl.plugin_instance));
-  sstrncpy(vl.type, "derive", sizeof(vl.type));
-  sstrncpy(vl.type_instance, type_instance, sizeof(vl.type_instance));
-  plugin_dispatch_values(&vl);
+  dispatch(instance, "derive", type_instance, (value_t){.derive = (derive_t)value}, t, interval);
 }
 
 int mdp_notify_counter(const char *type_instance, uint64_t value)
