@@ -271,6 +271,8 @@ static int account(mdp_analysis_own *o)
         o->owned[m] += o->own[x];
         o->vflag[x] |= F_TOPG;
       }
+      if(u == 0) /* kept alive by no other retained object */
+        o->top_owned[m] += o->own[x];
       cnt[m]++;
       continue;
     }
@@ -296,8 +298,9 @@ int mdp_analysis_own_run(mdp_analysis_own *o, mdp_analysis_mem *mem)
   o->count = alloc(mem, o->n_merged, 8);
   o->shallow = alloc(mem, o->n_merged, 8);
   o->owned = alloc(mem, o->n_merged, 8);
+  o->top_owned = alloc(mem, o->n_merged, 8);
   o->idom = alloc(mem, b.v, 4);
-  if(!o->count || !o->shallow || !o->owned || !o->idom)
+  if(!o->count || !o->shallow || !o->owned || !o->top_owned || !o->idom)
     goto out;
   if(successors(o, &b) || postorder(&b) || predecessors(&b))
     goto out;
@@ -385,6 +388,7 @@ void mdp_analysis_own_free(mdp_analysis_own *o)
   drop(o->mem, (void **)&o->count, o->n_merged, 8);
   drop(o->mem, (void **)&o->shallow, o->n_merged, 8);
   drop(o->mem, (void **)&o->owned, o->n_merged, 8);
+  drop(o->mem, (void **)&o->top_owned, o->n_merged, 8);
   drop(o->mem, (void **)&o->idom, o->v, 4);
   drop(o->mem, (void **)&o->top, o->v, 4);
   drop(o->mem, (void **)&o->koff, o->v + 1, 4);

@@ -42,6 +42,11 @@ typedef struct {
    * alive (each object counted once: under its topmost dominator of the
    * same group) */
   uint64_t *count, *shallow, *owned;
+  /* per merged group, what its members keep alive that no other retained
+   * object does (members the virtual root dominates): the bytes that rank
+   * an owner above what it owns (a payload Array under its owner counts in
+   * the owner's top_owned, not its own group's) */
+  uint64_t *top_owned;
   uint64_t hook_count, hook_bytes; /* the hook's objects and what they own */
   /* the tree, for mostly() and holders(); index 0 is the virtual root,
    * retained object r is r + 1 */

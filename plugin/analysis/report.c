@@ -467,6 +467,16 @@ size_t mdp_analysis_summary(const mdp_analysis_result *res, char *buf, size_t le
   int wl = snprintf(where, sizeof(where), ":%u", g->line);
   size_t flen = strlen(g->file);
   size_t tail_room = hl ? hl + 2 : 0;
+  if(hl && (size_t)n + 6 + (size_t)wl + 4 + tail_room > len - 1 && g->owned > g->bytes &&
+     g->mostly_type) {
+    /* No room for the holder: what the owner mostly holds goes first, the
+     * owner, its size, its site and what holds it stay. */
+    mdp_analysis_size_text(g->owned, size, sizeof(size));
+    n = snprintf(head, sizeof(head), "leak suspect%s: %s \xc3\x97 %.60s%s%s owning %s", doubt,
+                 count, cls, more, objects, size);
+    if(n < 0)
+      return 0;
+  }
   if((size_t)n + 6 + (size_t)wl + 4 + tail_room > len - 1)
     tail_room = 0, hl = 0;
   if((size_t)n + 6 + (size_t)wl + 4 > len - 1)

@@ -198,11 +198,15 @@ static int count_groups(mdp_ctx *c, merge *mg)
 }
 
 static const mdp_analysis_rec *sort_recs;
-static const uint64_t *sort_owned, *sort_shallow, *sort_count;
+static const uint64_t *sort_owned, *sort_top, *sort_shallow, *sort_count;
 
+/* Owners first: by what a group keeps alive that no other retained object
+ * does, then by all it owns, then by its own bytes. */
 static int cmp_merged(const void *x, const void *y)
 {
   uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+  if(sort_top && sort_top[a] != sort_top[b])
+    return sort_top[a] > sort_top[b] ? -1 : 1;
   uint64_t oa = sort_owned ? sort_owned[a] : sort_shallow[a];
   uint64_t ob = sort_owned ? sort_owned[b] : sort_shallow[b];
   if(oa != ob)
@@ -262,6 +266,7 @@ static int build_groups(mdp_ctx *c, merge *mg, uint32_t **order_out)
       order[k++] = (uint32_t)i;
   sort_recs = mg->merged.recs;
   sort_owned = mg->owned;
+  sort_top = mg->have_own ? mg->own.top_owned : NULL;
   sort_shallow = mg->shallow;
   sort_count = mg->count;
   qsort(order, k, 4, cmp_merged);

@@ -212,7 +212,12 @@ static void test_two_dumps(void **s)
   assert_true(has_caveat(&res, "two_dumps"));
   assert_int_equal(res.count, 9); /* the 8 retained and "temp", freed later */
   assert_int_equal(res.n_groups, 4);
-  assert_string_equal(res.groups[3].file, "lib/tmp.rb");
+  /* "temp", new in dump 2, is a group of its own */
+  size_t tmp = 0;
+  while(tmp < res.n_groups &&
+        !(res.groups[tmp].file && !strcmp(res.groups[tmp].file, "lib/tmp.rb")))
+    tmp++;
+  assert_true(tmp < res.n_groups);
   assert_non_null(res.grew);
   assert_string_equal(res.grew[0].class_name, "Cart::Line");
   assert_int_equal(res.grew[0].live_count[1] - res.grew[0].live_count[0], 4);
