@@ -80,19 +80,44 @@ static void rewrite_manifest(const job_t *j, const char *analysis)
           strerror(-rc));
 }
 
-/* The OKAY notification the plan held back, as the plan words it, with
- * the suspect (or why there is none) at the end, fitted by the caller to
- * the room the head leaves in collectd's 256-byte message. `want` is the
- * suspect's full length: a long folder name that leaves it less than 90
- * bytes goes (it is in capture.json and memdiagctl status). */
-static size_t notify_head(const job_t *j, size_t want, char *buf, size_t len)
+/* Fills buf (len bytes) with the notification's tail, fitted to len. */
+typedef size_t (*tail_fit_fn)(const void *arg, char *buf, size_t len);
+
+static size_t fit_text(const void *arg, char *buf, size_t len)
 {
-  int n = snprintf(buf, len, "capture of worker %s (pid %d): capture complete; folder %s; ",
-                   j->rec.worker, (int)j->rec.pid, j->rec.dir);
-  if(n < 0 || ((size_t)n + want >= len && (size_t)n + 90 >= len))
-    n = snprintf(buf, len, "capture of worker %.60s (pid %d): capture complete; ", j->rec.worker,
-                 (int)j->rec.pid);
-  return n < 0 ? 0 : (size_t)n;
+  int n = snprintf(buf, len, "%s", (const char *)arg);
+  return n < 0 ? 0 : (size_t)n >= len ? len - 1 : (size_t)n;
+}
+
+static size_t fit_summary(const void *arg, char *buf, size_t len)
+{
+  size_t n = mdp_analysis_summary(arg, buf, len);
+  return n ? n : fit_text("no retained objects", buf, len);
+}
+
+/* The OKAY notification the plan held back: the worker, then what leaks
+ * (or why nothing was found), then where the capture is. collectd cuts a
+ * message at 256 bytes, so the answer comes before the folder: the folder
+ * goes whole when the answer still fits in full, else by its name in the
+ * Store directory, else not at all (it is in the log line, capture.json
+ * and memdiagctl status). `want` is the tail's full length. */
+static void notify_compose(const job_t *j, tail_fit_fn fit, const void *arg, size_t want, char *buf,
+                           size_t len)
+{
+  int h = snprintf(buf, len, "capture of worker %.60s (pid %d): capture complete; ", j->rec.worker,
+                   (int)j->rec.pid);
+  size_t head = h < 0 ? 0 : (size_t)h >= len ? len - 1 : (size_t)h;
+  const char *slash = strrchr(j->rec.dir, '/');
+  const char *where[] = {j->rec.dir, slash ? slash + 1 : j->rec.dir};
+  for(size_t i = 0; i < sizeof(where) / sizeof(where[0]); i++) {
+    size_t tail = strlen("; folder ") + strlen(where[i]);
+    if(head + want + tail < len) {
+      size_t n = head + fit(arg, buf + head, len - head - tail);
+      snprintf(buf + n, len - n, "; folder %s", where[i]);
+      return;
+    }
+  }
+  fit(arg, buf + head, len - head);
 }
 
 static void notify_done(const job_t *j, const char *msg)
@@ -107,8 +132,7 @@ static void notify_unanalysed(const job_t *j)
 {
   char msg[NOTIF_MAX_MSG_LEN];
   const char *why = "analysis not run: plugin shutdown";
-  size_t head = notify_head(j, strlen(why), msg, sizeof(msg));
-  snprintf(msg + head, sizeof(msg) - head, "%s", why);
+  notify_compose(j, fit_text, why, strlen(why), msg, sizeof(msg));
   notify_done(j, msg);
 }
 
@@ -191,13 +215,12 @@ static void analyse(job_t *j, uint64_t my_gen)
   mdp_analysis_opts opts = {.memory_limit = j->max_memory, .cancel = &stopping};
   char *paths[MDP_ANALYSIS_DUMPS_MAX] = {NULL};
   mdp_analysis_result res;
-  char err[512], line[200], what[256], msg[NOTIF_MAX_MSG_LEN];
+  char err[512], line[NOTIF_MAX_MSG_LEN], what[256], msg[NOTIF_MAX_MSG_LEN];
   char *brief = NULL;
   size_t brief_len = 0;
   unsigned n = 0;
   int rc;
 
-  size_t head;
   set_recent(j, my_gen, "analysing");
   /* A worker that is not root could plant a hard link to a file it cannot
    * read in its folder: read only what it owns. */
@@ -220,8 +243,7 @@ static void analyse(job_t *j, uint64_t my_gen)
   if(rc) {
     ERROR("memdiag plugin: analysis of %s failed: %s", j->rec.dir, err);
     snprintf(what, sizeof(what), "analysis failed: %.200s", err);
-    head = notify_head(j, strlen(what), msg, sizeof(msg));
-    snprintf(msg + head, sizeof(msg) - head, "%s", what);
+    notify_compose(j, fit_text, what, strlen(what), msg, sizeof(msg));
     FILE *f = open_memstream(&brief, &brief_len);
     if(f) {
       fputs("{\"status\": \"failed\", \"error\": ", f);
@@ -236,9 +258,7 @@ static void analyse(job_t *j, uint64_t my_gen)
     if(!mdp_analysis_summary(&res, line, sizeof(line)))
       snprintf(line, sizeof(line), "no retained objects");
     snprintf(what, sizeof(what), "%.199s", line);
-    head = notify_head(j, strlen(line), msg, sizeof(msg));
-    if(!mdp_analysis_summary(&res, msg + head, sizeof(msg) - head))
-      snprintf(msg + head, sizeof(msg) - head, "no retained objects");
+    notify_compose(j, fit_summary, &res, strlen(line), msg, sizeof(msg));
     rc = mdp_capfs_write_file(j->rec.dir, ANALYSIS_FILE, fill_analysis, &res);
     if(rc)
       ERROR("memdiag plugin: cannot write %s/%s: %s", j->rec.dir, ANALYSIS_FILE, strerror(-rc));
