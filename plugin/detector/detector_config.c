@@ -28,7 +28,8 @@ static int set_short_window(const mdp_key *k, void *field, const mdp_key_value *
 {
   double d;
   int rc =
-      mdp_units_parse(MDP_UNITS_DURATION, k->name, v->text, 0, MDP_UNITS_NO_MAX, &d, err, errlen);
+      mdp_units_parse(MDP_UNITS_DURATION, v->text,
+                      (mdp_units_bounds){.key = k->name, .max = MDP_UNITS_NO_MAX}, &d, err, errlen);
   if(rc)
     return rc;
   if(d > 0 && d < MIN_WINDOW) {

@@ -87,10 +87,16 @@ static int set_strdup(const mdp_key *k, char **field, const mdp_key_value *v, ch
   return 0;
 }
 
+/* The key's name and bounds, as the units parser checks them. */
+static mdp_units_bounds bounds(const mdp_key *k)
+{
+  return (mdp_units_bounds){.key = k->name, .min = k->min, .max = k->max};
+}
+
 static int set_ms(const mdp_key *k, void *field, const mdp_key_value *v, char *err, size_t errlen)
 {
   uint64_t ms;
-  int rc = mdp_units_ms(k->name, v->text, k->min, k->max, &ms, err, errlen);
+  int rc = mdp_units_ms(v->text, bounds(k), &ms, err, errlen);
 
   if(rc)
     return rc;
@@ -107,7 +113,7 @@ static int set_count(const mdp_key *k, void *field, const mdp_key_value *v, char
                      size_t errlen)
 {
   unsigned n;
-  int rc = mdp_units_count(k->name, v->text, (unsigned)k->min, (unsigned)k->max, &n, err, errlen);
+  int rc = mdp_units_count(v->text, bounds(k), &n, err, errlen);
 
   if(rc == 0)
     memcpy(field, &n, sizeof(n)); /* unsigned or int: the same size, n fits both */
@@ -117,7 +123,7 @@ static int set_count(const mdp_key *k, void *field, const mdp_key_value *v, char
 static int set_double(const mdp_key *k, mdp_units_kind kind, double *field, const mdp_key_value *v,
                       char *err, size_t errlen)
 {
-  return mdp_units_parse(kind, k->name, v->text, k->min, k->max, field, err, errlen);
+  return mdp_units_parse(kind, v->text, bounds(k), field, err, errlen);
 }
 
 int mdp_keys_set(const mdp_key *table, void *cfg, const mdp_key_value *v, char *err, size_t errlen)
@@ -133,9 +139,7 @@ int mdp_keys_set(const mdp_key *table, void *cfg, const mdp_key_value *v, char *
   }
   field = (char *)cfg + k->offset;
   switch(k->kind) {
-  case MDP_KEY_SIZE:
-    return mdp_units_size(k->name, v->text, (uint64_t)k->min,
-                          k->max < 0 ? UINT64_MAX : (uint64_t)k->max, field, err, errlen);
+  case MDP_KEY_SIZE: return mdp_units_size(v->text, bounds(k), field, err, errlen);
   case MDP_KEY_MS: return set_ms(k, field, v, err, errlen);
   case MDP_KEY_DURATION: return set_double(k, MDP_UNITS_DURATION, field, v, err, errlen);
   case MDP_KEY_RATE: return set_double(k, MDP_UNITS_RATE, field, v, err, errlen);

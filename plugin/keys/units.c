@@ -168,8 +168,8 @@ static void bound_text(mdp_units_kind kind, double v, char *buf, size_t len)
   snprintf(buf, len, "%.15g", v);
 }
 
-int mdp_units_parse(mdp_units_kind kind, const char *key, const char *text, double min, double max,
-                    double *out, char *err, size_t errlen)
+int mdp_units_parse(mdp_units_kind kind, const char *text, mdp_units_bounds b, double *out,
+                    char *err, size_t errlen)
 {
   static const char *const what[] = {
       [MDP_UNITS_NUMBER] = "number",     [MDP_UNITS_SIZE] = "size",
@@ -189,57 +189,52 @@ int mdp_units_parse(mdp_units_kind kind, const char *key, const char *text, doub
   double v;
 
   end = text ? parse(kind, text, &v) : NULL;
-  if(end && !*skip_blanks(end) && v >= min && (max < 0 || v <= max)) {
+  if(end && !*skip_blanks(end) && v >= b.min && (b.max < 0 || v <= b.max)) {
     *out = v;
     return 0;
   }
-  bound_text(kind, min, lo, sizeof(lo));
-  bound_text(kind, max, hi, sizeof(hi));
-  if(max >= 0)
+  bound_text(kind, b.min, lo, sizeof(lo));
+  bound_text(kind, b.max, hi, sizeof(hi));
+  if(b.max >= 0)
     snprintf(range, sizeof(range), " between %s and %s", lo, hi);
-  else if(min > 0)
+  else if(b.min > 0)
     snprintf(range, sizeof(range), " of at least %s", lo);
-  md_seterr(err, errlen, "%s \"%.200s\" is not a %s%s (%s)", key, text ? text : "", what[kind],
+  md_seterr(err, errlen, "%s \"%.200s\" is not a %s%s (%s)", b.key, text ? text : "", what[kind],
             range, hint[kind]);
   return -EINVAL;
 }
 
 /* A whole amount: the value times scale, rounded to the nearest. Sizes
  * beyond 2^63 bytes are in range, so no llround. */
-static int parse_whole(mdp_units_kind kind, const char *key, const char *text, double min,
-                       double max, double scale, uint64_t *out, char *err, size_t errlen)
+static uint64_t whole(double v, double scale) { return (uint64_t)round(v * scale); }
+
+int mdp_units_size(const char *text, mdp_units_bounds b, uint64_t *out, char *err, size_t errlen)
 {
   double v;
-  int rc = mdp_units_parse(kind, key, text, min, max, &v, err, errlen);
+  int rc = mdp_units_parse(MDP_UNITS_SIZE, text, b, &v, err, errlen);
 
   if(rc == 0)
-    *out = (uint64_t)round(v * scale);
+    *out = whole(v, 1);
   return rc;
 }
 
-int mdp_units_size(const char *key, const char *text, uint64_t min, uint64_t max, uint64_t *out,
-                   char *err, size_t errlen)
+int mdp_units_ms(const char *text, mdp_units_bounds b, uint64_t *out_ms, char *err, size_t errlen)
 {
-  /* UINT64_MAX is "no bound": as a double it is 2^64, which size() refuses
-   * anyway, and "between 0 and 16777216TiB" helps nobody. */
-  return parse_whole(MDP_UNITS_SIZE, key, text, (double)min,
-                     max == UINT64_MAX ? MDP_UNITS_NO_MAX : (double)max, 1, out, err, errlen);
+  double v;
+  int rc = mdp_units_parse(MDP_UNITS_DURATION, text, b, &v, err, errlen);
+
+  if(rc == 0)
+    *out_ms = whole(v, 1000);
+  return rc;
 }
 
-int mdp_units_ms(const char *key, const char *text, double min_s, double max_s, uint64_t *out_ms,
-                 char *err, size_t errlen)
+int mdp_units_count(const char *text, mdp_units_bounds b, unsigned *out, char *err, size_t errlen)
 {
-  return parse_whole(MDP_UNITS_DURATION, key, text, min_s, max_s, 1000, out_ms, err, errlen);
-}
+  double v;
 
-int mdp_units_count(const char *key, const char *text, unsigned min, unsigned max, unsigned *out,
-                    char *err, size_t errlen)
-{
-  uint64_t n;
-
-  /* Digits only, at most max: n fits. */
-  if(parse_whole(MDP_UNITS_COUNT, key, text, min, max, 1, &n, err, errlen))
+  /* Digits only, at most b.max: the value fits. */
+  if(mdp_units_parse(MDP_UNITS_COUNT, text, b, &v, err, errlen))
     return -EINVAL;
-  *out = (unsigned)n;
+  *out = (unsigned)whole(v, 1);
   return 0;
 }

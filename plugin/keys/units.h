@@ -38,24 +38,28 @@ typedef enum {
 /* No upper bound. */
 #define MDP_UNITS_NO_MAX (-1.0)
 
-/* Parse text as `kind` into *out and check min <= *out <= max (inclusive;
- * max MDP_UNITS_NO_MAX for none). Returns 0, or -EINVAL with a message
- * naming key and text in err (err may be NULL). *out is left alone on
- * error. */
-int mdp_units_parse(mdp_units_kind kind, const char *key, const char *text, double min, double max,
-                    double *out, char *err, size_t errlen);
+/* What a value is checked against: the key its errors name, and the
+ * inclusive bounds in the kind's base unit (max MDP_UNITS_NO_MAX for none). */
+typedef struct {
+  const char *key;
+  double min;
+  double max;
+} mdp_units_bounds;
 
-/* A size in whole bytes (rounded), between min and max bytes. */
-int mdp_units_size(const char *key, const char *text, uint64_t min, uint64_t max, uint64_t *out,
-                   char *err, size_t errlen);
-
-/* A duration between min_s and max_s seconds, as whole milliseconds
- * (rounded). */
-int mdp_units_ms(const char *key, const char *text, double min_s, double max_s, uint64_t *out_ms,
-                 char *err, size_t errlen);
-
-/* A whole number between min and max. */
-int mdp_units_count(const char *key, const char *text, unsigned min, unsigned max, unsigned *out,
+/* Parse text as `kind` into *out and check b.min <= *out <= b.max. Returns
+ * 0, or -EINVAL with a message naming b.key and text in err (err may be
+ * NULL). *out is left alone on error. */
+int mdp_units_parse(mdp_units_kind kind, const char *text, mdp_units_bounds b, double *out,
                     char *err, size_t errlen);
+
+/* A size in whole bytes (rounded), between b.min and b.max bytes. */
+int mdp_units_size(const char *text, mdp_units_bounds b, uint64_t *out, char *err, size_t errlen);
+
+/* A duration between b.min and b.max seconds, as whole milliseconds
+ * (rounded). */
+int mdp_units_ms(const char *text, mdp_units_bounds b, uint64_t *out_ms, char *err, size_t errlen);
+
+/* A whole number between b.min and b.max. */
+int mdp_units_count(const char *text, mdp_units_bounds b, unsigned *out, char *err, size_t errlen);
 
 #endif

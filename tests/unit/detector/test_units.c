@@ -13,11 +13,13 @@
 
 static char err[512];
 
+#define B(k, lo, hi) ((mdp_units_bounds){.key = (k), .min = (lo), .max = (hi)})
+
 static double parse_ok(mdp_units_kind kind, const char *text)
 {
   double v = -1;
   err[0] = '\0';
-  assert_int_equal(mdp_units_parse(kind, "Key", text, 0, MDP_UNITS_NO_MAX, &v, err, sizeof(err)),
+  assert_int_equal(mdp_units_parse(kind, text, B("Key", 0, MDP_UNITS_NO_MAX), &v, err, sizeof(err)),
                    0);
   return v;
 }
@@ -26,7 +28,7 @@ static void parse_bad(mdp_units_kind kind, const char *text)
 {
   double v = 42;
   err[0] = '\0';
-  assert_int_equal(mdp_units_parse(kind, "Key", text, 0, MDP_UNITS_NO_MAX, &v, err, sizeof(err)),
+  assert_int_equal(mdp_units_parse(kind, text, B("Key", 0, MDP_UNITS_NO_MAX), &v, err, sizeof(err)),
                    -EINVAL);
   assert_true(v == 42); /* left alone */
   assert_non_null(strstr(err, "Key \""));
@@ -128,7 +130,7 @@ static void fractions(void **s)
   assert_true(parse_ok(MDP_UNITS_FRACTION, "80 %") == 0.8);
   assert_true(parse_ok(MDP_UNITS_FRACTION, "0") == 0);
   assert_int_equal(
-      mdp_units_parse(MDP_UNITS_FRACTION, "NearLimit", "120%", 0, 1, &v, err, sizeof(err)),
+      mdp_units_parse(MDP_UNITS_FRACTION, "120%", B("NearLimit", 0, 1), &v, err, sizeof(err)),
       -EINVAL);
   assert_string_equal(err, "NearLimit \"120%\" is not a fraction between 0 and 1 (0 to 1, or a "
                            "percentage: 0.9, 90%)");
@@ -143,14 +145,15 @@ static void numbers_and_counts(void **s)
   assert_true(parse_ok(MDP_UNITS_NUMBER, "2.5") == 2.5);
   parse_bad(MDP_UNITS_NUMBER, "1e1");
   parse_bad(MDP_UNITS_NUMBER, "2x");
-  assert_int_equal(mdp_units_count("MaxConnections", "1024", 1, 65536, &n, err, sizeof(err)), 0);
+  assert_int_equal(mdp_units_count("1024", B("MaxConnections", 1, 65536), &n, err, sizeof(err)), 0);
   assert_int_equal(n, 1024);
-  assert_int_equal(mdp_units_count("MaxConnections", "0", 1, 65536, &n, err, sizeof(err)), -EINVAL);
+  assert_int_equal(mdp_units_count("0", B("MaxConnections", 1, 65536), &n, err, sizeof(err)),
+                   -EINVAL);
   assert_int_equal(n, 1024);
   assert_non_null(strstr(err, "MaxConnections \"0\" is not a whole number between 1 and 65536"));
-  assert_int_equal(mdp_units_count("MaxConnections", "1.5", 1, 65536, &n, err, sizeof(err)),
+  assert_int_equal(mdp_units_count("1.5", B("MaxConnections", 1, 65536), &n, err, sizeof(err)),
                    -EINVAL);
-  assert_int_equal(mdp_units_count("MaxConnections", "-1", 1, 65536, &n, err, sizeof(err)),
+  assert_int_equal(mdp_units_count("-1", B("MaxConnections", 1, 65536), &n, err, sizeof(err)),
                    -EINVAL);
 }
 
@@ -160,28 +163,31 @@ static void ranges_in_messages(void **s)
   uint64_t b = 1, ms = 1;
   (void)s;
   assert_int_equal(
-      mdp_units_size("MaxFrameSize", "12X", 4096, 1024u * 1024u * 1024u, &b, err, sizeof(err)),
+      mdp_units_size("12X", B("MaxFrameSize", 4096, 1024u * 1024u * 1024u), &b, err, sizeof(err)),
       -EINVAL);
   assert_non_null(strstr(err, "MaxFrameSize \"12X\" is not a size between 4KiB and 1GiB ("));
-  assert_int_equal(mdp_units_size("MaxFrameSize", "1K", 4096, 1u << 30, &b, err, sizeof(err)),
+  assert_int_equal(mdp_units_size("1K", B("MaxFrameSize", 4096, 1u << 30), &b, err, sizeof(err)),
                    -EINVAL);
   assert_int_equal(b, 1);
-  assert_int_equal(mdp_units_size("MaxFrameSize", "64K", 4096, 1u << 30, &b, err, sizeof(err)), 0);
+  assert_int_equal(mdp_units_size("64K", B("MaxFrameSize", 4096, 1u << 30), &b, err, sizeof(err)),
+                   0);
   assert_int_equal(b, 65536);
-  assert_int_equal(mdp_units_ms("Interval", "soon", 0.01, 86400, &ms, err, sizeof(err)), -EINVAL);
+  assert_int_equal(mdp_units_ms("soon", B("Interval", 0.01, 86400), &ms, err, sizeof(err)),
+                   -EINVAL);
   assert_non_null(strstr(err, "Interval \"soon\" is not a duration between 10ms and 1d ("));
-  assert_int_equal(mdp_units_ms("Interval", "2d", 0.01, 86400, &ms, err, sizeof(err)), -EINVAL);
-  assert_int_equal(mdp_units_ms("Interval", "1.5", 0.01, 86400, &ms, err, sizeof(err)), 0);
+  assert_int_equal(mdp_units_ms("2d", B("Interval", 0.01, 86400), &ms, err, sizeof(err)), -EINVAL);
+  assert_int_equal(mdp_units_ms("1.5", B("Interval", 0.01, 86400), &ms, err, sizeof(err)), 0);
   assert_int_equal(ms, 1500);
-  assert_int_equal(mdp_units_ms("Interval", "250ms", 0.01, 86400, &ms, err, sizeof(err)), 0);
+  assert_int_equal(mdp_units_ms("250ms", B("Interval", 0.01, 86400), &ms, err, sizeof(err)), 0);
   assert_int_equal(ms, 250);
-  assert_int_equal(mdp_units_parse(MDP_UNITS_DURATION, "GrowthWindow", "59", 60, MDP_UNITS_NO_MAX,
-                                   &(double){0}, err, sizeof(err)),
+  assert_int_equal(mdp_units_parse(MDP_UNITS_DURATION, "59",
+                                   B("GrowthWindow", 60, MDP_UNITS_NO_MAX), &(double){0}, err,
+                                   sizeof(err)),
                    -EINVAL);
   assert_non_null(strstr(err, "GrowthWindow \"59\" is not a duration of at least 1min ("));
   /* No bound to state: none in the message. */
-  assert_int_equal(mdp_units_size("MemoryLimit", "lots", 0, UINT64_MAX, &b, err, sizeof(err)),
-                   -EINVAL);
+  assert_int_equal(
+      mdp_units_size("lots", B("MemoryLimit", 0, MDP_UNITS_NO_MAX), &b, err, sizeof(err)), -EINVAL);
   assert_non_null(strstr(err, "MemoryLimit \"lots\" is not a size (bytes"));
 }
 
@@ -189,16 +195,17 @@ static void sizes_round_to_bytes(void **s)
 {
   uint64_t b;
   (void)s;
-  assert_int_equal(mdp_units_size("K", "1.0001K", 0, UINT64_MAX, &b, NULL, 0), 0);
+  assert_int_equal(mdp_units_size("1.0001K", B("K", 0, MDP_UNITS_NO_MAX), &b, NULL, 0), 0);
   assert_int_equal(b, 1024); /* 1024.1024 */
-  assert_int_equal(mdp_units_size("K", "0.4B", 0, UINT64_MAX, &b, NULL, 0), 0);
+  assert_int_equal(mdp_units_size("0.4B", B("K", 0, MDP_UNITS_NO_MAX), &b, NULL, 0), 0);
   assert_int_equal(b, 0);
-  assert_int_equal(mdp_units_size("K", "0.5", 0, UINT64_MAX, &b, NULL, 0), 0);
+  assert_int_equal(mdp_units_size("0.5", B("K", 0, MDP_UNITS_NO_MAX), &b, NULL, 0), 0);
   assert_int_equal(b, 1);
-  assert_int_equal(mdp_units_size("K", "15.5T", 0, UINT64_MAX, &b, NULL, 0), 0);
+  assert_int_equal(mdp_units_size("15.5T", B("K", 0, MDP_UNITS_NO_MAX), &b, NULL, 0), 0);
   assert_int_equal(b, 31ull << 39);
-  assert_int_equal(mdp_units_size("K", "16777216T", 0, UINT64_MAX, &b, NULL, 0), -EINVAL);
-  assert_int_equal(mdp_units_size("K", NULL, 0, UINT64_MAX, &b, err, sizeof(err)), -EINVAL);
+  assert_int_equal(mdp_units_size("16777216T", B("K", 0, MDP_UNITS_NO_MAX), &b, NULL, 0), -EINVAL);
+  assert_int_equal(mdp_units_size(NULL, B("K", 0, MDP_UNITS_NO_MAX), &b, err, sizeof(err)),
+                   -EINVAL);
   assert_non_null(strstr(err, "K \"\" is not a size"));
 }
 
