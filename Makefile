@@ -11,7 +11,7 @@ DEB_PACKAGES = build-essential cmake pkg-config openssl libssl-dev \
   procps psmisc clang-format zstd util-linux \
   dpkg-dev systemd ruby-bundler libmicrohttpd12 prometheus rclone \
   clang libclang-rt-14-dev runc \
-  lintian ruby-kramdown man-db debootstrap
+  lintian ruby-kramdown man-db debootstrap libjemalloc2
 
 .PHONY: all deps build test demo bench clean format check-format package gem fuzz check-asan \
   check-tsan check-trixie

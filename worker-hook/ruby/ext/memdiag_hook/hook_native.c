@@ -6,11 +6,11 @@
  * through mdh_wakeup(). Operations themselves run in Ruby (memdiag/hook). */
 #include <ruby.h>
 #ifdef __GLIBC__
-#include <malloc.h>
 #endif
 #include <ruby/thread.h>
 
 #include "memdiag/hook.h"
+#include "allocator.h"
 #include "sampler.h"
 
 typedef struct {
@@ -442,29 +442,6 @@ static VALUE native_shutdown(VALUE self)
 
 /* Shut the hook down and free it; if Ruby threads still wait in
  * #next_request (they return false now), the last of them frees it. */
-/* Memdiag::Hook::Native.malloc_info: glibc's malloc_info(3) XML (its
- * arenas, free chunks and system memory), or nil elsewhere. Runs with the
- * GVL held: the allocator locks each arena while it reports it. */
-static VALUE native_malloc_info(VALUE klass)
-{
-  (void)klass;
-#ifdef __GLIBC__
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  if(!f)
-    return Qnil;
-  int rc = malloc_info(0, f);
-  if(fclose(f) != 0)
-    rc = -1;
-  VALUE out = rc == 0 && buf ? rb_utf8_str_new(buf, (long)len) : Qnil;
-  free(buf);
-  return out;
-#else
-  return Qnil;
-#endif
-}
-
 static VALUE native_close(VALUE self)
 {
   native *n = get_native(self);
@@ -499,6 +476,6 @@ RUBY_FUNC_EXPORTED void Init_hook_native(void)
   rb_define_method(cNative, "stream_finish", native_stream_finish, 2);
   rb_define_method(cNative, "shutdown", native_shutdown, 0);
   rb_define_method(cNative, "close", native_close, 0);
-  rb_define_singleton_method(cNative, "malloc_info", native_malloc_info, 0);
+  mdh_allocator_define(cNative);
   mdh_sampler_init(mHook);
 }

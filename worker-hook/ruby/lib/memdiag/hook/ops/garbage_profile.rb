@@ -114,15 +114,21 @@ module Memdiag
                    1.0 - live.to_f / (per_page * pages), live, pages, per_page)
           end
 
-          # The allocator's own statistics (glibc malloc_info, through the
-          # hook's C extension): arenas, their free chunks and the memory
-          # they took from the system, which the Ruby heap's figures miss.
+          # The allocator's own statistics, through the hook's C extension:
+          # glibc's malloc_info (arenas, their free chunks and the memory
+          # they took from the system, which the Ruby heap's figures miss)
+          # and, when jemalloc is the process's malloc (preloaded or linked
+          # into Ruby), jemalloc's merged statistics, where glibc's arenas
+          # then hold next to nothing.
           def malloc_section
             native = defined?(Memdiag::Hook::Native) && Memdiag::Hook::Native.respond_to?(:malloc_info)
-            xml = native ? Memdiag::Hook::Native.malloc_info : nil
-            return "\n== malloc_info\nunavailable (not glibc, or the hook's C extension is not loaded)\n" unless xml
+            return "\n== malloc_info\nunavailable (the hook's C extension is not loaded)\n" unless native
 
-            "\n== malloc_info (glibc)\n#{xml}"
+            xml = Memdiag::Hook::Native.malloc_info
+            out = xml ? +"\n== malloc_info (glibc)\n#{xml}" : +"\n== malloc_info\nunavailable (not glibc)\n"
+            je = Memdiag::Hook::Native.jemalloc_stats
+            out << "\n== jemalloc stats (malloc_stats_print)\n#{je}" if je
+            out
           end
 
           def summary(records)

@@ -1,0 +1,54 @@
+# frozen_string_literal: true
+
+# The GC profile carries the allocator's own statistics, read inside the
+# worker by the hook's C extension: glibc's malloc_info always, and
+# jemalloc's statistics when jemalloc is the worker's malloc (here preloaded,
+# as LD_PRELOAD or a jemalloc-linked Ruby does it in production). A worker
+# whose growth is outside the Ruby heap is diagnosed from these figures.
+require_relative "helper"
+
+class HookAllocatorTest < Minitest::Test
+  include HookTest::Fixture
+
+  WORKER = <<~RUBY
+    $stdout.sync = true
+    sleep 0.05 until Memdiag::Hook.connection_id
+    $held = Array.new(2_000) { "x" * 4096 }
+    puts "ready"
+    sleep
+  RUBY
+
+  JEMALLOC = Dir.glob(["/usr/lib/*/libjemalloc.so.2", "/usr/lib/libjemalloc.so.2"]).first
+
+  def profile(extra)
+    server = start_server
+    start_worker(WORKER, name: "alloc-worker", env: hook_env(name: "alloc-worker", extra: extra))
+      .wait_out(/^ready$/)
+    conn = server.wait_for("hello") { true }["conn"]
+    assert_equal "ok", server.request(conn, "garbage_profile_start")["status"]
+    reply = server.request(conn, "garbage_profile_stop")
+    assert_equal "ok", reply["status"], reply["error"]
+    reply["data"]
+  end
+
+  def test_glibc_worker_has_malloc_info_and_no_jemalloc_section
+    data = profile({})
+    assert_match(/== malloc_info \(glibc\)\n<malloc version="\d+">/, data)
+    refute_match(/== jemalloc/, data)
+  end
+
+  def test_jemalloc_worker_has_jemalloc_statistics
+    skip "libjemalloc2 is not installed" unless JEMALLOC
+    # The sanitizer builds preload their runtime, which owns malloc.
+    skip "jemalloc cannot replace malloc beside #{TestPreload::RUNTIME}" unless TestPreload::RUNTIME.empty?
+
+    data = profile({ "LD_PRELOAD" => JEMALLOC })
+    section = data[/== jemalloc stats \(malloc_stats_print\)\n(.*)/m, 1]
+    assert section, data[-600..]
+    assert_match(/^___ Begin jemalloc statistics ___$/, section)
+    allocated = section[/^Allocated: (\d+), active: \d+, metadata: \d+.*resident: (\d+)/, 1]
+    assert allocated, section[0, 400]
+    assert_operator Integer(allocated), :>=, 2_000 * 4096, "the worker's 8 MiB of strings are jemalloc's"
+    assert_match(/^--- End jemalloc statistics ---$/, section)
+  end
+end
