@@ -179,8 +179,12 @@ mdp_capture_outcome mdp_capture_start(const mdp_capture_worker_t *w, const mdp_c
    * refusal reaches cb. */
   char id[MDP_SCHED_ID_MAX];
   mdp_sched_identity(id, sizeof(id), (unsigned long)info.uid, info.certificate, info.name);
-  mdp_sched_trigger_t t = {
-      .conn = w->connection_id, .name = id, .now_ms = mdp_run_now_ms(), .manual = manual};
+  mdp_sched_trigger_t t = {.conn = w->connection_id,
+                           .name = id,
+                           .now_ms = mdp_run_now_ms(),
+                           .manual = manual,
+                           .pid = (long)info.pid,
+                           .uid = (unsigned long)info.uid};
   rc = admitted(mdp_sched_admit(&st->sched, &t, why, sizeof(why)));
   if(rc < 0) {
     md_seterr(err, errlen, "%s", why);
@@ -240,15 +244,25 @@ static void limit_dump(mdp_run *r, const mdp_capture_worker_t *w)
   mdp_run_begin(r, NULL, NULL, err, sizeof(err));
 }
 
-/* The identity cooldowns are kept under (plan/sched.h): the registry's
- * while the worker is connected, else what the caller knows. */
-static void worker_identity(const mdp_capture_worker_t *w, char *id, size_t len)
+/* The identity cooldowns are kept under (plan/sched.h), and the process:
+ * the registry's while the worker is connected, else what the caller
+ * knows. */
+static void worker_identity(const mdp_capture_worker_t *w, char *id, size_t len,
+                            mdp_sched_trigger_t *t)
 {
   mdp_worker_info info;
-  if(mdp_registry_info(w->connection_id, &info) == 0)
+  *t = (mdp_sched_trigger_t){.conn = w->connection_id,
+                             .name = id,
+                             .now_ms = mdp_run_now_ms(),
+                             .pid = (long)w->pid,
+                             .uid = (unsigned long)w->uid};
+  if(mdp_registry_info(w->connection_id, &info) == 0) {
     mdp_sched_identity(id, len, (unsigned long)info.uid, info.certificate, info.name);
-  else
+    t->pid = (long)info.pid;
+    t->uid = (unsigned long)info.uid;
+  } else {
     mdp_sched_identity(id, len, (unsigned long)w->uid, "", w->name);
+  }
 }
 
 void mdp_capture_observe(const mdp_capture_worker_t *w, bool limit_reached)
@@ -264,8 +278,9 @@ void mdp_capture_observe(const mdp_capture_worker_t *w, bool limit_reached)
   if(!limit_reached || !st->cfg.restart_after_capture)
     goto out;
   char id[MDP_SCHED_ID_MAX];
-  worker_identity(w, id, sizeof(id));
-  switch(mdp_sched_limit(&st->sched, w->connection_id, id, mdp_run_now_ms(), why, sizeof(why))) {
+  mdp_sched_trigger_t t;
+  worker_identity(w, id, sizeof(id), &t);
+  switch(mdp_sched_limit(&st->sched, &t, why, sizeof(why))) {
   case MDP_LIMIT_IGNORE: break;
   case MDP_LIMIT_PLAN: {
     mdp_actions_t acts = {.n = 0};

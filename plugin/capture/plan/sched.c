@@ -20,6 +20,7 @@ void mdp_sched_free(mdp_sched_t *s)
 {
   free(s->conns);
   free(s->cool);
+  free(s->uids);
   memset(s, 0, sizeof(*s));
 }
 
@@ -36,11 +37,16 @@ const mdp_sched_conn_t *mdp_sched_find(const mdp_sched_t *s, uint64_t conn)
   return find(s, conn);
 }
 
-static mdp_sched_conn_t *get(mdp_sched_t *s, uint64_t conn, const char *name)
+/* The conn's record, made when it has none; its process and uid as the
+ * trigger says (the kernel's, through the caller). */
+static mdp_sched_conn_t *get(mdp_sched_t *s, const mdp_sched_trigger_t *t)
 {
-  mdp_sched_conn_t *c = find(s, conn);
-  if(c)
+  mdp_sched_conn_t *c = find(s, t->conn);
+  if(c) {
+    c->pid = t->pid;
+    c->uid = t->uid;
     return c;
+  }
   if(s->n_conns == s->cap_conns) {
     size_t cap = s->cap_conns ? s->cap_conns * 2 : 8;
     mdp_sched_conn_t *n = realloc(s->conns, cap * sizeof(*n));
@@ -51,9 +57,75 @@ static mdp_sched_conn_t *get(mdp_sched_t *s, uint64_t conn, const char *name)
   }
   c = &s->conns[s->n_conns++];
   memset(c, 0, sizeof(*c));
-  c->connection_id = conn;
-  snprintf(c->name, sizeof(c->name), "%s", name ? name : "");
+  c->connection_id = t->conn;
+  c->pid = t->pid;
+  c->uid = t->uid;
+  snprintf(c->name, sizeof(c->name), "%s", t->name ? t->name : "");
   return c;
+}
+
+/* Another connection of process pid with a plan queued or running; NULL
+ * when none (or the process is unknown: pid 0). */
+static const mdp_sched_conn_t *process_plan(const mdp_sched_t *s, uint64_t conn, long pid)
+{
+  for(size_t i = 0; pid && i < s->n_conns; i++) {
+    const mdp_sched_conn_t *c = &s->conns[i];
+    if(c->pid == pid && c->connection_id != conn && c->state != MDP_CONN_IDLE)
+      return c;
+  }
+  return NULL;
+}
+
+/* ---------------------------------------------------------------- round robin per uid */
+
+static mdp_sched_uid_t *uid_find(const mdp_sched_t *s, unsigned long uid)
+{
+  for(size_t i = 0; i < s->n_uids; i++)
+    if(s->uids[i].uid == uid)
+      return &s->uids[i];
+  return NULL;
+}
+
+/* When uid last started a plan; 0: not while it had one queued or running. */
+static uint64_t uid_last(const mdp_sched_t *s, unsigned long uid)
+{
+  const mdp_sched_uid_t *u = uid_find(s, uid);
+  return u ? u->last_start : 0;
+}
+
+static bool uid_active(const mdp_sched_t *s, unsigned long uid)
+{
+  for(size_t i = 0; i < s->n_conns; i++)
+    if(s->conns[i].uid == uid && s->conns[i].state != MDP_CONN_IDLE)
+      return true;
+  return false;
+}
+
+/* uid starts a plan now. Forgets the uids with nothing queued or running,
+ * so the table stays as small as the set of uids the queue serves. */
+static int uid_mark(mdp_sched_t *s, unsigned long uid)
+{
+  for(size_t i = 0; i < s->n_uids;) {
+    if(s->uids[i].uid != uid && !uid_active(s, s->uids[i].uid))
+      s->uids[i] = s->uids[--s->n_uids];
+    else
+      i++;
+  }
+  mdp_sched_uid_t *u = uid_find(s, uid);
+  if(!u) {
+    if(s->n_uids == s->cap_uids) {
+      size_t cap = s->cap_uids ? s->cap_uids * 2 : 8;
+      mdp_sched_uid_t *n = realloc(s->uids, cap * sizeof(*n));
+      if(!n)
+        return -ENOMEM;
+      s->uids = n;
+      s->cap_uids = cap;
+    }
+    u = &s->uids[s->n_uids++];
+    u->uid = uid;
+  }
+  u->last_start = ++s->starts;
+  return 0;
 }
 
 static mdp_sched_cool_t *cool_find(const mdp_sched_t *s, const char *name)
@@ -119,7 +191,9 @@ static void cooldown_why(const mdp_sched_t *s, const char *name, int64_t now_ms,
 
 static int start(mdp_sched_t *s, mdp_sched_conn_t *c, int64_t now_ms)
 {
-  int rc = cool_mark(s, c->name, now_ms);
+  int rc = uid_mark(s, c->uid);
+  if(!rc)
+    rc = cool_mark(s, c->name, now_ms);
   if(rc)
     return rc;
   c->state = MDP_CONN_RUNNING;
@@ -129,21 +203,30 @@ static int start(mdp_sched_t *s, mdp_sched_conn_t *c, int64_t now_ms)
 
 mdp_admit_t mdp_sched_admit(mdp_sched_t *s, const mdp_sched_trigger_t *t, char *why, size_t whylen)
 {
-  uint64_t conn = t->conn;
   const char *name = t->name;
   int64_t now_ms = t->now_ms;
   bool manual = t->manual;
-  mdp_sched_conn_t *c = find(s, conn);
+  mdp_sched_conn_t *c = find(s, t->conn);
   if(c && c->state != MDP_CONN_IDLE) {
     snprintf(why, whylen, "a capture plan already %s for this worker",
              c->state == MDP_CONN_RUNNING ? "runs" : "waits");
+    return MDP_ADMIT_BUSY;
+  }
+  /* One plan per process: names registered by one process are one worker's
+   * memory, and would otherwise hold the queue one after the other. */
+  const mdp_sched_conn_t *other = process_plan(s, t->conn, t->pid);
+  if(other) {
+    snprintf(why, whylen,
+             "a capture plan already %s for this process (pid %ld, connection %" PRIu64
+             "): one plan per process",
+             other->state == MDP_CONN_RUNNING ? "runs" : "waits", t->pid, other->connection_id);
     return MDP_ADMIT_BUSY;
   }
   if(!manual && mdp_sched_cooldown_left(s, name, now_ms)) {
     cooldown_why(s, name, now_ms, why, whylen);
     return MDP_ADMIT_COOLDOWN;
   }
-  c = get(s, conn, name);
+  c = get(s, t);
   if(!c) {
     snprintf(why, whylen, "out of memory");
     return MDP_ADMIT_NO_MEMORY;
@@ -188,11 +271,18 @@ mdp_next_t mdp_sched_next(mdp_sched_t *s, int64_t now_ms, uint64_t *conn, char *
 {
   if(s->running >= s->concurrency)
     return MDP_NEXT_NONE;
+  /* The uid that started a plan least recently, its oldest trigger. */
   mdp_sched_conn_t *oldest = NULL;
+  uint64_t oldest_last = 0;
   for(size_t i = 0; i < s->n_conns; i++) {
     mdp_sched_conn_t *c = &s->conns[i];
-    if(c->state == MDP_CONN_QUEUED && (!oldest || c->seq < oldest->seq))
+    if(c->state != MDP_CONN_QUEUED)
+      continue;
+    uint64_t last = uid_last(s, c->uid);
+    if(!oldest || last < oldest_last || (last == oldest_last && c->seq < oldest->seq)) {
       oldest = c;
+      oldest_last = last;
+    }
   }
   if(!oldest)
     return MDP_NEXT_NONE;
@@ -222,12 +312,16 @@ bool mdp_sched_gone(mdp_sched_t *s, uint64_t conn)
   return queued;
 }
 
-mdp_limit_action_t mdp_sched_limit(mdp_sched_t *s, uint64_t conn, const char *name, int64_t now_ms,
-                                   char *why, size_t whylen)
+mdp_limit_action_t mdp_sched_limit(mdp_sched_t *s, const mdp_sched_trigger_t *t, char *why,
+                                   size_t whylen)
 {
+  int64_t now_ms = t->now_ms;
   if(!s->restart_after_capture)
     return MDP_LIMIT_IGNORE;
-  mdp_sched_conn_t *c = get(s, conn, name);
+  /* The process's plan on another connection takes its dump and restart. */
+  if(process_plan(s, t->conn, t->pid))
+    return MDP_LIMIT_IGNORE;
+  mdp_sched_conn_t *c = get(s, t);
   if(!c || c->limit_seen)
     return MDP_LIMIT_IGNORE;
   c->limit_seen = true;

@@ -1,10 +1,16 @@
 /* memdiag plugin: which capture plans may run (prefix mdp_sched_).
  *
- * Pure policy over all workers: one plan per worker, at most
- * CaptureConcurrency plans at once (further triggers wait in a queue, oldest
- * first), CaptureCooldown per worker identity, and what to do when a worker
- * reaches MemoryLimit under RestartAfterCapture. No I/O, no clock reads: the
- * caller passes the time.
+ * Pure policy over all workers: one plan per process (queued or running,
+ * whatever connections or names the process registered), at most
+ * CaptureConcurrency plans at once, CaptureCooldown per worker identity,
+ * and what to do when a worker reaches MemoryLimit under
+ * RestartAfterCapture. No I/O, no clock reads: the caller passes the time.
+ *
+ * The queue is fair per uid (issue 24, finding 7): when a slot frees, the
+ * waiting plan whose uid started a plan least recently goes first (a uid
+ * that never started one first of all), oldest first within a uid. So a
+ * worker of another uid starts after at most one plan of each other uid
+ * that waits, however many plans one uid queued.
  *
  * A worker's identity (the `name` arguments below) is what it cannot forge:
  * its uid (SO_PEERCRED) and its certificate's CN together with the name it
@@ -37,6 +43,8 @@ void mdp_sched_identity(char *out, size_t len, unsigned long uid, const char *ce
 typedef struct mdp_sched_conn {
   uint64_t connection_id;
   char name[MDP_SCHED_ID_MAX]; /* identity */
+  long pid;                    /* the process (SO_PEERCRED); 0: unknown, shares with none */
+  unsigned long uid;           /* SO_PEERCRED: the queue's round robin is per uid */
   mdp_conn_state_t state;
   bool manual;     /* queued by an operator: cooldown does not apply */
   bool dump_taken; /* a heap dump of this connection succeeded */
@@ -50,6 +58,12 @@ typedef struct mdp_sched_cool {
   int64_t last_ms;
 } mdp_sched_cool_t;
 
+/* When a uid last started a plan (a count of starts), for the round robin. */
+typedef struct mdp_sched_uid {
+  unsigned long uid;
+  uint64_t last_start;
+} mdp_sched_uid_t;
+
 typedef struct mdp_sched {
   unsigned concurrency;
   uint64_t cooldown_ms;
@@ -58,8 +72,11 @@ typedef struct mdp_sched {
   size_t n_conns, cap_conns;
   mdp_sched_cool_t *cool;
   size_t n_cool, cap_cool;
+  mdp_sched_uid_t *uids; /* uids with a plan queued or running, or the last to start */
+  size_t n_uids, cap_uids;
   unsigned running;
   uint64_t seq;
+  uint64_t starts; /* plans started so far */
 } mdp_sched_t;
 
 void mdp_sched_init(mdp_sched_t *s, unsigned concurrency, uint64_t cooldown_ms,
@@ -70,7 +87,7 @@ void mdp_sched_free(mdp_sched_t *s);
 typedef enum mdp_admit {
   MDP_ADMIT_START,     /* the caller starts the plan now; the worker counts as running */
   MDP_ADMIT_QUEUE,     /* waits behind CaptureConcurrency */
-  MDP_ADMIT_BUSY,      /* a plan already runs or waits for this worker */
+  MDP_ADMIT_BUSY,      /* a plan already runs or waits for this worker or its process */
   MDP_ADMIT_COOLDOWN,  /* CaptureCooldown for this identity */
   MDP_ADMIT_NO_MEMORY, /* nothing was changed */
 } mdp_admit_t;
@@ -80,7 +97,9 @@ typedef struct mdp_sched_trigger {
   uint64_t conn;
   const char *name; /* its identity (mdp_sched_identity) */
   int64_t now_ms;
-  bool manual; /* an operator's: CaptureCooldown does not apply */
+  bool manual;       /* an operator's: CaptureCooldown does not apply */
+  long pid;          /* its process (SO_PEERCRED); 0: unknown */
+  unsigned long uid; /* SO_PEERCRED */
 } mdp_sched_trigger_t;
 
 /* Admit a trigger. The refusals (BUSY, COOLDOWN, NO_MEMORY) and QUEUE put
@@ -101,7 +120,8 @@ typedef enum mdp_next {
                      * longer queued, and why says so */
 } mdp_next_t;
 
-/* The next queued worker that may start now, oldest first. */
+/* The next queued worker that may start now: of the uid that started a
+ * plan least recently, its oldest. */
 mdp_next_t mdp_sched_next(mdp_sched_t *s, int64_t now_ms, uint64_t *conn, char *why, size_t whylen);
 
 /* The worker is gone; forget it (a queued trigger is dropped). Returns true
@@ -115,8 +135,11 @@ typedef enum {
   MDP_LIMIT_SIGNAL, /* signal now (dump already taken, or cooldown: why) */
 } mdp_limit_action_t;
 
-mdp_limit_action_t mdp_sched_limit(mdp_sched_t *s, uint64_t conn, const char *name, int64_t now_ms,
-                                   char *why, size_t whylen);
+/* The worker t->conn reached MemoryLimit (t->manual is not used). When
+ * another connection of its process has a plan, that plan handles the
+ * process: IGNORE (asked again on the next sample). */
+mdp_limit_action_t mdp_sched_limit(mdp_sched_t *s, const mdp_sched_trigger_t *t, char *why,
+                                   size_t whylen);
 
 /* NULL when memdiag knows nothing about conn. */
 const mdp_sched_conn_t *mdp_sched_find(const mdp_sched_t *s, uint64_t conn);

@@ -19,6 +19,10 @@
  *   conns    --count N registered connections from this one process, each
  *            with its hello, held open (heartbeats) until killed; prints
  *            "registered K refused R".
+ *   names    as conns, each connection with a name of its own (N-1, N-2,
+ *            ...); requests are read and never answered, so a capture plan
+ *            of each waits for its timeouts (with --allocate-mb past
+ *            CaptureSize: one trigger per name).
  *
  * Prints "welcome connection_id=N pid=P" once the first connection is
  * registered, "request op=NAME" for each request. Exits 1 on setup errors. */
@@ -64,15 +68,15 @@ static int connect_one(const opts *o, md_conn **c)
   return -1;
 }
 
-/* Hello, and the Welcome (or a Goodbye: -1). */
-static int hello(const opts *o, md_conn *c, uint64_t *id)
+/* Hello as name, and the Welcome (or a Goodbye: -1). */
+static int hello(const char *name, md_conn *c, uint64_t *id)
 {
   Memdiag__V1__Frame f = MEMDIAG__V1__FRAME__INIT, *in = NULL;
   Memdiag__V1__Hello h = MEMDIAG__V1__HELLO__INIT;
   char *caps[] = {"ping", "memory_dump", "thread_dump"};
   int rc;
 
-  h.name = (char *)o->name;
+  h.name = (char *)name;
   h.has_pid = 1;
   h.pid = (uint32_t)getpid();
   h.runtime = "c-attack";
@@ -260,7 +264,12 @@ static int hold_many(const opts *o)
   if(!cs || !pf)
     return die("out of memory");
   for(long i = 0; i < o->count; i++) {
-    if(connect_one(o, &cs[ok]) || hello(o, cs[ok], &id)) {
+    char name[160];
+    if(strcmp(o->mode, "names") == 0)
+      snprintf(name, sizeof name, "%.128s-%ld", o->name, i + 1);
+    else
+      snprintf(name, sizeof name, "%.128s", o->name);
+    if(connect_one(o, &cs[ok]) || hello(name, cs[ok], &id)) {
       if(cs[ok])
         md_conn_free(cs[ok]);
       cs[ok] = NULL;
@@ -303,7 +312,7 @@ int main(int argc, char **argv)
   uint64_t id;
 
   if(argc < 2)
-    return die("usage: md-attack-peer stream|sparse|plain|links|conns [options]");
+    return die("usage: md-attack-peer stream|sparse|plain|links|conns|names [options]");
   o.mode = argv[1];
   for(int i = 2; i + 1 < argc; i += 2) {
     const char *k = argv[i], *v = argv[i + 1];
@@ -339,9 +348,9 @@ int main(int argc, char **argv)
   to.ca = o.ca;
   if(md_tls_ctx_new(&ctx, &to, err, sizeof err))
     return die(err);
-  if(!strcmp(o.mode, "conns"))
+  if(!strcmp(o.mode, "conns") || !strcmp(o.mode, "names"))
     return hold_many(&o);
-  if(connect_one(&o, &c) || hello(&o, c, &id))
+  if(connect_one(&o, &c) || hello(o.name, c, &id))
     return die("cannot register");
   printf("welcome connection_id=%" PRIu64 " pid=%ld\n", id, (long)getpid());
   return serve(&o, c);

@@ -38,7 +38,8 @@ static mdp_next_t next(mdp_sched_t *sc, int64_t now_ms, uint64_t *conn)
 
 static mdp_limit_action_t limit(mdp_sched_t *sc, uint64_t conn, const char *name, int64_t now_ms)
 {
-  return mdp_sched_limit(sc, conn, name, now_ms, why, sizeof(why));
+  mdp_sched_trigger_t t = {.conn = conn, .name = name, .now_ms = now_ms};
+  return mdp_sched_limit(sc, &t, why, sizeof(why));
 }
 
 static void one_plan_per_worker(void **state)
