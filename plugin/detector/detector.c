@@ -174,27 +174,34 @@ static void start_episode(mdp_detector *d, double t)
   d->origin = t;
 }
 
-/* Moves the open bucket of a ring of len buckets forward to index idx;
- * returns 1 if a bucket closed. A bucket leaving a full ring is remembered
- * in held, unless held is NULL (the short ring: the long ring covers the
- * same time). */
-static int ring_advance(mdp_detector_bucket *ring, unsigned len, unsigned *head, unsigned *filled,
-                        uint64_t *nbucket, uint64_t idx, mdp_detector_levels *held)
+/* One of the detector's bucket rings and where it stands: len buckets, the
+ * open one at *head, *filled of them used, *nbucket the open one's index. */
+typedef struct {
+  mdp_detector_bucket *ring;
+  unsigned len;
+  unsigned *head, *filled;
+  uint64_t *nbucket;
+} ring_cursor;
+
+/* Moves the open bucket of ring r forward to index idx; returns 1 if a
+ * bucket closed. A bucket leaving a full ring is remembered in held, unless
+ * held is NULL (the short ring: the long ring covers the same time). */
+static int ring_advance(const ring_cursor *r, uint64_t idx, mdp_detector_levels *held)
 {
-  if(idx <= *nbucket)
+  if(idx <= *r->nbucket)
     return 0;
-  uint64_t steps = idx - *nbucket;
-  if(steps > len)
-    steps = len;
+  uint64_t steps = idx - *r->nbucket;
+  if(steps > r->len)
+    steps = r->len;
   for(uint64_t s = 0; s < steps; s++) {
-    *head = (*head + 1) % len;
-    if(*filled < len)
-      (*filled)++;
+    *r->head = (*r->head + 1) % r->len;
+    if(*r->filled < r->len)
+      (*r->filled)++;
     else if(held)
-      remember(held, &ring[*head]);
-    memset(&ring[*head], 0, sizeof(ring[*head]));
+      remember(held, &r->ring[*r->head]);
+    memset(&r->ring[*r->head], 0, sizeof(r->ring[0]));
   }
-  *nbucket = idx;
+  *r->nbucket = idx;
   return 1;
 }
 
@@ -329,15 +336,14 @@ static void window_fit_points(window_points *w, window_fit *f)
 
 /* Fills the fields of ev that both windows report alike. */
 static void decision_fill(mdp_decision *ev, double t, double envelope, const window_fit *f,
-                          double before, uint32_t samples, double window)
+                          double before, const window_points *w)
 {
   ev->time = t;
   ev->envelope = envelope > 0 ? (uint64_t)envelope : 0;
   ev->slope = f->slope;
   ev->slope_recent = f->slope_new;
   ev->slope_before = before;
-  ev->samples = samples;
-  ev->window = window;
+  ev->samples = w->samples;
 }
 
 /* Clears ev to "nothing found" (no time to the limit) before a rule runs;
@@ -372,7 +378,8 @@ static int evaluate_growth(mdp_detector *d, double t, mdp_decision *ev)
   double rise = slope * NB * d->bucket_len;
   double before = remembered_slope(d, slope);
 
-  decision_fill(ev, t, envelope, &f, before, w.samples, NB * d->bucket_len);
+  decision_fill(ev, t, envelope, &f, before, &w);
+  ev->window = NB * d->bucket_len;
 
   int growing = slope > 0 && f.slope_new >= RECENT_MIN_SHARE * slope &&
                 f.slope_old >= OLDER_MIN_SHARE * slope && rise >= RISE_OVER_SCATTER * f.scatter &&
@@ -496,7 +503,8 @@ static int evaluate_short(mdp_detector *d, double t, mdp_decision *ev)
   double pace = slope_new < slope ? slope_new : slope;
 
   d->sslope = slope > 0 ? slope : 0;
-  decision_fill(ev, t, envelope, &f, slope_old, w.samples, c->short_window);
+  decision_fill(ev, t, envelope, &f, slope_old, &w);
+  ev->window = c->short_window;
   ev->urgent = 1;
   if(pace > 0)
     ev->time_to_limit = room > 0 ? room / pace : 0;
@@ -561,11 +569,11 @@ int mdp_detector_feed(mdp_detector *d, double t, uint64_t value, mdp_decision *o
    * 1e40 as its epoch) must not be converted out of uint64_t's range:
    * undefined behaviour (found by fuzz_series_csv). Such a sample closes
    * every bucket, as any long gap does. */
-  int closed = ring_advance(d->ring, RING, &d->head, &d->filled, &d->nbucket,
-                            bucket_index(t - d->origin, d->bucket_len), &d->held);
+  ring_cursor lr = {d->ring, RING, &d->head, &d->filled, &d->nbucket};
+  ring_cursor sr = {d->sring, SRING, &d->shead, &d->sfilled, &d->snbucket};
+  int closed = ring_advance(&lr, bucket_index(t - d->origin, d->bucket_len), &d->held);
   int sclosed =
-      d->sbucket_len > 0 && ring_advance(d->sring, SRING, &d->shead, &d->sfilled, &d->snbucket,
-                                         bucket_index(t - d->origin, d->sbucket_len), NULL);
+      d->sbucket_len > 0 && ring_advance(&sr, bucket_index(t - d->origin, d->sbucket_len), NULL);
   int cclosed = d->cbucket_len > 0 &&
                 mdp_detector_course_advance(d, bucket_index(t - d->origin, d->cbucket_len));
   add_sample(d, t, value);
