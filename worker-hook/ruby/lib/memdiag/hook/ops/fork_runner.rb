@@ -12,24 +12,49 @@ module Memdiag
       # fork call itself; waiting releases the GVL.
       class ForkRunner
         # Signals a worker commonly traps for its own control. The child must
-        # not run the worker's handlers for them: a signal sent to the whole
-        # process group ends an unwanted dump (the parent reports it), and the
-        # job-control ones, whose default would stop the child, are ignored.
+        # not run the worker's handlers for them: a signal sent to it ends an
+        # unwanted dump (the parent reports it), and the job-control ones,
+        # whose default would stop the child, are ignored.
         CHILD_SIGNALS = {
           "TERM" => "SYSTEM_DEFAULT", "INT" => "SYSTEM_DEFAULT", "QUIT" => "SYSTEM_DEFAULT",
           "HUP" => "SYSTEM_DEFAULT", "USR1" => "SYSTEM_DEFAULT", "USR2" => "SYSTEM_DEFAULT",
           "WINCH" => "SYSTEM_DEFAULT", "TTIN" => "IGNORE", "TTOU" => "IGNORE"
         }.freeze
 
-        # The dump is background work: where the child and the worker's own
-        # threads compete for a core, the worker's requests come first.
-        CHILD_NICE = 19
+        # Where the dump competes for a CPU. A nice value only ranks the
+        # threads of one scheduling group: on Linux with autogroups (the
+        # default outside cpu cgroups) that group is the session. Left in the
+        # worker's session, the child competed only with the worker's own
+        # threads, and at nice 19 it got 1.5 % of the CPU they left: on a
+        # loaded host a busy worker's 1.3 s dump took 30 s (issue 24). So the
+        # child starts a session of its own (setsid): it then shares the host
+        # with the other sessions and takes nothing from the worker's. Where
+        # the worker is in a cpu cgroup, the child stays in it and CHILD_NICE
+        # ranks it below the worker's threads without starving it: nice 10
+        # weighs about a tenth of nice 0.
+        CHILD_NICE = 10
+
+        # A dump slower than this by the clock gets a note that says how long
+        # its child ran and how long it waited for a CPU.
+        SLOW_DUMP_US = 2_000_000
 
         # pause_us: CPU time the fork call took on this thread, which holds the
         # GVL throughout it, so the application is stopped for that long.
         # fork_wall_us: the same call by the clock, including any wait for the
         # GVL (the application runs meanwhile) or for a CPU.
-        Result = Struct.new(:pause_us, :fork_wall_us, :child_us, :message, keyword_init: true)
+        # child_run_us / child_wait_us: the child's time on a CPU and waiting
+        # for one (/proc/PID/schedstat, read before it is reaped; nil where
+        # that file is missing). slow_note: why a dump that took longer than
+        # SLOW_DUMP_US did, or nil.
+        Result = Struct.new(:pause_us, :fork_wall_us, :child_us, :child_run_us, :child_wait_us, :message,
+                            keyword_init: true) do
+          def slow_note
+            return nil unless child_us > SLOW_DUMP_US && child_run_us && child_wait_us
+
+            format("the fork dump took %.1f s: its child ran %.1f s and waited %.1f s for a CPU",
+                   child_us / 1e6, child_run_us / 1e6, child_wait_us / 1e6)
+          end
+        end
 
         def self.supported?
           Process.respond_to?(:fork)
@@ -39,28 +64,37 @@ module Memdiag
         # Failure when the child fails, dies or outlives timeout_ms (0/nil: no limit).
         def run(timeout_ms, &work)
           reader, writer = IO.pipe
+          # The child's lifeline: only this process holds its writing end, so
+          # the child reads end-of-file when the worker is gone, however it went.
+          life_r, life_w = IO.pipe
           started = Clock.now_us
           cpu_started = Clock.thread_cpu_us
           pid = fork_child
-          child(reader, writer, &work) if pid.zero?
+          child(reader, writer, [life_r, life_w], &work) if pid.zero?
 
           fork_wall_us = Clock.now_us - started
           pause_us = cpu_started ? [Clock.thread_cpu_us - cpu_started, fork_wall_us].min : fork_wall_us
-          writer.close
+          [writer, life_r].each(&:close)
           line = read_status(reader, timeout_ms)
           if line == :timeout
             kill_and_reap(pid)
             pid = nil
             raise Failure.error("dump child did not finish within #{timeout_ms} ms and was killed")
           end
+          run_us, wait_us = schedstat_us(pid)
           status = reap(pid)
           pid = nil
-          interpret(line, status, pause_us, fork_wall_us, Clock.now_us - started)
+          result = interpret(line, status, Clock.now_us - started)
+          result.pause_us = pause_us
+          result.fork_wall_us = fork_wall_us
+          result.child_run_us = run_us
+          result.child_wait_us = wait_us
+          result
         ensure
           # Reached with a live child only when this thread is interrupted
           # (Thread#kill, an exception) while waiting.
           kill_and_reap(pid) if pid&.positive?
-          [reader, writer].each { |io| io.close if io && !io.closed? }
+          [reader, writer, life_r, life_w].each { |io| io.close if io && !io.closed? }
         end
 
         private
@@ -83,17 +117,15 @@ module Memdiag
           m || Process.method(:_fork)
         end
 
-        def child(reader, writer)
+        def child(reader, writer, lifeline)
           code = 1
           # Nothing may unwind from here into the worker's code: every
           # exception becomes a status line and the child always ends in exit!.
           begin
             reader.close
-            begin
-              Process.setpriority(Process::PRIO_PROCESS, 0, CHILD_NICE)
-            rescue SystemCallError, NotImplementedError
-              nil
-            end
+            lifeline[1].close
+            schedule_in_background
+            watch_parent(lifeline[0])
             CHILD_SIGNALS.each do |sig, action|
               Signal.trap(sig, action)
             rescue ArgumentError
@@ -114,6 +146,39 @@ module Memdiag
           ensure
             Process.exit!(code)
           end
+        end
+
+        # The child's own session (and so its own autogroup), then its nice
+        # value; either may be refused, and the dump runs anyway.
+        def schedule_in_background
+          begin
+            Process.setsid
+          rescue SystemCallError, NotImplementedError
+            nil
+          end
+          Process.setpriority(Process::PRIO_PROCESS, 0, CHILD_NICE)
+        rescue SystemCallError, NotImplementedError
+          nil
+        end
+
+        # Out of the worker's session and process group, the child no longer
+        # gets the signals sent to them: it leaves when the worker does.
+        def watch_parent(life_r)
+          Thread.new do
+            life_r.read
+          rescue Exception
+            nil
+          ensure
+            Process.exit!(3)
+          end
+        end
+
+        # [microseconds on a CPU, microseconds waiting for one] of the child.
+        def schedstat_us(pid)
+          run_ns, wait_ns = File.read("/proc/#{pid}/schedstat").split.first(2).map { |v| Integer(v) }
+          [run_ns / 1000, wait_ns / 1000]
+        rescue SystemCallError, ArgumentError, TypeError
+          nil
         end
 
         def read_status(reader, timeout_ms)
@@ -149,11 +214,8 @@ module Memdiag
           nil
         end
 
-        def interpret(line, status, pause_us, fork_wall_us, total_us)
-          if line&.start_with?("ok ")
-            return Result.new(pause_us: pause_us, fork_wall_us: fork_wall_us, child_us: total_us,
-                              message: line.delete_prefix("ok ").chomp)
-          end
+        def interpret(line, status, total_us)
+          return Result.new(child_us: total_us, message: line.delete_prefix("ok ").chomp) if line&.start_with?("ok ")
 
           cause = if line&.start_with?("error ")
                     line.delete_prefix("error ").chomp

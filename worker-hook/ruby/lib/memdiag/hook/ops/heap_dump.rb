@@ -40,7 +40,8 @@ module Memdiag
           notes << why if why
           notes << SHAPES_NOTE if !shapes && !SHAPES_KEYWORD
           check_free_space(target)
-          pause_us, fork_wall_us, bytes = dump(target, chosen, shapes, timeout_ms)
+          pause_us, fork_wall_us, bytes, slow = dump(target, chosen, shapes, timeout_ms)
+          notes << slow if slow
           if fork_wall_us && fork_wall_us > pause_us + 1000
             notes << format("the fork call took %.1f ms by the clock; beyond its pause this thread was " \
                             "waiting (for the GVL the application held, or for a CPU)", fork_wall_us / 1000.0)
@@ -54,7 +55,7 @@ module Memdiag
         def dump(target, chosen, shapes, timeout_ms)
           partial = target.create_temp
           begin
-            pause_us = fork_wall_us = nil
+            pause_us = fork_wall_us = slow = nil
             if chosen == "fork"
               result = ForkRunner.new.run(timeout_ms) do
                 write_heap(partial.io, shapes)
@@ -64,12 +65,13 @@ module Memdiag
               end
               pause_us = result.pause_us
               fork_wall_us = result.fork_wall_us
+              slow = result.slow_note
             else
               started = Clock.now_us
               write_heap(partial.io, shapes)
               pause_us = Clock.now_us - started
             end
-            [pause_us, fork_wall_us, partial.publish]
+            [pause_us, fork_wall_us, partial.publish, slow]
           rescue SystemCallError, IOError => e
             raise Failure.error("heap dump to #{where(target)} failed: #{e.message}; nothing was left behind")
           rescue Failure => e
