@@ -319,6 +319,13 @@ static void references(mdp_ctx *c, const mdp_analysis_line *l, const mdp_analysi
   mdp_analysis_graph_refs(&c->g, o->refs, o->refs_len);
 }
 
+/* Why an allocation failed that the limit did not refuse: memory_limit 0
+ * (AnalyzeMaxMemory 0, memdiagctl analyze --max-memory 0) sets none. */
+static const char *nomem_why(const mdp_analysis_mem *m)
+{
+  return m->limit ? "below the analysis' memory limit" : "no memory limit was set";
+}
+
 static int pass(mdp_ctx *c, unsigned d, const char *path, char *err, size_t errlen)
 {
   mdp_analysis_dump *dump = &c->res->dumps[d];
@@ -436,10 +443,12 @@ out:
   dump->json_bytes = r.json_bytes;
   mdp_analysis_charge(&c->mem, -(int64_t)charged);
   mdp_analysis_reader_close(&r);
-  if(rc == -ENOMEM || (rc && rc != -ECANCELED && c->mem.over))
+  if(rc && rc != -ECANCELED && c->mem.over)
     rc =
         failf(err, errlen, -ENOMEM, "%s: the analysis needs more than its memory limit of %llu MiB",
               path, (unsigned long long)(c->mem.limit >> 20));
+  else if(rc == -ENOMEM) /* under the limit, or none (0): the system said no */
+    rc = failf(err, errlen, -ENOMEM, "%s: out of memory (%s)", path, nomem_why(&c->mem));
   return rc;
 }
 
@@ -511,9 +520,13 @@ int mdp_analysis_run(const char *const *paths, unsigned n, const mdp_analysis_op
   mdp_analysis_objset_free(&c.seen);
   mdp_analysis_graph_resolve(&c.g);
   rc = mdp_analysis_build(&c);
-  if(rc) {
+  if(rc && c.mem.over) {
     failf(err, errlen, rc, "the analysis needs more than its memory limit of %llu MiB",
           (unsigned long long)(c.mem.limit >> 20));
+    goto out;
+  }
+  if(rc) {
+    failf(err, errlen, rc, "out of memory (%s)", nomem_why(&c.mem));
     goto out;
   }
   mdp_analysis_caveats(&c);

@@ -190,8 +190,10 @@ static void detector_and_capture_keys(void **state)
   num(&b, "CaptureConcurrency", 2);
   str(&b, "CaptureCooldown", "6h");
   boolean(&b, "RestartAfterCapture", 1);
+  num(&b, "AnalyzeMaxMemory", 0); /* no cap (configuration.md) */
   assert_int_equal(mdp_config_apply(&cfg, &b.block), 0);
   assert_string_equal(logged, "");
+  assert_int_equal(cfg.capture.analyze_max_memory, 0);
   assert_int_equal(cfg.detector.memory_limit, 1073741824);
   assert_int_equal(cfg.detector.capture_size, 800u << 20);
   assert_true(cfg.detector.growth_window == 7200);
