@@ -115,6 +115,7 @@ static int add_retained(mdp_ctx *c, const mdp_analysis_obj *o, uint32_t site, ui
   g->a++;
   g->b += o->memsize;
   g->c = class_key(o);
+  mdp_sampled_join_note(&c->sj, o->address, (uint32_t)(g - c->groups.recs));
   *number = MDP_G_NONE;
   if(!c->g.off) {
     if(c->n_ret == c->ret_cap) {
@@ -501,7 +502,8 @@ int mdp_analysis_run(const char *const *paths, unsigned n, const mdp_analysis_op
     mdp_analysis_map_init(&c.cname[d], &c.mem);
     mdp_analysis_map_init(&c.named[d], &c.mem);
   }
-  if(mdp_analysis_objset_init(&c.s1, &c.mem, 0, 0) ||
+  if(mdp_sampled_join_init(&c.sj, &c.mem, c.opts.samples) ||
+     mdp_analysis_objset_init(&c.s1, &c.mem, 0, 0) ||
      mdp_analysis_objset_init(&c.cand, &c.mem, 0, 1) ||
      mdp_analysis_objset_init(&c.seen, &c.mem, 0, 0)) {
     rc = failf(err, errlen, -ENOMEM, "out of memory");
@@ -543,6 +545,7 @@ out:
   mdp_analysis_map_free(&c.clsid);
   mdp_analysis_map_free(&c.pages);
   mdp_analysis_graph_free(&c.g);
+  mdp_sampled_join_free(&c.sj);
   if(c.ret)
     mdp_analysis_release(&c.mem, c.ret, c.ret_cap * sizeof(*c.ret));
   for(unsigned d = 0; d < MDP_ANALYSIS_DUMPS_MAX; d++) {

@@ -33,6 +33,32 @@
 #define MDP_ANALYSIS_DUMPS_MAX   3
 #define MDP_ANALYSIS_CAVEATS_MAX 12
 
+/* One live object of the worker's heap profile taken right after the last
+ * dump (the hook's allocation sampler; analysis/sampled.h reads them). */
+typedef struct {
+  uint64_t address;       /* where it was when the profile was taken */
+  uint32_t generation;    /* the GC count when it was allocated */
+  int64_t count, bytes;   /* what the sample stands for (an estimate) */
+  const char *class_name; /* NULL: none */
+  const char *file;       /* its leaf Ruby frame's; NULL: none */
+  unsigned line;
+} mdp_analysis_sample;
+
+/* The samples a run joins to its retained objects by address: a retained
+ * object at a sample's address, of the sample's class and allocated no
+ * later than the middle dump (the sample's generation at most before_gc)
+ * is that sampled object, and its group gets the site most of its sampled
+ * members share (MDP_ANALYSIS_SITE_SAMPLED) when tracing gave it none. */
+typedef struct {
+  const char *profile; /* the profile's file, for the report */
+  const mdp_analysis_sample *objs;
+  size_t n;
+  /* The GC count of the profile taken after the middle dump: a sample
+   * allocated later was no object of that dump (has_before_gc 0: not known). */
+  int has_before_gc;
+  uint64_t before_gc;
+} mdp_analysis_samples;
+
 typedef struct {
   uint64_t memory_limit;    /* bytes the analysis may allocate; 0: no limit */
   const atomic_int *cancel; /* when set and non-zero, stop with -ECANCELED */
@@ -42,6 +68,7 @@ typedef struct {
   /* The worker's RSS when each dump was taken (bytes; 0: unknown), from
    * the capture's own samples: growth outside the Ruby heap is told by it. */
   uint64_t rss[MDP_ANALYSIS_DUMPS_MAX];
+  const mdp_analysis_samples *samples; /* NULL: no heap profile; borrowed for the call */
 } mdp_analysis_opts;
 
 /* Where a group's allocation site (file, line) came from. */
@@ -61,7 +88,8 @@ typedef struct {
   char *file;       /* NULL: no allocation site (tracing was off) */
   unsigned line;
   mdp_analysis_site_source site_source;
-  uint64_t site_samples; /* sampled: the samples the site rests on (sampled.h) */
+  uint64_t site_samples; /* sampled: the group's sampled members allocated at the site */
+  uint64_t site_sampled; /* sampled: the group's sampled members (site_samples of them there) */
   uint64_t count, bytes; /* objects and their own (shallow) bytes */
   uint64_t owned;        /* bytes they keep alive, themselves included */
   /* what they keep alive besides themselves is mostly this class (or
@@ -139,6 +167,27 @@ typedef struct {
   uint64_t rss;   /* the worker's RSS then (opts.rss; 0: unknown) */
 } mdp_analysis_dump;
 
+/* A sampled object found in the retained set. */
+typedef struct {
+  uint64_t address;
+  char *class_name, *file; /* NULL: none */
+  unsigned line;
+  size_t group; /* its group in groups[]; SIZE_MAX: in none listed */
+} mdp_analysis_sampled;
+
+/* How the samples were joined (res->sampling; used 0: no heap profile). */
+typedef struct {
+  int used;
+  char *profile;
+  uint64_t samples;           /* live samples in the profile */
+  uint64_t retained;          /* of them, objects of the retained set */
+  uint64_t too_new;           /* at a retained object's address, allocated after the middle dump */
+  uint64_t other_class;       /* at a retained object's address, of another class */
+  uint64_t groups;            /* groups that got their site from the samples */
+  mdp_analysis_sampled *objs; /* the retained ones, in the order found */
+  size_t n_objs;
+} mdp_analysis_sampling;
+
 typedef struct {
   const char *code; /* "compaction", "gc_order", "no_gc", "no_sites", ... */
   char message[320];
@@ -168,7 +217,8 @@ typedef struct {
   int64_t rss_growth, heap_growth; /* first dump to last, bytes */
   mdp_analysis_caveat caveats[MDP_ANALYSIS_CAVEATS_MAX];
   unsigned n_caveats;
-  int doubtful;         /* a caveat puts the retained set itself in doubt */
+  int doubtful; /* a caveat puts the retained set itself in doubt */
+  mdp_analysis_sampling sampling;
   uint64_t peak_memory; /* the most the analysis held at once */
   double seconds;
 } mdp_analysis_result;

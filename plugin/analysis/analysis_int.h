@@ -10,6 +10,7 @@
 #include "analysis.h"
 #include "graph.h"
 #include "owner.h"
+#include "sampled.h"
 #include "table.h"
 
 /* Retained string values are kept up to this many bytes. */
@@ -35,6 +36,7 @@ typedef struct {
   size_t n_ret, ret_cap;
   mdp_analysis_map clsid; /* class address: id = record + 1 (graph aux) */
   mdp_analysis_map pages; /* heap pages (address >> 16) of the dump being read */
+  mdp_sampled_join sj;    /* the heap profile's samples, joined by address (sampled.h) */
   uint64_t unsure;        /* retained, told from a reused address by type and class only */
   uint64_t contradicted;  /* dump 3 gave another site than dump 2: another object */
   uint64_t hook_sited;    /* retained objects allocated in the hook's own files */

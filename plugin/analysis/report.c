@@ -111,7 +111,8 @@ static void group_json(FILE *f, const mdp_analysis_group *g)
     fputs(", \"line\": null", f);
   fprintf(f, ", \"site_source\": \"%s\"", mdp_analysis_site_source_name(g->site_source));
   if(g->site_source == MDP_ANALYSIS_SITE_SAMPLED)
-    fprintf(f, ", \"site_samples\": %" PRIu64, g->site_samples);
+    fprintf(f, ", \"site_samples\": %" PRIu64 ", \"sampled_members\": %" PRIu64, g->site_samples,
+            g->site_sampled);
   fprintf(f, ", \"count\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"owned\": %" PRIu64, g->count,
           g->bytes, g->owned);
   if(g->mostly_type) {
@@ -214,6 +215,35 @@ static void class_head(FILE *f, const mdp_analysis_class *k)
   jfield(f, ", \"type\": ", k->type);
 }
 
+/* How the heap profile's samples were joined (sampled.h); null: none. */
+static void sampling_json(FILE *f, const mdp_analysis_sampling *sp, size_t top)
+{
+  if(!sp->used) {
+    fputs("null", f);
+    return;
+  }
+  jfield(f, "{\"join\": \"address\", \"profile\": ", sp->profile);
+  fprintf(f,
+          ", \"samples\": %" PRIu64 ", \"retained\": %" PRIu64 ", \"too_new\": %" PRIu64
+          ", \"other_class\": %" PRIu64 ", \"groups\": %" PRIu64 ", \"objects\": [",
+          sp->samples, sp->retained, sp->too_new, sp->other_class, sp->groups);
+  for(size_t i = 0; i < limit(sp->n_objs, top); i++) {
+    const mdp_analysis_sampled *o = &sp->objs[i];
+    fprintf(f, "%s{\"address\": \"0x%" PRIx64 "\"", i ? ",\n      " : "\n      ", o->address);
+    jfield(f, ", \"class\": ", o->class_name);
+    jfield(f, ", \"file\": ", o->file);
+    if(o->file)
+      fprintf(f, ", \"line\": %u", o->line);
+    else
+      fputs(", \"line\": null", f);
+    if(o->group == SIZE_MAX)
+      fputs(", \"group\": null}", f);
+    else
+      fprintf(f, ", \"group\": %zu}", o->group);
+  }
+  fputs("]}", f);
+}
+
 int mdp_analysis_write_json(FILE *f, const mdp_analysis_result *res, size_t top)
 {
   unsigned last = res->n_dumps ? res->n_dumps - 1 : 0;
@@ -229,6 +259,8 @@ int mdp_analysis_write_json(FILE *f, const mdp_analysis_result *res, size_t top)
           res->bytes, res->moved, res->reused, res->seconds, res->peak_memory,
           res->ownership ? "true" : "false", res->hook_count, res->hook_bytes);
   heap_json(f, res);
+  fputs(",\n  \"sampling\": ", f);
+  sampling_json(f, &res->sampling, top);
   fputs(",\n  \"holders\": [", f);
   for(size_t i = 0; i < limit(res->n_holders, top); i++) {
     fputs(i ? ",\n    " : "\n    ", f);
@@ -462,9 +494,13 @@ size_t mdp_analysis_summary(const mdp_analysis_result *res, char *buf, size_t le
       return clip(snprintf(buf, len, "%s; %s", head, held), len);
     return clip(snprintf(buf, len, "%s, allocation site unknown", head), len);
   }
-  /* " from " FILE ":" LINE, the file cut from the left to fit. */
-  char where[16];
-  int wl = snprintf(where, sizeof(where), ":%u", g->line);
+  /* " from " FILE ":" LINE, the file cut from the left to fit; a sampled
+   * site says so, and how many of the group's samples it rests on. */
+  char where[80];
+  int wl = g->site_source == MDP_ANALYSIS_SITE_SAMPLED
+               ? snprintf(where, sizeof(where), ":%u (sampled, %" PRIu64 " of %" PRIu64 " samples)",
+                          g->line, g->site_samples, g->site_sampled)
+               : snprintf(where, sizeof(where), ":%u", g->line);
   size_t flen = strlen(g->file);
   size_t tail_room = hl ? hl + 2 : 0;
   if(hl && (size_t)n + 6 + (size_t)wl + 4 + tail_room > len - 1 && g->owned > g->bytes &&

@@ -297,6 +297,27 @@ static int build_groups(mdp_ctx *c, merge *mg, uint32_t **order_out)
   return 0;
 }
 
+/* The heap profile's samples give the site-less groups theirs (sampled.h):
+ * raw group -> its index in res->groups + 1. */
+static int sampled_sites(mdp_ctx *c, merge *mg, const uint32_t *order)
+{
+  size_t n = mg->merged.n ? mg->merged.n : 1, n_raw = mg->n_raw ? mg->n_raw : 1;
+  uint32_t *pos = mdp_analysis_alloc(&c->mem, n * 4), *of_raw = NULL;
+  int rc = -ENOMEM;
+  if(pos && (of_raw = mdp_analysis_alloc(&c->mem, n_raw * 4)) != NULL) {
+    for(size_t i = 0; i < c->res->n_groups; i++)
+      pos[order[i]] = (uint32_t)i + 1;
+    for(size_t r = 0; r < mg->n_raw; r++)
+      of_raw[r] = pos[mg->of[r]];
+    rc = mdp_sampled_join_sites(&c->sj, c->res, of_raw, mg->n_raw);
+  }
+  if(of_raw)
+    mdp_analysis_release(&c->mem, of_raw, n_raw * 4);
+  if(pos)
+    mdp_analysis_release(&c->mem, pos, n * 4);
+  return rc;
+}
+
 static int build_files(mdp_ctx *c, merge *mg)
 {
   mdp_analysis_result *res = c->res;
@@ -446,6 +467,8 @@ int mdp_analysis_build(mdp_ctx *c)
     rc = count_groups(c, &mg);
   if(!rc)
     rc = build_groups(c, &mg, &order);
+  if(!rc && c->sj.in)
+    rc = sampled_sites(c, &mg, order);
   if(!rc && mg.have_own && c->res->n_groups)
     rc = mdp_analysis_holders(c, &mg.own, order[0]);
   if(!rc)
@@ -512,7 +535,13 @@ void mdp_analysis_caveats(mdp_ctx *c)
            "only %" PRIu64 " of dump 1's %" PRIu64 " old objects are in dump 2 at the same "
            "address: a compaction, or dumps of different processes",
            c->old_common, c->old1);
-  if(res->count && !c->retained_sited)
+  if(res->count && !c->retained_sited && res->sampling.groups)
+    caveat(res, "no_sites", 0,
+           "the dumps carry no allocation sites (allocation tracing was off): retained objects "
+           "are grouped by class and type only; %" PRIu64 " groups have the site their sampled "
+           "objects share (site_source \"sampled\")",
+           res->sampling.groups);
+  else if(res->count && !c->retained_sited)
     caveat(res, "no_sites", 0,
            "the dumps carry no allocation sites (allocation tracing was off): retained objects "
            "are grouped by class and type only, sites unknown");
@@ -561,6 +590,12 @@ void mdp_analysis_result_free(mdp_analysis_result *res)
     free(h->path);
   }
   free(res->holders);
+  for(size_t i = 0; i < res->sampling.n_objs; i++) {
+    free(res->sampling.objs[i].class_name);
+    free(res->sampling.objs[i].file);
+  }
+  free(res->sampling.objs);
+  free(res->sampling.profile);
   for(size_t i = 0; i < res->n_classes; i++)
     free(res->classes[i].class_name);
   for(size_t i = 0; i < res->n_grew; i++)

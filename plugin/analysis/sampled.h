@@ -1,22 +1,32 @@
 /* Sampled allocation sites for the analysis (prefix mdp_sampled_): the
  * hook's heap profiles (heap_profile-N.pb.gz, a gzip'd pprof profile.proto,
- * docs/hook.md) read back, and joined to a result's retained groups that
- * have no site of their own (no allocation tracing).
+ * docs/hook.md) read back, and joined to the retained set object by
+ * object.
  *
- * The join: a capture's first and last heap profiles are taken right after
- * its first and last heap dumps. A sampled object of the last profile
- * allocated after the first one was taken (its generation, the GC count at
- * its allocation, above the first profile's GC count) and still alive at the
- * last one is a sampled member of the retained set; its class names the
- * group it belongs to. A site-less group gets the site (file, line of the
- * Ruby frame that allocated it) most of its sampled members share, marked
- * MDP_ANALYSIS_SITE_SAMPLED, with site_samples saying how many samples it
- * rests on (an estimate good to about 1/sqrt(site_samples)).
+ * The join: a capture's heap profiles are taken right after its heap dumps,
+ * and each sample carries the address its object had then. While the
+ * analysis reads the last dump, each retained object is looked up among the
+ * last profile's samples by address (mdp_sampled_join_note); one found
+ * there, of the sample's class and allocated no later than the middle dump
+ * (the sample's generation, the GC count at its allocation, at most the
+ * middle profile's GC count), is that sampled object: it gets the sample's
+ * site. A slot that was freed and reused since the middle dump is told by
+ * that generation, another object of another class by its class. Once the
+ * groups are built (mdp_sampled_join_sites), a group without a traced site
+ * gets the site (file, line of the Ruby frame that allocated it) most of
+ * its sampled members share, marked MDP_ANALYSIS_SITE_SAMPLED, with
+ * site_samples of site_sampled members there: the share is known to about
+ * 1/sqrt(site_sampled).
+ *
+ * Memory: a loaded set holds each sample (some 56 bytes) and each distinct
+ * class and file name once; the join, 28 bytes a sample in the analysis'
+ * own account.
  *
  * Threading: none; no global state.
  * Ownership: mdp_sampled_load() fills a caller-owned set that
- * mdp_sampled_free() releases; mdp_sampled_fill() gives the groups strings
- * that mdp_analysis_result_free() releases. */
+ * mdp_sampled_free() releases; a join is owned by its analysis
+ * (mdp_sampled_join_free); the result's strings are released by
+ * mdp_analysis_result_free(). */
 #ifndef MDP_SAMPLED_H
 #define MDP_SAMPLED_H
 
@@ -25,44 +35,60 @@
 #include <sys/types.h>
 
 #include "analysis/analysis.h"
+#include "analysis/table.h"
 
 /* The largest profile read, compressed and decompressed. */
 #define MDP_SAMPLED_FILE_MAX ((size_t)64 << 20)
 #define MDP_SAMPLED_RAW_MAX  ((size_t)512 << 20)
 
 typedef struct {
-  uint64_t address;
-  uint32_t generation;
-  int64_t count, bytes; /* what the sample stands for */
-  char *class_name;     /* NULL: none */
-  char *file;           /* the leaf Ruby frame's; NULL: none */
-  unsigned line;
-} mdp_sampled_obj;
-
-typedef struct {
-  mdp_sampled_obj *objs;
+  mdp_analysis_sample *objs;
   size_t n;
   uint64_t gc_count; /* the GC count when the profile was taken */
   int has_gc_count;
+  char **strs; /* the names the samples point to, each once */
+  size_t n_strs;
+  uint64_t bytes; /* what the set holds */
 } mdp_sampled_set;
 
 typedef struct {
   int check_owner; /* refuse a file not owned by owner (or this process) */
   uid_t owner;
+  uint64_t memory_limit; /* the most reading it may hold at once; 0: no limit */
 } mdp_sampled_opts;
 
 /* Read one heap profile. Returns 0, -ENOENT (no such file), -EPERM (a link,
- * or another owner's), -EFBIG, -EINVAL (not a pprof profile memdiag
- * wrote), -ENOMEM or -EIO, with err set. */
+ * or another owner's), -EFBIG (larger than the limits), -EINVAL (not a
+ * pprof profile memdiag wrote), -ENOMEM or -EIO, with err set. */
 int mdp_sampled_load(const char *path, const mdp_sampled_opts *o, mdp_sampled_set *out, char *err,
                      size_t errlen);
 void mdp_sampled_free(mdp_sampled_set *s);
 
-/* Give res's site-less groups the sites of `last`'s samples allocated after
- * `first` was taken (first may be NULL: every sample of last counts).
- * Returns how many groups got a site, or -ENOMEM. */
-int mdp_sampled_fill(mdp_analysis_result *res, const mdp_sampled_set *first,
-                     const mdp_sampled_set *last);
+/* The samples of `last` as the analysis takes them (borrowing last's
+ * memory); middle (may be NULL) gives before_gc. */
+mdp_analysis_samples mdp_sampled_for_analysis(const mdp_sampled_set *last,
+                                              const mdp_sampled_set *middle, const char *profile);
+
+/* The join inside one analysis. */
+typedef struct {
+  const mdp_analysis_samples *in; /* NULL: no samples, every call a no-op */
+  mdp_analysis_objset at;         /* sample addresses; aux: the sample's index */
+  uint32_t *group;                /* per sample: its retained object's raw group + 1 */
+  mdp_analysis_mem *mem;
+} mdp_sampled_join;
+
+/* 0 or -ENOMEM. in may be NULL. */
+int mdp_sampled_join_init(mdp_sampled_join *j, mdp_analysis_mem *mem,
+                          const mdp_analysis_samples *in);
+/* A retained object of the last dump, at address, counted in raw group
+ * raw_group. */
+void mdp_sampled_join_note(mdp_sampled_join *j, uint64_t address, uint32_t raw_group);
+/* res->groups are built; of_raw[r] is raw group r's index in them + 1 (0:
+ * none listed). Fills res->sampling and the site-less groups' sites.
+ * Returns 0 or -ENOMEM. */
+int mdp_sampled_join_sites(mdp_sampled_join *j, mdp_analysis_result *res, const uint32_t *of_raw,
+                           size_t n_raw);
+void mdp_sampled_join_free(mdp_sampled_join *j);
 
 /* The heap profile beside a heap dump: ".../heap-3.json[.zst]" gives
  * ".../heap_profile-3.pb.gz" in out. Returns 0, or -EINVAL when the dump's

@@ -4,6 +4,7 @@
 #include "collectd/core/daemon/plugin.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -181,33 +182,47 @@ static void dump_rss(const job_t *j, char *const *paths, unsigned n, uint64_t *r
   }
 }
 
-/* The heap profiles beside the first and last dumps name the sites of
- * retained groups that tracing did not (sampled.h). A capture without them
- * (an older hook, sampling off) keeps its groups as they are. */
-static void add_sampled_sites(mdp_analysis_result *res, char **paths, unsigned n,
-                              const mdp_analysis_opts *opts)
-{
-  mdp_sampled_opts so = {.check_owner = opts->check_owner, .owner = opts->owner};
-  mdp_sampled_set first, last;
-  char p1[4200], p2[4200], err[512];
-  int rc, have_first;
+/* The heap profile beside the last dump, for the analysis to join its
+ * samples to the retained objects by address, and the middle one's GC
+ * count, which tells a sample allocated after the middle dump (sampled.h).
+ * A capture without them (an older hook, sampling off) is analysed without.
+ * Reading one may take a quarter of AnalyzeMaxMemory; what the samples keep
+ * comes out of the analysis' budget. */
+typedef struct {
+  mdp_sampled_set last;
+  mdp_analysis_samples in;
+  char name[64];
+} samples_t;
 
-  if(n < 2 || mdp_sampled_profile_for(paths[0], p1, sizeof(p1)) ||
-     mdp_sampled_profile_for(paths[n - 1], p2, sizeof(p2)))
+static void load_samples(samples_t *s, char **paths, unsigned n, mdp_analysis_opts *opts)
+{
+  mdp_sampled_opts so = {.check_owner = opts->check_owner,
+                         .owner = opts->owner,
+                         .memory_limit = opts->memory_limit / 4};
+  mdp_sampled_set middle;
+  char p1[4200], p2[4200], err[512];
+  int rc, have_middle = 0;
+
+  memset(s, 0, sizeof(*s));
+  if(n < 2 || mdp_sampled_profile_for(paths[n - 1], p2, sizeof(p2)))
     return;
-  rc = mdp_sampled_load(p2, &so, &last, err, sizeof(err));
+  rc = mdp_sampled_load(p2, &so, &s->last, err, sizeof(err));
   if(rc) {
     if(rc != -ENOENT)
       WARNING("memdiag plugin: heap profile not used: %s", err);
     return;
   }
-  have_first = mdp_sampled_load(p1, &so, &first, err, sizeof(err)) == 0;
-  rc = mdp_sampled_fill(res, have_first ? &first : NULL, &last);
-  if(rc > 0)
-    INFO("memdiag plugin: %d retained groups got sampled allocation sites from %s", rc, p2);
-  if(have_first)
-    mdp_sampled_free(&first);
-  mdp_sampled_free(&last);
+  if(n == 3 && !mdp_sampled_profile_for(paths[1], p1, sizeof(p1)))
+    have_middle = mdp_sampled_load(p1, &so, &middle, err, sizeof(err)) == 0;
+  const char *base = strrchr(p2, '/');
+  snprintf(s->name, sizeof(s->name), "%.60s", base ? base + 1 : p2);
+  s->in = mdp_sampled_for_analysis(&s->last, have_middle ? &middle : NULL, s->name);
+  if(have_middle)
+    mdp_sampled_free(&middle);
+  if(opts->memory_limit)
+    opts->memory_limit =
+        opts->memory_limit > s->last.bytes ? opts->memory_limit - s->last.bytes : 1;
+  opts->samples = &s->in;
 }
 
 static void analyse(job_t *j, uint64_t my_gen)
@@ -230,9 +245,15 @@ static void analyse(job_t *j, uint64_t my_gen)
   if(!rc)
     dump_rss(j, paths, n, opts.rss);
   if(!rc) {
+    samples_t samples;
+    load_samples(&samples, paths, n, &opts);
     rc = mdp_analysis_run((const char *const *)paths, n, &opts, &res, err, sizeof(err));
-    if(!rc)
-      add_sampled_sites(&res, paths, n, &opts);
+    if(!rc && res.sampling.groups)
+      INFO("memdiag plugin: %" PRIu64 " retained groups got sampled allocation sites from %s/%s "
+           "(%" PRIu64 " of its %" PRIu64 " samples are retained objects)",
+           res.sampling.groups, j->rec.dir, samples.name, res.sampling.retained,
+           res.sampling.samples);
+    mdp_sampled_free(&samples.last);
     for(unsigned i = 0; i < n; i++)
       free(paths[i]);
   }
