@@ -100,15 +100,21 @@ static size_t list_open(FILE *f, const char *key, size_t total, size_t top)
   return limit(total, top);
 }
 
+/* ", "file": F, "line": L", both null without a site. */
+static void site_json(FILE *f, const char *file, unsigned line)
+{
+  jfield(f, ", \"file\": ", file);
+  if(file)
+    fprintf(f, ", \"line\": %u", line);
+  else
+    fputs(", \"line\": null", f);
+}
+
 static void group_json(FILE *f, const mdp_analysis_group *g)
 {
   jfield(f, "{\"type\": ", g->type);
   jfield(f, ", \"class\": ", g->class_name);
-  jfield(f, ", \"file\": ", g->file);
-  if(g->file)
-    fprintf(f, ", \"line\": %u", g->line);
-  else
-    fputs(", \"line\": null", f);
+  site_json(f, g->file, g->line);
   fprintf(f, ", \"site_source\": \"%s\"", mdp_analysis_site_source_name(g->site_source));
   if(g->site_source == MDP_ANALYSIS_SITE_SAMPLED)
     fprintf(f, ", \"site_samples\": %" PRIu64 ", \"sampled_members\": %" PRIu64, g->site_samples,
@@ -231,11 +237,7 @@ static void sampling_json(FILE *f, const mdp_analysis_sampling *sp, size_t top)
     const mdp_analysis_sampled *o = &sp->objs[i];
     fprintf(f, "%s{\"address\": \"0x%" PRIx64 "\"", i ? ",\n      " : "\n      ", o->address);
     jfield(f, ", \"class\": ", o->class_name);
-    jfield(f, ", \"file\": ", o->file);
-    if(o->file)
-      fprintf(f, ", \"line\": %u", o->line);
-    else
-      fputs(", \"line\": null", f);
+    site_json(f, o->file, o->line);
     if(o->group == SIZE_MAX)
       fputs(", \"group\": null}", f);
     else

@@ -52,18 +52,38 @@ static const mdp_analysis_group *named(const mdp_analysis_result *res, const cha
 /* The worker's last heap profile: where each sampled object was then. */
 static const mdp_analysis_sample samples[] = {
     /* three of the four retained Cart::Line; two allocated on one line */
-    {.address = 0x3000, .generation = 5, .class_name = "Cart::Line", .file = "app/cart.rb", .line = 28},
-    {.address = 0x3008, .generation = 6, .class_name = "Cart::Line", .file = "app/cart.rb", .line = 28},
-    {.address = 0x3010, .generation = 6, .class_name = "Cart::Line", .file = "app/other.rb", .line = 3},
+    {.address = 0x3000,
+     .generation = 5,
+     .class_name = "Cart::Line",
+     .file = "app/cart.rb",
+     .line = 28},
+    {.address = 0x3008,
+     .generation = 6,
+     .class_name = "Cart::Line",
+     .file = "app/cart.rb",
+     .line = 28},
+    {.address = 0x3010,
+     .generation = 6,
+     .class_name = "Cart::Line",
+     .file = "app/other.rb",
+     .line = 3},
     /* at a retained Cart::Line's address, but allocated after the middle
      * dump (GC 9 > 7): the slot was reused, the site is not the group's */
-    {.address = 0x2010, .generation = 9, .class_name = "Cart::Line", .file = "app/late.rb", .line = 1},
+    {.address = 0x2010,
+     .generation = 9,
+     .class_name = "Cart::Line",
+     .file = "app/late.rb",
+     .line = 1},
     /* the Hash */
     {.address = 0x3300, .generation = 4, .class_name = "Hash", .file = "app/cache.rb", .line = 9},
     /* at a retained String's address, of another class */
     {.address = 0x3100, .generation = 4, .class_name = "Symbol", .file = "app/sym.rb", .line = 2},
     /* alive in every dump (old), and in none */
-    {.address = 0x2018, .generation = 1, .class_name = "Cart::Line", .file = "app/old.rb", .line = 7},
+    {.address = 0x2018,
+     .generation = 1,
+     .class_name = "Cart::Line",
+     .file = "app/old.rb",
+     .line = 7},
     {.address = 0x9000, .generation = 8, .class_name = "Session", .file = "app/new.rb", .line = 4},
 };
 #define N_SAMPLES (sizeof(samples) / sizeof(samples[0]))
@@ -183,9 +203,10 @@ static void test_no_samples(void **s)
  * and generation, one leaf frame each, the GC count in a comment. */
 static void write_profile(const char *path, size_t n)
 {
-  static const char *const strs[] = {"",           "inuse_objects", "count", "inuse_space",
-                                     "bytes",      "class",         "address", "generation",
-                                     "Cart::Line", "app/cart.rb",   "add",     "memdiag heap profile: pid 1, gc_count 42, x"};
+  static const char *const strs[] = {
+      "",           "inuse_objects", "count",   "inuse_space",
+      "bytes",      "class",         "address", "generation",
+      "Cart::Line", "app/cart.rb",   "add",     "memdiag heap profile: pid 1, gc_count 42, x"};
   Memdiag__Pprof__Profile p = MEMDIAG__PPROF__PROFILE__INIT;
   Memdiag__Pprof__Function fn = MEMDIAG__PPROF__FUNCTION__INIT, *fns[1] = {&fn};
   Memdiag__Pprof__Line ln = MEMDIAG__PPROF__LINE__INIT, *lns[1] = {&ln};
