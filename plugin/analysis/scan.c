@@ -1,5 +1,4 @@
 /* Heap-dump line scanner; see scan.h. */
-#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -209,7 +208,10 @@ static int str_value(cur *c, const char **s, size_t *n)
 
 /* A string holding a hexadecimal address (0 only where zero_ok); why
  * names the field when it is not one. */
-static int addr_value(cur *c, uint64_t *out, bool zero_ok, const char *why)
+/* Whether an address of 0 is one (a class address may be 0: none). */
+typedef enum { ADDR_NONZERO, ADDR_ZERO_OK } addr_rule;
+
+static int addr_value(cur *c, uint64_t *out, addr_rule rule, const char *why)
 {
   const char *s;
   size_t n;
@@ -217,7 +219,7 @@ static int addr_value(cur *c, uint64_t *out, bool zero_ok, const char *why)
 
   if(rc != 0)
     return rc;
-  if(hex_addr(s, n, out) || (!zero_ok && !*out)) {
+  if(hex_addr(s, n, out) || (rule == ADDR_NONZERO && !*out)) {
     c->why = why;
     return -1;
   }
@@ -331,7 +333,7 @@ static int field(cur *c, mdp_analysis_obj *o, const char *k, size_t kn)
   switch(k[0]) {
   case 'a':
     if(KEY("address"))
-      return addr_value(c, &o->address, false, "bad address");
+      return addr_value(c, &o->address, ADDR_NONZERO, "bad address");
     break;
   case 't':
     if(KEY("type")) {
@@ -343,7 +345,7 @@ static int field(cur *c, mdp_analysis_obj *o, const char *k, size_t kn)
     break;
   case 'c':
     if(KEY("class"))
-      return addr_value(c, &o->class_addr, true, "bad class address");
+      return addr_value(c, &o->class_addr, ADDR_ZERO_OK, "bad class address");
     break;
   case 'v':
     if(KEY("value")) {

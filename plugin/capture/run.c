@@ -351,7 +351,7 @@ static int send_stored(mdp_run *r, mdp_request_t *cr, const mdp_step_t *s, token
   int level = plain < strlen(s->file) ? cfg->dump_compression_level : 0;
   char from[sizeof(s->file)];
   mdp_relay_sink sink = {.dir_path = r->dir, .name = s->file, .zstd_level = level};
-  int rc;
+  mdp_relay_opts how = {.timeout_ms = cfg->step_timeout_ms, .extra_ms = extra, .sink = &sink};
 
   snprintf(from, sizeof(from), "%.*s", (int)plain, s->file);
   if(r->streams) {
@@ -374,8 +374,7 @@ static int send_stored(mdp_run *r, mdp_request_t *cr, const mdp_step_t *s, token
         cfg->step_timeout_ms ? cfg->step_timeout_ms : mdp_relay_default_timeout_ms(&cr->req);
   }
   sink.limits.keep_free = cfg->keep_free;
-  rc = mdp_relay_request_past(r->conn, &cr->req, cfg->step_timeout_ms, extra, &sink, on_reply, t);
-  return rc;
+  return mdp_relay_request_with(r->conn, &cr->req, &how, on_reply, t);
 }
 
 /* DumpMode auto for a worker in a memory-limited cgroup: the fork's
@@ -431,8 +430,10 @@ static void send_step(mdp_run *r, size_t idx)
     if(plugin_stores(r, s)) {
       if(send_stored(r, &cr, s, t, extra) != 0)
         why = "the plugin could not open the capture folder to store the result";
-    } else if(mdp_relay_request_past(r->conn, &cr.req, mdp_capst.cfg.step_timeout_ms, extra, NULL,
-                                     on_reply, t) != 0) {
+    } else if(mdp_relay_request_with(
+                  r->conn, &cr.req,
+                  &(mdp_relay_opts){.timeout_ms = mdp_capst.cfg.step_timeout_ms, .extra_ms = extra},
+                  on_reply, t) != 0) {
       why = "the server could not send the request";
     }
   }

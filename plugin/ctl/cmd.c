@@ -170,11 +170,17 @@ static int parse_key(mdctl_cmd *cmd, const char *arg, char *err, size_t errlen)
   return MD_OK;
 }
 
-/* Matches "--name VALUE" and "--name=VALUE"; advances *i past VALUE. */
-static int option_value(const char *name, int argc, char **argv, int *i, const char **out,
-                        char *err, size_t errlen)
+/* The command line and the argument being read. */
+typedef struct {
+  int argc;
+  char **argv;
+  int i;
+} args_at;
+
+/* Matches "--name VALUE" and "--name=VALUE"; advances a->i past VALUE. */
+static int option_value(const char *name, args_at *a, const char **out, char *err, size_t errlen)
 {
-  const char *arg = argv[*i];
+  const char *arg = a->argv[a->i];
   size_t n = strlen(name);
 
   if(strncmp(arg, name, n) != 0)
@@ -185,11 +191,11 @@ static int option_value(const char *name, int argc, char **argv, int *i, const c
   }
   if(arg[n] != '\0')
     return 0;
-  if(*i + 1 >= argc) {
+  if(a->i + 1 >= a->argc) {
     md_seterr(err, errlen, "%s needs a value", name);
     return -1;
   }
-  *out = argv[++*i];
+  *out = a->argv[++a->i];
   return 1;
 }
 
@@ -210,8 +216,8 @@ int mdctl_cmd_parse(mdctl_cmd *cmd, int argc, char **argv, char *err, size_t err
   cmd->key = getenv("MEMDIAG_KEY");
   cmd->ca = getenv("MEMDIAG_CA");
 
-  for(int i = 0; i < argc; i++) {
-    const char *arg = argv[i];
+  for(args_at a = {.argc = argc, .argv = argv}; a.i < argc; a.i++) {
+    const char *arg = argv[a.i];
     if(strcmp(arg, "--json") == 0) {
       cmd->json = 1;
     } else if(strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0 ||
@@ -221,7 +227,7 @@ int mdctl_cmd_parse(mdctl_cmd *cmd, int argc, char **argv, char *err, size_t err
     } else if(strcmp(arg, "--version") == 0 || strcmp(arg, "-V") == 0) {
       cmd->action = MDCTL_ACTION_VERSION;
       return MD_OK;
-    } else if((m = option_value("--timeout", argc, argv, &i, &v, err, errlen))) {
+    } else if((m = option_value("--timeout", &a, &v, err, errlen))) {
       uint64_t t;
       if(m < 0)
         goto out;
@@ -231,10 +237,10 @@ int mdctl_cmd_parse(mdctl_cmd *cmd, int argc, char **argv, char *err, size_t err
         goto out;
       }
       cmd->timeout_s = (unsigned)t;
-    } else if((m = option_value("--socket", argc, argv, &i, &cmd->socket, err, errlen)) ||
-              (m = option_value("--cert", argc, argv, &i, &cmd->cert, err, errlen)) ||
-              (m = option_value("--key", argc, argv, &i, &cmd->key, err, errlen)) ||
-              (m = option_value("--ca", argc, argv, &i, &cmd->ca, err, errlen))) {
+    } else if((m = option_value("--socket", &a, &cmd->socket, err, errlen)) ||
+              (m = option_value("--cert", &a, &cmd->cert, err, errlen)) ||
+              (m = option_value("--key", &a, &cmd->key, err, errlen)) ||
+              (m = option_value("--ca", &a, &cmd->ca, err, errlen))) {
       if(m < 0)
         goto out;
     } else if(arg[0] == '-' && arg[1] != '\0') {

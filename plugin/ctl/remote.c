@@ -221,8 +221,13 @@ static int run(const mdctl_cmd *cmd)
     break;
   }
 
-  rc = mdctl_session_open(&s, cmd->socket, cmd->cert, cmd->key, cmd->ca, HANDSHAKE_TIMEOUT_MS, err,
-                          sizeof(err));
+  rc = mdctl_session_open(&s,
+                          &(mdctl_session_opts){.socket = cmd->socket,
+                                                .cert = cmd->cert,
+                                                .key = cmd->key,
+                                                .ca = cmd->ca,
+                                                .timeout_ms = HANDSHAKE_TIMEOUT_MS},
+                          err, sizeof(err));
   if(rc) {
     fprintf(stderr, "memdiagctl: %s\n", err);
     goto out;

@@ -73,14 +73,15 @@ static void explain_tls(const mdctl_session *s, int rc, const char *detail, char
     md_seterr(err, errlen, "TLS with the plugin at %s failed: %s", s->socket, detail);
 }
 
-int mdctl_session_open(mdctl_session *s, const char *socket, const char *cert, const char *key,
-                       const char *ca, int timeout_ms, char *err, size_t errlen)
+int mdctl_session_open(mdctl_session *s, const mdctl_session_opts *o, char *err, size_t errlen)
 {
+  const char *socket = o->socket;
+  int timeout_ms = o->timeout_ms;
   char detail[512] = "";
   md_tls_options opts = {
-      .certificate = cert,
-      .key = key,
-      .ca = ca,
+      .certificate = o->cert,
+      .key = o->key,
+      .ca = o->ca,
       .server = 0,
       .allowed_peer_roles = MD_ROLE_PLUGIN,
   };
@@ -88,13 +89,13 @@ int mdctl_session_open(mdctl_session *s, const char *socket, const char *cert, c
 
   memset(s, 0, sizeof(*s));
   s->socket = socket;
-  s->ca = ca;
+  s->ca = o->ca;
   rc = md_tls_ctx_new(&s->ctx, &opts, detail, sizeof(detail));
   if(rc) {
     md_seterr(err, errlen,
               "cannot load the operator certificate (--cert %s --key %s "
               "--ca %s): %s",
-              cert, key, ca, detail);
+              o->cert, o->key, o->ca, detail);
     goto out;
   }
   rc = md_client_connect(&s->conn, s->ctx, socket, timeout_ms, detail, sizeof(detail));

@@ -19,10 +19,19 @@ typedef struct {
   const char *ca;
 } mdctl_session;
 
+/* Where the plugin is and who the operator is (borrowed: the strings must
+ * outlive the session). */
+typedef struct {
+  const char *socket;
+  const char *cert;
+  const char *key;
+  const char *ca;
+  int timeout_ms; /* for the TLS handshake */
+} mdctl_session_opts;
+
 /* Load the operator certificate and connect. On failure returns a negative
  * md error and explains it (which file, which side refused) in err. */
-int mdctl_session_open(mdctl_session *s, const char *socket, const char *cert, const char *key,
-                       const char *ca, int timeout_ms, char *err, size_t errlen);
+int mdctl_session_open(mdctl_session *s, const mdctl_session_opts *o, char *err, size_t errlen);
 
 /* Send `control` and wait up to timeout_ms for the ControlReply carrying
  * its request_id. *out is the whole frame; its control_reply is the answer.

@@ -160,11 +160,11 @@ static void expire(void *arg)
 
 /* p: allocated by the caller (the relay's from here on). */
 static void submit(pending *p, uint64_t connection_id, const Memdiag__V1__Request *req,
-                   uint32_t timeout_ms, uint32_t extra_ms, const mdp_relay_sink *sink,
-                   mdp_reply_fn done, void *arg)
+                   const mdp_relay_opts *opts, mdp_reply_fn done, void *arg)
 {
   Memdiag__V1__Frame frame = MEMDIAG__V1__FRAME__INIT;
   Memdiag__V1__Request copy = *req;
+  uint32_t timeout_ms = opts->timeout_ms;
   mdp_rstream_ops ops;
   int rc;
 
@@ -181,8 +181,8 @@ static void submit(pending *p, uint64_t connection_id, const Memdiag__V1__Reques
     timeout_ms = req->has_timeout_ms && req->timeout_ms ? req->timeout_ms
                                                         : mdp_relay_default_timeout_ms(req);
   /* The plugin waits a little longer than it tells the worker. */
-  p->timer_id = mdp_loop_timer_add(loop, (uint64_t)timeout_ms + GRACE_MS + extra_ms, expire, NULL,
-                                   (void *)(uintptr_t)p->request_id);
+  p->timer_id = mdp_loop_timer_add(loop, (uint64_t)timeout_ms + GRACE_MS + opts->extra_ms, expire,
+                                   NULL, (void *)(uintptr_t)p->request_id);
   if(!p->timer_id) {
     finish_later(p, MEMDIAG__V1__STATUS__STATUS_ERROR,
                  "could not time the request to connection %" PRIu64 " (out of memory)",
@@ -193,9 +193,11 @@ static void submit(pending *p, uint64_t connection_id, const Memdiag__V1__Reques
   copy.request_id = p->request_id;
   copy.has_timeout_ms = 1;
   copy.timeout_ms = timeout_ms;
-  if(sink) {
+  if(opts->sink) {
     char why[300];
-    p->rs = mdp_rstream_new(connection_id, p->request_id, sink, &copy, &ops, why, sizeof(why));
+    p->rs = mdp_rstream_new(
+        (mdp_rstream_key){.connection_id = connection_id, .request_id = p->request_id}, opts->sink,
+        &copy, &ops, why, sizeof(why));
     if(!p->rs) {
       p->status = MEMDIAG__V1__STATUS__STATUS_ERROR;
       md_seterr(p->error, sizeof(p->error), "%s", why);
@@ -261,11 +263,10 @@ int mdp_relay_on_stream(uint64_t connection_id, const Memdiag__V1__Frame *f)
 
 typedef struct {
   uint64_t connection_id;
-  uint32_t timeout_ms, extra_ms;
+  mdp_relay_opts opts; /* opts.sink: NULL or &sink */
   mdp_reply_fn done;
   void *arg;
   Memdiag__V1__Request *req;
-  int has_sink;
   mdp_relay_sink sink; /* dir_fd and strings below are the task's own */
   char dir_path[512], name[128];
 } request_task;
@@ -284,11 +285,10 @@ static void request_task_run(void *arg)
     oom.error = "memdiag plugin: out of memory";
     rt->done(&oom, rt->arg);
   } else {
-    submit(p, rt->connection_id, rt->req, rt->timeout_ms, rt->extra_ms,
-           rt->has_sink ? &rt->sink : NULL, rt->done, rt->arg);
+    submit(p, rt->connection_id, rt->req, &rt->opts, rt->done, rt->arg);
   }
   memdiag__v1__request__free_unpacked(rt->req, NULL);
-  if(rt->has_sink)
+  if(rt->opts.sink)
     close(rt->sink.dir_fd);
   free(rt);
 }
@@ -296,32 +296,33 @@ static void request_task_run(void *arg)
 int mdp_relay_request(uint64_t connection_id, const Memdiag__V1__Request *req, uint32_t timeout_ms,
                       mdp_reply_fn done, void *arg)
 {
-  return mdp_relay_request_to(connection_id, req, timeout_ms, NULL, done, arg);
+  return mdp_relay_request_with(connection_id, req, &(mdp_relay_opts){.timeout_ms = timeout_ms},
+                                done, arg);
 }
 
 int mdp_relay_request_to(uint64_t connection_id, const Memdiag__V1__Request *req,
                          uint32_t timeout_ms, const mdp_relay_sink *sink, mdp_reply_fn done,
                          void *arg)
 {
-  return mdp_relay_request_past(connection_id, req, timeout_ms, 0, sink, done, arg);
+  return mdp_relay_request_with(
+      connection_id, req, &(mdp_relay_opts){.timeout_ms = timeout_ms, .sink = sink}, done, arg);
 }
 
-int mdp_relay_request_past(uint64_t connection_id, const Memdiag__V1__Request *req,
-                           uint32_t timeout_ms, uint32_t extra_ms, const mdp_relay_sink *sink,
-                           mdp_reply_fn done, void *arg)
+int mdp_relay_request_with(uint64_t connection_id, const Memdiag__V1__Request *req,
+                           const mdp_relay_opts *opts, mdp_reply_fn done, void *arg)
 {
   request_task *rt;
   uint8_t *buf;
   size_t len;
   int rc;
 
-  if(!req || !done)
+  if(!req || !opts || !done)
     return -EINVAL;
   if(loop && mdp_loop_on_thread(loop)) {
     pending *p = calloc(1, sizeof(*p));
     if(!p)
       return -ENOMEM;
-    submit(p, connection_id, req, timeout_ms, extra_ms, sink, done, arg);
+    submit(p, connection_id, req, opts, done, arg);
     return 0;
   }
   if(!loop)
@@ -344,23 +345,23 @@ int mdp_relay_request_past(uint64_t connection_id, const Memdiag__V1__Request *r
     return -ENOMEM;
   }
   rt->connection_id = connection_id;
-  rt->timeout_ms = timeout_ms;
-  rt->extra_ms = extra_ms;
+  rt->opts = *opts;
   rt->done = done;
   rt->arg = arg;
-  if(sink) {
-    rt->has_sink = 1;
+  if(opts->sink) {
+    const mdp_relay_sink *sink = opts->sink;
     rt->sink = *sink;
     rt->sink.dir_fd = fcntl(sink->dir_fd, F_DUPFD_CLOEXEC, 0);
     snprintf(rt->dir_path, sizeof(rt->dir_path), "%s", sink->dir_path ? sink->dir_path : "");
     snprintf(rt->name, sizeof(rt->name), "%s", sink->name ? sink->name : "");
     rt->sink.dir_path = rt->dir_path;
     rt->sink.name = rt->name;
+    rt->opts.sink = &rt->sink;
   }
   rc = mdp_loop_post(loop, request_task_run, rt);
   if(rc) {
     memdiag__v1__request__free_unpacked(rt->req, NULL);
-    if(rt->has_sink && rt->sink.dir_fd >= 0)
+    if(rt->opts.sink && rt->sink.dir_fd >= 0)
       close(rt->sink.dir_fd);
     free(rt);
   }

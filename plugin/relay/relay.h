@@ -76,13 +76,20 @@ int mdp_relay_request_to(uint64_t connection_id, const Memdiag__V1__Request *req
                          uint32_t timeout_ms, const mdp_relay_sink *sink, mdp_reply_fn done,
                          void *arg);
 
-/* Either of the above (sink may be NULL) waiting extra_ms longer than the
- * worker is told before the relay makes up STATUS_TIMEOUT: a dump past its
- * timeout may still be being written, and RestartAfterCapture must not
- * signal the worker until it answers (RestartDeadline). */
-int mdp_relay_request_past(uint64_t connection_id, const Memdiag__V1__Request *req,
-                           uint32_t timeout_ms, uint32_t extra_ms, const mdp_relay_sink *sink,
-                           mdp_reply_fn done, void *arg);
+/* How a request is waited for (mdp_relay_request_with). */
+typedef struct {
+  uint32_t timeout_ms; /* as mdp_relay_request's */
+  /* Waited longer than the worker is told before the relay makes up
+   * STATUS_TIMEOUT: a dump past its timeout may still be being written, and
+   * RestartAfterCapture must not signal the worker until it answers
+   * (RestartDeadline). */
+  uint32_t extra_ms;
+  const mdp_relay_sink *sink; /* as mdp_relay_request_to's, or NULL */
+} mdp_relay_opts;
+
+/* Either of the above, as `opts` says (borrowed for the call). */
+int mdp_relay_request_with(uint64_t connection_id, const Memdiag__V1__Request *req,
+                           const mdp_relay_opts *opts, mdp_reply_fn done, void *arg);
 
 /* A DumpChunk or DumpEnd from this worker (the server's worker_stream hook);
  * returns as mdp_rstream_on_frame. */

@@ -262,9 +262,9 @@ static void ask_stream(char **path, protobuf_c_boolean *has_stream, protobuf_c_b
   *win = window;
 }
 
-mdp_rstream *mdp_rstream_new(uint64_t connection_id, uint64_t request_id,
-                             const mdp_relay_sink *sink, Memdiag__V1__Request *req,
-                             mdp_rstream_ops *ops, char *err, size_t errlen)
+mdp_rstream *mdp_rstream_new(mdp_rstream_key key, const mdp_relay_sink *sink,
+                             Memdiag__V1__Request *req, mdp_rstream_ops *ops, char *err,
+                             size_t errlen)
 {
   Memdiag__V1__MemoryDump *md_copy = &ops->md;
   Memdiag__V1__AllocationTraceStop *tp_copy = &ops->tp;
@@ -280,8 +280,8 @@ mdp_rstream *mdp_rstream_new(uint64_t connection_id, uint64_t request_id,
     md_seterr(err, errlen, "out of memory");
     return NULL;
   }
-  rs->connection_id = connection_id;
-  rs->request_id = request_id;
+  rs->connection_id = key.connection_id;
+  rs->request_id = key.request_id;
   rs->level = sink->zstd_level;
   rs->limits = sink->limits;
   snprintf(rs->dir_path, sizeof rs->dir_path, "%s", sink->dir_path);

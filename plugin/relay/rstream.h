@@ -66,13 +66,20 @@ typedef struct {
   Memdiag__V1__HeapProfile hp;
 } mdp_rstream_ops;
 
+/* The request a result belongs to: the worker's connection and the relay's
+ * request ID. */
+typedef struct {
+  uint64_t connection_id;
+  uint64_t request_id;
+} mdp_rstream_key;
+
 /* A request with a sink is about to be sent as `req` (a copy the caller
  * owns): for a streamed op (memory_dump, allocation_trace_stop,
  * heap_profile), set its stream fields in `ops` (the caller's). Returns the
  * rstream, or NULL with err set (the request must not be sent). */
-mdp_rstream *mdp_rstream_new(uint64_t connection_id, uint64_t request_id,
-                             const mdp_relay_sink *sink, Memdiag__V1__Request *req,
-                             mdp_rstream_ops *ops, char *err, size_t errlen);
+mdp_rstream *mdp_rstream_new(mdp_rstream_key key, const mdp_relay_sink *sink,
+                             Memdiag__V1__Request *req, mdp_rstream_ops *ops, char *err,
+                             size_t errlen);
 
 /* The request's outcome (the worker's Reply or one the relay made up):
  * the rstream takes over; done(reply, arg) runs later, exactly once, on the
