@@ -10,19 +10,16 @@
 require_relative "helper"
 
 class ContainersHarnessTest < Minitest::Test
+  include Containers::Test
+
   def setup
-    reason = Containers.skip_reason
-    skip reason if reason
-    @bench = Containers::Bench.new("containers-harness", "")
+    start_bench("containers-harness", "")
   end
 
   def teardown
     @runc&.destroy
-    @cgroups&.each(&:destroy)
-    @bench&.cleanup
+    super
   end
-
-  def cgroup(**opts) = Containers::Cgroup.new(**opts).tap { |c| (@cgroups ||= []) << c }
 
   def test_worker_in_a_cgroup_is_charged_and_oom_killed_past_its_limit
     limit = Containers.rand_mib(96..160)

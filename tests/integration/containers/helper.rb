@@ -269,6 +269,26 @@ module Containers
     end
   end
 
+  # What a container test does around its bench (include it in the test
+  # class): skip where containers cannot run, and remove the cgroups it made
+  # and the bench afterwards, whatever failed.
+  module Test
+    # Skips unless containers can run here; then starts the bench.
+    def start_bench(label, keys, **opts)
+      reason = Containers.skip_reason
+      skip reason if reason
+      @bench = Bench.new(label, keys, **opts)
+    end
+
+    # A cgroup (Cgroup.new's options) removed after the test.
+    def cgroup(**opts) = Cgroup.new(**opts).tap { |c| (@cgroups ||= []) << c }
+
+    def teardown
+      @cgroups&.each(&:destroy)
+      @bench&.cleanup
+    end
+  end
+
   # A container run by runc from a bundle made at test time.
   class Runc
     RUNC = "runc"

@@ -11,10 +11,10 @@
 require_relative "helper"
 
 class ContainersTightTest < Minitest::Test
+  include Containers::Test
+
   def setup
-    reason = Containers.skip_reason
-    skip reason if reason
-    @bench = Containers::Bench.new("containers-tight", <<~KEYS)
+    start_bench("containers-tight", <<~KEYS)
       NearLimit 0
       DumpMode auto
       Plan "dump wait dump"
@@ -22,18 +22,12 @@ class ContainersTightTest < Minitest::Test
       CaptureConcurrency 2
       HeartbeatInterval 1
     KEYS
-    @cgroups = []
-  end
-
-  def teardown
-    @cgroups.each(&:destroy)
-    @bench&.cleanup
   end
 
   def test_auto_does_not_fork_near_the_cgroups_limit
     ballast = Containers.rand_mib(180..240)
-    tight = Containers::Cgroup.new.tap { |c| @cgroups << c }
-    roomy = Containers::Cgroup.new.tap { |c| @cgroups << c }
+    tight = cgroup
+    roomy = cgroup
     wt = @bench.start_worker("tight", cgroup: tight, ballast: ballast)
     wr = @bench.start_worker("roomy", cgroup: roomy, ballast: ballast)
     # The limits from what the kernel charges once the ballast is held: the

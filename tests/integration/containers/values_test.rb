@@ -12,21 +12,15 @@ require_relative "helper"
 class ContainersValuesTest < Minitest::Test
   MiB = Containers::MiB
 
+  include Containers::Test
+
   def setup
-    reason = Containers.skip_reason
-    skip reason if reason
     @config_limit = Containers.rand_mib(300..500)
-    @bench = Containers::Bench.new("containers-values", <<~KEYS)
+    start_bench("containers-values", <<~KEYS)
       MemoryLimit "#{@config_limit / MiB}M"
       NearLimit 0
       HeartbeatInterval 1
     KEYS
-    @cgroups = []
-  end
-
-  def teardown
-    @cgroups.each(&:destroy)
-    @bench&.cleanup
   end
 
   def entry(w) = @bench.site.workers_json.find { |x| x["pid"] == w.pid }
@@ -43,8 +37,8 @@ class ContainersValuesTest < Minitest::Test
     high = @config_limit + Containers.rand_mib(100..600)
     # The cgroups' names vary too: the plugin names each cgroup's values
     # after its path.
-    tight = Containers::Cgroup.new(limit: low).tap { |c| @cgroups << c }
-    loose = Containers::Cgroup.new(limit: high).tap { |c| @cgroups << c }
+    tight = cgroup(limit: low)
+    loose = cgroup(limit: high)
     ballast = Containers.rand_mib(16..48)
     a = @bench.start_worker("va-#{rand(100)}", cgroup: tight, ballast: ballast)
     b = @bench.start_worker("vb-#{rand(100)}", cgroup: tight)

@@ -7,13 +7,11 @@
 # table, follows the plugin's AllocationSampling, and a failure inside it
 # turns it off with a reason while the worker runs on.
 require_relative "helper"
-require "socket"
 
 class HookHeapProfileTest < Minitest::Test
   include HookTest::Fixture
 
   GO = ENV.fetch("MEMDIAG_GO", "go")
-  PUMA = ENV.fetch("MEMDIAG_PUMA", "puma")
 
   # Leaks 1000-byte strings from line 5 of leaker.rb while churning
   # short-lived hashes and strings elsewhere, over about two seconds (the
@@ -129,7 +127,7 @@ class HookHeapProfileTest < Minitest::Test
     # Requests go to whichever worker accepts; leak until one has 20000.
     leaker_pid = nil
     200.times do
-      body = get(http, "/leak")
+      body = http_get(http, "/leak")
       pid, sessions = body.match(/pid=(\d+) sessions=(\d+)/).captures.map(&:to_i)
       if sessions >= 20_000
         leaker_pid = pid
@@ -156,7 +154,7 @@ class HookHeapProfileTest < Minitest::Test
     reply = server.request(other["conn"], "heap_profile", path: "other.pb.gz")
     assert_equal "ok", reply["status"], reply["error"]
     assert_equal 3, server.count("hello"), "no dump child or extra process registered"
-    assert_match(/sessions=/, get(http, "/"), "Puma still serves")
+    assert_match(/sessions=/, http_get(http, "/"), "Puma still serves")
   end
 
   def test_the_plugin_turns_sampling_off_through_the_welcome
@@ -209,12 +207,5 @@ class HookHeapProfileTest < Minitest::Test
     rows = out.lines.map(&:chomp).drop_while { |l| l !~ /\A\s*flat\s+flat%/ }.drop(1)
     refute_empty rows, "no rows:\n#{out}" unless empty
     rows
-  end
-
-  def get(socket_path, path)
-    UNIXSocket.open(socket_path) do |s|
-      s.write("GET #{path} HTTP/1.0\r\nHost: test\r\n\r\n")
-      s.read
-    end
   end
 end

@@ -9,6 +9,7 @@ require "tmpdir"
 require "fileutils"
 require "timeout"
 require "rbconfig"
+require "socket"
 require_relative "../harness/preload"
 
 module HookTest
@@ -252,6 +253,8 @@ module HookTest
   end
 
   module Fixture
+    PUMA = ENV.fetch("MEMDIAG_PUMA", "puma")
+
     def setup
       # AF_UNIX paths are limited to 107 bytes: keep the dir short.
       @dir = Dir.mktmpdir("mdh")
@@ -290,6 +293,15 @@ module HookTest
     # A worker hooked only through RUBYOPT, as users run theirs.
     def start_worker(script, name: "worker", env: hook_env(name: name), **kw)
       Worker.new(@dir, script, env: env, name: name, **kw).tap { |w| @workers << w }
+    end
+
+    # The whole answer to GET path from an HTTP server (Puma, Unicorn)
+    # listening on the Unix socket at socket_path.
+    def http_get(socket_path, path = "/")
+      UNIXSocket.open(socket_path) do |s|
+        s.write("GET #{path} HTTP/1.0\r\nHost: test\r\n\r\n")
+        s.read
+      end
     end
   end
 end

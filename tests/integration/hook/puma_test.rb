@@ -4,12 +4,10 @@
 # each forked worker register as separate connections, Puma keeps serving,
 # and a heap dump of one worker is readable by heapy.
 require_relative "helper"
-require "socket"
 
 class HookPumaTest < Minitest::Test
   include HookTest::Fixture
 
-  PUMA = ENV.fetch("MEMDIAG_PUMA", "puma")
   HEAPY = ENV.fetch("MEMDIAG_HEAPY", "heapy")
 
   def test_puma_cluster_master_and_workers_register
@@ -38,7 +36,7 @@ class HookPumaTest < Minitest::Test
     assert_equal 3, [master, *workers].map { |e| e["pid"] }.uniq.size
     puma.wait_out(/Worker 1 \(PID: \d+\) booted/)
 
-    assert_match(/orders=50/, get(http, "/"))
+    assert_match(/orders=50/, http_get(http, "/"))
 
     dump = server.request(workers[0]["conn"], "memory_dump", path: "puma-worker.json", mode: "fork")
     assert_equal "ok", dump["status"], dump["error"]
@@ -47,16 +45,7 @@ class HookPumaTest < Minitest::Test
     assert $?.success?, "heapy read failed:\n#{out}"
     assert_match(/Generation:/, out)
 
-    assert_match(/orders=50/, get(http, "/"), "the worker still serves after its dump")
+    assert_match(/orders=50/, http_get(http, "/"), "the worker still serves after its dump")
     assert_equal 3, server.count("hello"), "the dump child did not register"
-  end
-
-  private
-
-  def get(socket_path, path)
-    UNIXSocket.open(socket_path) do |s|
-      s.write("GET #{path} HTTP/1.0\r\nHost: test\r\n\r\n")
-      s.read
-    end
   end
 end

@@ -4,7 +4,6 @@
 # and workers register separately; a worker Unicorn replaces comes back as a
 # new worker with a new connection, and one added with TTIN registers too.
 require_relative "helper"
-require "socket"
 
 class HookUnicornTest < Minitest::Test
   include HookTest::Fixture
@@ -27,7 +26,7 @@ class HookUnicornTest < Minitest::Test
     workers = %w[api/worker-1 api/worker-2].map { |n| server.wait_for("hello") { |e| e["name"] == n } }
     workers.each { |w| assert_equal master["pid"], w["ppid"] }
     unicorn.wait_err(/worker=1 ready/)
-    assert_match(/pid=\d+/, get(http))
+    assert_match(/pid=\d+/, http_get(http))
 
     # Unicorn replaces a worker that dies: the replacement is a new worker
     Process.kill(:KILL, workers[0]["pid"])
@@ -42,15 +41,6 @@ class HookUnicornTest < Minitest::Test
 
     [master, workers[1], replacement, added].each do |w|
       assert_equal "pid #{w["pid"]}", server.request(w["conn"], "ping", payload: "u")["note"]
-    end
-  end
-
-  private
-
-  def get(socket_path)
-    UNIXSocket.open(socket_path) do |s|
-      s.write("GET / HTTP/1.0\r\n\r\n")
-      s.read
     end
   end
 end
