@@ -1,5 +1,6 @@
 /* memdiag plugin: results stored on the plugin's side; see rstream.h. */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <unistd.h>
 #include <inttypes.h>
@@ -17,6 +18,23 @@
  * up on: its chunks are dropped as they arrive (no rstream matches them). */
 #define DRAIN_CREDIT   ((uint64_t)1 << 62)
 
+/* Where the stored file stands: one state, changed by to() only.
+ *   OPEN -> KEPT      the worker's DumpEnd came, whole and without error
+ *   OPEN -> ENDING    abort (a failure, a timeout), or the inline data or
+ *                     compression handed to the store at the Reply
+ *   KEPT -> ENDING    finish (the Reply says OK) or abort (it does not)
+ *   OPEN -> STORED    nothing was stored (the Reply failed, nothing to store)
+ *   ENDING -> STORED  the store's done event ran
+ *   OPEN, KEPT -> STORED  the store ended the stream itself (mdp_store_stop)
+ * Once ENDING or STORED no byte, end or Reply touches the store's stream. */
+typedef enum {
+  RS_OPEN,   /* taking the result: streamed bytes go to the store; inline
+              * data and compression wait for the Reply */
+  RS_KEPT,   /* every byte is in: kept until the Reply says OK */
+  RS_ENDING, /* finish, abort or compression given to the store */
+  RS_STORED, /* the store is done with it, or nothing was stored */
+} rs_state;
+
 struct mdp_rstream {
   struct mdp_rstream *next;
   uint64_t connection_id, request_id;
@@ -29,22 +47,24 @@ struct mdp_rstream {
   int level;
   mdp_store_limits limits;
   mdp_store_stream *st; /* NULL until opened */
-  int store_ended;      /* finish or abort given to the store */
-  /* The worker's DumpEnd (size, SHA-256): the store is told to finish only
-   * once the Reply says OK too, so that a failed request leaves no file. */
-  int end_seen;
+  rs_state state;
+  /* The worker's DumpEnd (size, SHA-256) in KEPT: the store is told to
+   * finish only once the Reply says OK too, so that a failed request leaves
+   * no file. */
   uint64_t end_size;
   uint8_t end_sha[32];
   size_t end_sha_len;
-  int end_frame;  /* a DumpEnd came, with or without an error */
-  int store_done; /* its done event has run */
+  /* Apart from the state, two facts of their own: the worker's side of the
+   * stream is over (a DumpEnd came, with or without an error: in any state),
+   * and the request's outcome has come (mdp_rstream_settle). */
+  int end_frame;
+  int settled;
   mdp_store_outcome outcome;
   uint64_t raw_bytes, stored_bytes;
   char store_error[256];
   uint64_t granted, received; /* bytes of credit given, bytes of chunks taken */
   int cancelled;              /* the worker was told to stop (the store failed) */
-  int settled;
-  Memdiag__V1__Reply *reply; /* deep copy, owned */
+  Memdiag__V1__Reply *reply;  /* deep copy, owned */
   mdp_rstream_reply_fn done;
   void *arg;
 };
@@ -54,6 +74,7 @@ static mdp_rstream_send_fn send_frame;
 static mdp_store *store;
 static uint32_t window = DEFAULT_WINDOW;
 static mdp_rstream *streams;
+static unsigned refused; /* changes of state to() refused */
 
 /* Streams freed before the worker sent their DumpEnd (a timeout, a failed
  * store): the rest of their bytes still comes, drained and dropped without
@@ -80,6 +101,28 @@ void mdp_rstream_init(mdp_loop *l, mdp_rstream_send_fn send, mdp_store *s, uint3
   store = s;
   window = w ? w : DEFAULT_WINDOW;
 }
+
+/* The one place a stream's state changes: a change the table in the
+ * comment above does not list is refused (and counted). Returns whether it
+ * was made. */
+static bool to(mdp_rstream *rs, rs_state next)
+{
+  static const unsigned legal[] = {
+      [RS_OPEN] = 1u << RS_KEPT | 1u << RS_ENDING | 1u << RS_STORED,
+      [RS_KEPT] = 1u << RS_ENDING | 1u << RS_STORED,
+      [RS_ENDING] = 1u << RS_STORED,
+      [RS_STORED] = 0,
+  };
+
+  if(!(legal[rs->state] & 1u << next)) {
+    refused++;
+    return false;
+  }
+  rs->state = next;
+  return true;
+}
+
+unsigned mdp_rstream_refused(void) { return refused; }
 
 unsigned mdp_rstream_live(void)
 {
@@ -161,16 +204,16 @@ static void store_event_run(void *arg)
     /* The store drops the rest: a worker still sending is told to stop
      * rather than send the whole dump for nothing (an older one ignores
      * it and its bytes are dropped here). */
-    if(rs->streaming && !rs->store_ended && !rs->end_frame) {
+    if(rs->streaming && rs->state == RS_OPEN && !rs->end_frame) {
       rs->cancelled = 1;
       grant(rs, 0, e->error);
       end_store(rs, e->error);
     }
   } else if(!e->done) {
-    if(rs->streaming && !rs->store_ended && !rs->end_seen)
+    if(rs->streaming && rs->state == RS_OPEN)
       grant(rs, e->bytes, NULL);
   } else {
-    rs->store_done = 1;
+    to(rs, RS_STORED);
     rs->outcome = e->r.outcome;
     rs->raw_bytes = e->r.raw_bytes;
     rs->stored_bytes = e->r.stored_bytes;
@@ -329,10 +372,8 @@ mdp_rstream *mdp_rstream_new(mdp_rstream_key key, const mdp_relay_sink *sink,
 
 static void end_store(mdp_rstream *rs, const char *why)
 {
-  if(rs->st && !rs->store_ended) {
-    rs->store_ended = 1;
+  if(rs->st && rs->state < RS_ENDING && to(rs, RS_ENDING))
     mdp_store_abort(rs->st, why);
-  }
 }
 
 /* A frame of no stream of ours: -ENOENT for an unknown request (neither
@@ -355,7 +396,7 @@ int mdp_rstream_on_frame(uint64_t connection_id, const Memdiag__V1__Frame *f)
     if(!rs || !rs->streaming)
       return stray(connection_id, c->request_id, rs);
     rs->received += c->data.len; /* dropped ones too: the reply tells */
-    if(rs->store_ended || rs->end_seen)
+    if(rs->state != RS_OPEN)
       return 0; /* after a timeout, a failure or the end: dropped */
     if(rs->received > rs->granted) {
       end_store(rs, "the worker sent more than the plugin allowed (flow control)");
@@ -383,8 +424,8 @@ int mdp_rstream_on_frame(uint64_t connection_id, const Memdiag__V1__Frame *f)
       return stray(connection_id, e->request_id, rs);
     if(rs->end_frame)
       return 0;
-    rs->end_frame = 1; /* end_seen is set below only, so it is still 0 */
-    if(rs->store_ended)
+    rs->end_frame = 1;
+    if(rs->state != RS_OPEN)
       return 0;
     if(e->error && e->error[0]) {
       char why[256];
@@ -394,7 +435,7 @@ int mdp_rstream_on_frame(uint64_t connection_id, const Memdiag__V1__Frame *f)
     }
     /* Kept until the Reply (mdp_rstream_settle): a worker may still fail
      * the request, time out or go away after its stream ended. */
-    rs->end_seen = 1;
+    to(rs, RS_KEPT);
     rs->end_size = e->has_size ? e->size : 0;
     rs->end_sha_len = e->has_sha256 && e->sha256.len == sizeof rs->end_sha ? sizeof rs->end_sha : 0;
     if(rs->end_sha_len)
@@ -428,7 +469,7 @@ static int store_inline(mdp_rstream *rs)
     md_seterr(rs->store_error, sizeof rs->store_error, "%s", err);
     return -1;
   }
-  rs->store_ended = 1;
+  to(rs, RS_ENDING);
   SHA256(r->data.data, r->data.len, sha);
   if(mdp_store_write(rs->st, r->data.data, r->data.len) != 0) {
     mdp_store_abort(rs->st, "out of memory");
@@ -456,13 +497,13 @@ void mdp_rstream_settle(mdp_rstream *rs, const Memdiag__V1__Reply *reply, mdp_rs
   if(!rs->reply) {
     end_store(rs, "out of memory");
   } else if(rs->streaming) {
-    if(rs->end_seen && !rs->store_ended && rs->reply->status == MEMDIAG__V1__STATUS__STATUS_OK) {
+    if(rs->state == RS_KEPT && rs->reply->status == MEMDIAG__V1__STATUS__STATUS_OK) {
       /* the stream and the request both succeeded: verify and name it */
-      rs->store_ended = 1;
+      to(rs, RS_ENDING);
       mdp_store_finish(rs->st, rs->end_size, rs->end_sha_len ? rs->end_sha : NULL, rs->end_sha_len);
-    } else if(rs->end_seen && !rs->store_ended) {
+    } else if(rs->state == RS_KEPT) {
       end_store(rs, "the request failed after the end of its stream");
-    } else if(!rs->store_ended) {
+    } else if(rs->state == RS_OPEN) {
       /* a reply before the stream's end (an error, a timeout, the worker
        * gone): nothing more will come that is worth keeping */
       end_store(rs, rs->reply->status == MEMDIAG__V1__STATUS__STATUS_OK
@@ -475,22 +516,22 @@ void mdp_rstream_settle(mdp_rstream *rs, const Memdiag__V1__Reply *reply, mdp_rs
     }
   } else if(rs->compress_from[0]) {
     if(rs->reply->status != MEMDIAG__V1__STATUS__STATUS_OK) {
-      rs->store_done = 1; /* the worker's file is not there to compress */
+      to(rs, RS_STORED); /* the worker's file is not there to compress */
     } else if(!store || compress(rs) != 0) {
       /* the worker's uncompressed file stays, and the reply names it */
       rs->st = NULL;
-      rs->store_done = 1;
+      to(rs, RS_STORED);
     } else {
-      rs->store_ended = 1;
+      to(rs, RS_ENDING);
     }
   } else if(rs->reply->status == MEMDIAG__V1__STATUS__STATUS_OK && rs->reply->has_data) {
     if(store_inline(rs) != 0)
-      rs->store_done = 1; /* nothing was opened: complete with the error */
+      to(rs, RS_STORED); /* nothing was opened: complete with the error */
   } else {
-    rs->store_done = 1; /* nothing to store */
+    to(rs, RS_STORED); /* nothing to store */
   }
-  if(!rs->st)
-    rs->store_done = 1;
+  if(!rs->st && rs->state != RS_STORED)
+    to(rs, RS_STORED);
   try_complete(rs);
 }
 
@@ -499,7 +540,7 @@ static void try_complete(mdp_rstream *rs)
   Memdiag__V1__Reply out, oom = MEMDIAG__V1__REPLY__INIT;
   char path[700], note[512], error[400];
 
-  if(!rs->settled || !rs->store_done)
+  if(!rs->settled || rs->state != RS_STORED)
     return;
   if(!rs->reply) {
     oom.has_request_id = 1;

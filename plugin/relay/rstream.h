@@ -96,4 +96,8 @@ int mdp_rstream_on_frame(uint64_t connection_id, const Memdiag__V1__Frame *f);
 /* rstreams not yet finished (shutdown waits for them). */
 unsigned mdp_rstream_live(void);
 
+/* Changes of a stream's state refused as illegal since the process began
+ * (rstream.c lists the legal ones): 0 unless rstream.c has a bug. */
+unsigned mdp_rstream_refused(void);
+
 #endif

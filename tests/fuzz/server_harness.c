@@ -602,9 +602,11 @@ int md_fuzz_stream_end(void)
   if(!replies)
     answer_last();
   md_fuzz_stream_turn();
-  if(replies != 1 || mdp_rstream_live() != 0) {
-    fprintf(stderr, "fuzz harness: %u replies for one request, %u streams left\n", replies,
-            mdp_rstream_live());
+  if(replies != 1 || mdp_rstream_live() != 0 || mdp_rstream_refused() != 0) {
+    fprintf(stderr,
+            "fuzz harness: %u replies for one request, %u streams left, %u illegal changes of a "
+            "stream's state\n",
+            replies, mdp_rstream_live(), mdp_rstream_refused());
     abort();
   }
   seen = empty_folder();
