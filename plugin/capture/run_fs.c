@@ -131,9 +131,12 @@ static void folder_work(mdp_fsq_job *j)
    * writes stays root's; one the worker writes into is the worker's. */
   f->streams = fj->registered ? mdp_request_streams(fj->transfer, where_of(fj))
                               : fj->transfer != MDP_TRANSFER_FILE;
-  f->rc = mdp_capfs_make_folder(fj->root, fj->worker, fj->pid, fj->now_ms,
-                                f->streams ? geteuid() : fj->uid, f->streams ? getegid() : fj->gid,
-                                f->dir, sizeof(f->dir));
+  mdp_capfs_folder spec = {.worker = fj->worker,
+                           .pid = fj->pid,
+                           .now_ms = fj->now_ms,
+                           .uid = f->streams ? geteuid() : fj->uid,
+                           .gid = f->streams ? getegid() : fj->gid};
+  f->rc = mdp_capfs_make_folder(fj->root, &spec, f->dir, sizeof(f->dir));
   if(!f->rc) {
     /* The run's own descriptor: later steps never reach the folder by path
      * nor through capture_fs's lock, which a slow write may hold. */

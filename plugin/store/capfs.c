@@ -204,12 +204,15 @@ static int make_in_root(const char *name, uid_t uid, gid_t gid)
   return rc;
 }
 
-int mdp_capfs_make_folder(const char *root, const char *worker, pid_t pid, int64_t now_ms,
-                          uid_t uid, gid_t gid, char *out, size_t outlen)
+int mdp_capfs_make_folder(const char *root, const mdp_capfs_folder *f, char *out, size_t outlen)
 {
+  const char *worker = f->worker;
+  pid_t pid = f->pid;
+  uid_t uid = f->uid;
+  gid_t gid = f->gid;
   char safe[72], base[128], name[160], when[32];
   int rc = 0;
-  time_t t = (time_t)(now_ms / 1000);
+  time_t t = (time_t)(f->now_ms / 1000);
   struct tm tm;
 
   mdp_capfs_sanitize(worker, safe, sizeof(safe));
@@ -576,9 +579,18 @@ int mdp_capfs_folder_fd(const char *dir)
  * folder belongs to the worker: whatever it left under our temporary name
  * goes, and O_EXCL|O_NOFOLLOW makes sure we write a fresh file. Called with
  * fs_lock held. */
-static int replace_in_folder(const char *dir, char *folder, size_t folder_len, const char *name,
-                             const char *tmp, int (*fill)(FILE *f, void *arg), void *arg)
+/* A file replace_in_folder writes: its name, the temporary name it is
+ * written under, and what fills it. */
+typedef struct {
+  const char *name, *tmp;
+  int (*fill)(FILE *f, void *arg);
+  void *arg;
+} folder_file;
+
+static int replace_in_folder(const char *dir, char *folder, size_t folder_len,
+                             const folder_file *file)
 {
+  const char *name = file->name, *tmp = file->tmp;
   int rc, dfd = -1, fd = -1;
   bool owned = false;
   FILE *f = NULL;
@@ -601,7 +613,7 @@ static int replace_in_folder(const char *dir, char *folder, size_t folder_len, c
     goto out;
   }
   fd = -1;
-  rc = fill(f, arg);
+  rc = file->fill(f, file->arg);
   if(!rc && (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0))
     rc = errno ? -errno : -EIO;
   if(fclose(f) != 0 && !rc)
@@ -627,7 +639,9 @@ int mdp_capfs_write_manifest(const char *dir, const mdp_capfs_manifest_writer *w
 
   test_delay("manifest");
   pthread_mutex_lock(&fs_lock);
-  rc = replace_in_folder(dir, name, sizeof(name), MDP_CAPFS_MANIFEST, tmp, w->fill, w->arg);
+  rc = replace_in_folder(
+      dir, name, sizeof(name),
+      &(folder_file){.name = MDP_CAPFS_MANIFEST, .tmp = tmp, .fill = w->fill, .arg = w->arg});
   /* The plan is over: the folder is an ordinary capture from now on. */
   live_t *l = w->stage == MDP_CAPFS_FINISHED && name[0] ? find_live(name) : NULL;
   if(l)
@@ -645,7 +659,8 @@ int mdp_capfs_write_file(const char *dir, const char *name, int (*fill)(FILE *f,
   if(snprintf(tmp, sizeof(tmp), ".%s.tmp", name) >= (int)sizeof(tmp) || strchr(name, '/'))
     return -EINVAL;
   pthread_mutex_lock(&fs_lock);
-  rc = replace_in_folder(dir, folder, sizeof(folder), name, tmp, fill, arg);
+  rc = replace_in_folder(dir, folder, sizeof(folder),
+                         &(folder_file){.name = name, .tmp = tmp, .fill = fill, .arg = arg});
   pthread_mutex_unlock(&fs_lock);
   return rc;
 }

@@ -69,8 +69,15 @@ void mdp_capfs_close(void);
  * never reusing or following an existing entry), 0700, chowned to uid/gid,
  * and keep it open as a capture in progress. Its path goes to out.
  * Returns 0 or a negative errno. */
-int mdp_capfs_make_folder(const char *root, const char *worker, pid_t pid, int64_t now_ms,
-                          uid_t uid, gid_t gid, char *out, size_t outlen);
+typedef struct mdp_capfs_folder {
+  const char *worker; /* the worker's name: the folder is worker-pid-time */
+  pid_t pid;
+  int64_t now_ms;
+  uid_t uid; /* the folder's owner and group */
+  gid_t gid;
+} mdp_capfs_folder;
+
+int mdp_capfs_make_folder(const char *root, const mdp_capfs_folder *f, char *out, size_t outlen);
 
 /* A descriptor of the capture folder dir (a path mdp_capfs_make_folder
  * gave): a duplicate of the one kept while it runs, else opened below the

@@ -118,24 +118,23 @@ int mdp_capfs_check_dir(int fd, const char *root, char *err, size_t errlen)
   return check_component(fd, root, root, COMPONENT_LAST, err, errlen);
 }
 
-/* Why openat(dir, name, O_NOFOLLOW|O_DIRECTORY) failed, in words. */
-static int walk_error(int dirfd, const char *name, int e, const char *root, const char *shown,
-                      char *err, size_t errlen)
+/* Why openat(dir, name, O_NOFOLLOW|O_DIRECTORY) failed with errno e, in
+ * words; `at` names the component (where()). */
+static int walk_error(int dirfd, const char *name, int e, const char *at, char *err, size_t errlen)
 {
   struct stat st;
-  char at[2 * PATH_MAX + 32];
   if((e == ELOOP || e == ENOTDIR) && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
     if(S_ISLNK(st.st_mode)) {
       md_seterr(err, errlen,
                 "%s is a symbolic link (memdiag follows none to CaptureDirectory: configure the "
                 "real path)",
-                where(root, shown, at, sizeof(at)));
+                at);
       return -ELOOP;
     }
-    md_seterr(err, errlen, "%s is not a directory", where(root, shown, at, sizeof(at)));
+    md_seterr(err, errlen, "%s is not a directory", at);
     return -ENOTDIR;
   }
-  md_seterr(err, errlen, "%s: %s", where(root, shown, at, sizeof(at)), strerror(e));
+  md_seterr(err, errlen, "%s: %s", at, strerror(e));
   return -e;
 }
 
@@ -177,7 +176,9 @@ int mdp_capfs_walk(const char *path, char *err, size_t errlen)
       next = openat(fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     }
     if(next < 0) {
-      rc = walk_error(fd, name, errno, path, shown, err, errlen);
+      char at[2 * PATH_MAX + 32];
+      int e = errno;
+      rc = walk_error(fd, name, e, where(path, shown, at, sizeof(at)), err, errlen);
       break;
     }
     close(fd);

@@ -13,14 +13,10 @@
 # functions are found as `name (` at file level, calls as `name (` inside a
 # body, arguments split at the commas outside brackets. It fails naming the
 # file, line and function; arch.params_detects shows it fails on a fixture.
-#
-# --known FILE lists what is still to be fixed, one "FILE: NAME" a line (a
-# function with too many parameters defined or declared in FILE, or a
-# boolean literal passed to NAME in FILE): printed as KNOWN on every run; a
-# line that no longer matches fails (remove it).
+# There is no list of exceptions: every finding fails.
 #
 #   ruby params.rb --source DIR --params plugin --params proto ... \
-#                  --literals plugin [--known params_known.txt]
+#                  --literals plugin
 require "optparse"
 
 MAX_PARAMS = 6
@@ -33,7 +29,6 @@ OptionParser.new do |o|
   o.on("--source DIR") { |v| opts[:source] = v }
   o.on("--params DIR") { |v| opts[:params] << v }
   o.on("--literals DIR") { |v| opts[:literals] << v }
-  o.on("--known FILE") { |v| opts[:known] = v }
 end.parse!
 abort "usage: params.rb --source DIR --params DIR... --literals DIR..." unless opts[:source]
 
@@ -184,14 +179,6 @@ texts = {}
 end
 
 failures = []
-known = []
-if opts[:known]
-  File.readlines(opts[:known], chomp: true).each do |l|
-    l = l.sub(/#.*/, "").strip
-    known << l unless l.empty?
-  end
-end
-used_known = {}
 decls = {}
 files.call(opts[:params]).each do |f|
   rel = f.delete_prefix("#{src}/")
@@ -227,22 +214,11 @@ files.call(opts[:literals]).each do |f|
   end
 end
 
-bad = []
-failures.uniq.each do |key, text|
-  if known.include?(key)
-    used_known[key] = true
-    puts "KNOWN: #{text}"
-  else
-    bad << "FAIL: #{text}"
-  end
-end
-(known - used_known.keys).each do |k|
-  bad << "FAIL: '#{k}' is in #{opts[:known]} but holds now: remove the line"
-end
+bad = failures.uniq.map { |_key, text| "FAIL: #{text}" }
 bad.each { |l| puts l }
 if bad.empty?
   puts "params hold: #{decls.size} functions, none with more than #{MAX_PARAMS} parameters; " \
-       "#{calls} calls of project functions, no boolean literal (#{used_known.size} known)"
+       "#{calls} calls of project functions, no boolean literal"
   exit 0
 end
 exit 1

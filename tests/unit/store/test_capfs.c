@@ -36,7 +36,12 @@ static void folder_is_private_and_owned(void **state)
   char dir[512], base[64];
   struct stat st;
   assert_int_equal(
-      mdp_capfs_make_folder(root, "puma worker/1", 4242, T0, 65534, 65534, dir, sizeof(dir)), 0);
+      mdp_capfs_make_folder(
+          root,
+          &(mdp_capfs_folder){
+              .worker = "puma worker/1", .pid = 4242, .now_ms = T0, .uid = 65534, .gid = 65534},
+          dir, sizeof(dir)),
+      0);
   assert_int_equal(stat(dir, &st), 0);
   assert_true(S_ISDIR(st.st_mode));
   assert_int_equal(st.st_mode & 07777, 0700);
@@ -55,15 +60,23 @@ static void folder_never_reused_nor_followed(void **state)
   (void)state;
   char first[400], second[400], target[512], link[512];
   struct stat st;
-  assert_int_equal(
-      mdp_capfs_make_folder(root, "w", 1, T0, getuid(), getgid(), first, sizeof(first)), 0);
+  assert_int_equal(mdp_capfs_make_folder(
+                       root,
+                       &(mdp_capfs_folder){
+                           .worker = "w", .pid = 1, .now_ms = T0, .uid = getuid(), .gid = getgid()},
+                       first, sizeof(first)),
+                   0);
   /* A symlink planted under the next name the same second would produce. */
   snprintf(target, sizeof(target), "%s/elsewhere", root);
   assert_int_equal(mkdir(target, 0755), 0);
   snprintf(link, sizeof(link), "%s-2", first);
   assert_int_equal(symlink(target, link), 0);
-  assert_int_equal(
-      mdp_capfs_make_folder(root, "w", 1, T0, getuid(), getgid(), second, sizeof(second)), 0);
+  assert_int_equal(mdp_capfs_make_folder(
+                       root,
+                       &(mdp_capfs_folder){
+                           .worker = "w", .pid = 1, .now_ms = T0, .uid = getuid(), .gid = getgid()},
+                       second, sizeof(second)),
+                   0);
   assert_string_not_equal(first, second);
   assert_string_not_equal(second, link);
   assert_int_equal(lstat(second, &st), 0);
@@ -137,7 +150,13 @@ static int json_check(const char *path, const char *expr)
 static void web_folder_and_plan(pid_t pid, bool finished, char *dir, size_t dirlen,
                                 mdp_plan_t *plan)
 {
-  assert_int_equal(mdp_capfs_make_folder(root, "web", pid, T0, getuid(), getgid(), dir, dirlen), 0);
+  assert_int_equal(
+      mdp_capfs_make_folder(
+          root,
+          &(mdp_capfs_folder){
+              .worker = "web", .pid = pid, .now_ms = T0, .uid = getuid(), .gid = getgid()},
+          dir, dirlen),
+      0);
   make_plan(plan, finished);
 }
 
@@ -390,9 +409,13 @@ static void prune_spares_every_capture_in_progress(void **state)
   uint64_t used = 0;
   unsigned removed = 0;
   for(int i = 0; i < N; i++) {
-    assert_int_equal(mdp_capfs_make_folder(root, "busy", 1000 + i, T0, getuid(), getgid(), dirs[i],
-                                           sizeof(dirs[i])),
-                     0);
+    assert_int_equal(
+        mdp_capfs_make_folder(
+            root,
+            &(mdp_capfs_folder){
+                .worker = "busy", .pid = 1000 + i, .now_ms = T0, .uid = getuid(), .gid = getgid()},
+            dirs[i], sizeof(dirs[i])),
+        0);
     mdt_write_bytes(dirs[i], "heap-1.json", 4096);
     make_plan(&plan, false);
     mdp_manifest_info_t info = {.worker = "busy", .pid = 1000 + i, .directory = dirs[i]};
@@ -435,7 +458,11 @@ static void root_of_another_user_is_refused(void **state)
   assert_non_null(strstr(err, "uid 65534"));
   assert_non_null(strstr(err, "mode 0700"));
   assert_non_null(strstr(err, "is owned by"));
-  assert_int_equal(mdp_capfs_make_folder(caps, "w", 1, T0, 0, 0, dir, sizeof(dir)), -EPERM);
+  assert_int_equal(
+      mdp_capfs_make_folder(
+          caps, &(mdp_capfs_folder){.worker = "w", .pid = 1, .now_ms = T0, .uid = 0, .gid = 0}, dir,
+          sizeof(dir)),
+      -EPERM);
   assert_int_equal(rmdir(caps), 0); /* still empty: nothing was written */
 
   /* A parent writable by its group, not sticky. */
@@ -475,7 +502,11 @@ static void root_through_a_symlink_is_refused(void **state)
   assert_non_null(strstr(err, "CaptureDirectory"));
   assert_non_null(strstr(err, link));
   assert_non_null(strstr(err, "symbolic link"));
-  assert_int_equal(mdp_capfs_make_folder(link, "w", 1, T0, getuid(), getgid(), dir, sizeof(dir)),
+  assert_int_equal(mdp_capfs_make_folder(
+                       link,
+                       &(mdp_capfs_folder){
+                           .worker = "w", .pid = 1, .now_ms = T0, .uid = getuid(), .gid = getgid()},
+                       dir, sizeof(dir)),
                    -ELOOP);
   assert_int_equal(rmdir(real), 0); /* nothing was made in the target */
   assert_int_equal(mdp_capfs_open_root("relative/captures", err, sizeof(err)), -EINVAL);

@@ -212,7 +212,12 @@ static void a_run(mdp_run *r, const fixture *f)
   r->uid = geteuid();
   r->gid = getegid();
   snprintf(r->name, sizeof(r->name), "coalesced");
-  assert_int_equal(mdp_capfs_make_folder(f->root, r->name, r->pid, 1790000000000, r->uid, r->gid,
+  assert_int_equal(mdp_capfs_make_folder(f->root,
+                                         &(mdp_capfs_folder){.worker = r->name,
+                                                             .pid = r->pid,
+                                                             .now_ms = 1790000000000,
+                                                             .uid = r->uid,
+                                                             .gid = r->gid},
                                          r->dir, sizeof(r->dir)),
                    0);
 }
