@@ -29,13 +29,16 @@ _Static_assert(CB <= MDP_COURSE_MAX_POINTS, "the course fit must hold the ring")
  * that reaches the limit T after it starts fires about T/5 after it
  * starts); no single rise between two buckets is more than STEP_SHARE of
  * the rise (growth, not a step); every course that levels off below where
- * near-limit would fire is ruled out (99 %); and CONFIRM evaluations in a
- * row agree. */
+ * near-limit would fire is ruled out (RULED_OUT of the F ratio's 99 %
+ * point: about its 90 % point at these degrees of freedom); and CONFIRM
+ * evaluations in a row agree (persistence: three looks a minute apart, each
+ * at 90 %, instead of two at 99 %, fire fewer warm-ups and as many leaks). */
 #define EARLY_MIN     8
 #define NEAR_SHARE    (1.0 / 6)
 #define URGENCY_SHARE 0.25
 #define STEP_SHARE    0.4
-#define CONFIRM       2
+#define CONFIRM       3
+#define RULED_OUT     0.4
 #define STEP_MIN      (8.0 * MIB)
 #define STEP_SPREAD   6.0
 #define STEP_MAX      3
@@ -262,7 +265,7 @@ int mdp_detector_course_early(mdp_detector *d, double t, mdp_decision *ev)
   int growing = slope > 0 && reach >= 0 && ev->time_to_limit <= NEAR_SHARE * c->horizon &&
                 rise >= MIN_RISE && rise >= RISE_SCATTER * course.scatter &&
                 jump <= STEP_SHARE * rise && envelope - lo >= URGENCY_SHARE * room &&
-                mdp_course_ruled_out(&course) >= 1 &&
+                mdp_course_ruled_out(&course) >= RULED_OUT &&
                 (c->min_growth_rate <= 0 || slope >= c->min_growth_rate);
   if(!growing)
     return early_fail(d);

@@ -6,9 +6,10 @@
 #
 # What it asserts is what holds today (docs/detector.md, "Families"):
 # every fast leak is captured by sustained-growth before the limit, at most
-# 2 of the 120 standard warm-ups fire (2 do; 4 did before level shifts were
-# taken out of the course, 30 before the urgent rule asked the course) and at
-# most 5 of the 120 held-out ones (5 do; 7 before). It does not yet assert the
+# 1 of the 120 standard warm-ups fires (1 does; 2 before the early path asked
+# for three evaluations in a row, 4 before level shifts were taken out of the
+# course, 30 before the urgent rule asked the course) and at most 4 of the
+# 120 held-out ones (4 do; 5 and 7 before). It does not yet assert the
 # issue's acceptance (no warm-up fires; every fast leak 50 minutes ahead).
 require "minitest/autorun"
 require_relative "family_replay"
@@ -36,7 +37,7 @@ class ReplayFamiliesTest < Minitest::Test
     report("warmup", outcomes)
     assert_equal 120, outcomes.size
     fired = outcomes.select { |o| o.captures.positive? }
-    assert_operator fired.size, :<=, 2,
+    assert_operator fired.size, :<=, 1,
                     "warm-ups that fire: #{fired.map(&:name).join(' ')}"
   end
 
@@ -47,7 +48,7 @@ class ReplayFamiliesTest < Minitest::Test
       refute_empty outcomes
       if family == "warmup"
         fired = outcomes.select { |o| o.captures.positive? }
-        assert_operator fired.size, :<=, 5, "held-out warm-ups that fire: #{fired.map(&:name).join(' ')}"
+        assert_operator fired.size, :<=, 4, "held-out warm-ups that fire: #{fired.map(&:name).join(' ')}"
         next
       end
 
