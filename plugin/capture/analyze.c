@@ -146,7 +146,9 @@ static void ship(const job_t *j)
                        .instance = j->instance,
                        .pid = j->rec.pid,
                        .reason = j->rec.plan.reason,
-                       .complete = true};
+                       .complete = true,
+                       .uid = j->rec.uid,
+                       .gid = j->rec.gid};
   int rc = mdp_ship_submit(&cj);
   if(rc == -ENOSPC || rc == -ENOMEM)
     mdp_notify(NOTIF_FAILURE, j->instance,

@@ -68,6 +68,10 @@ int mdp_capture_init(const mdp_capture_config_t *c, mdp_loop *loop)
     mdp_sched_free(&st->sched);
     goto out;
   }
+  /* The folders and the plugin's files are made readable by the command's
+   * user as they are made (store/capfs.h, "Sharing"), never later. */
+  gid_t reader;
+  mdp_capfs_set_reader(mdp_ship_reader_gid(&reader) == 0 ? reader : (gid_t)-1);
   /* Everything the module does on CaptureDirectory happens on this thread
    * (fs_queue.h): without it there are no captures, rather than a server
    * thread that a slow disk can stop. */

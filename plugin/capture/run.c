@@ -170,7 +170,9 @@ static void submit_command(const mdp_run *r, bool complete)
                       .instance = mdp_registry_info(r->conn, &info) == 0 ? info.instance : "",
                       .pid = r->pid,
                       .reason = r->plan.reason,
-                      .complete = complete};
+                      .complete = complete,
+                      .uid = r->uid,
+                      .gid = r->gid};
   int rc = mdp_ship_submit(&j);
   if(rc == -ENOSPC || rc == -ENOMEM)
     mdp_run_notify(NOTIF_FAILURE, r,

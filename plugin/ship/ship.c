@@ -1,4 +1,4 @@
-/* CaptureCommand: the runner thread and the child (see command.h). */
+/* CaptureCommand: the runner thread and the child (see ship.h). */
 #include "ship.h"
 
 #include <dirent.h>
@@ -25,6 +25,8 @@ typedef struct job {
   struct job *next;
   char *folder, *worker, *instance, *reason; /* owned, sanitised */
   pid_t pid;
+  uid_t uid; /* the worker's */
+  gid_t gid;
   bool complete;
 } job;
 
@@ -324,36 +326,71 @@ static void build_launch(launch *l, const job *j)
   l->envp[n] = NULL;
 }
 
-/* Files the plugin itself wrote into the folder (capture.json, streamed
- * dumps) are root's, mode 0600, while the folder and what the worker wrote
- * are the worker's. A command that runs as the worker's user could not read
- * them, so they get the folder's group and mode 0640: readable by the
- * folder's owner's group, still not writable by it. Only regular files
- * with one link and owner root are touched, through descriptors opened
- * without following links, so nothing a worker planted is acted on. */
-static void share_with_folder_group(const job *j)
+/* A file of the worker's own: regular, its uid's, one link (a hard link
+ * to someone else's file has two, and protected_hardlinks stops the rest). */
+static bool workers_file(const struct stat *sb, const job *j)
 {
-  struct stat dst, fst;
+  return S_ISREG(sb->st_mode) && sb->st_uid == j->uid && sb->st_nlink == 1;
+}
+
+/* The files the worker wrote itself (DumpTransfer file) are its own, 0600
+ * or as its umask says, and the command's user could not read them: they
+ * get the user's group and 0640. The plugin's files already have them (the
+ * store shares them as it creates them); anything else is left as it is,
+ * so a file of root's that the worker renamed into its folder stays
+ * root's, 0600. Checked first without opening (a device or FIFO is never
+ * opened), then again on the descriptor, opened without following links. */
+static void share_workers_files(const job *j)
+{
+  struct stat sb, fsb;
   struct dirent *e;
   int dfd = open(j->folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   DIR *d;
 
-  if(dfd < 0 || fstat(dfd, &dst) != 0 || !(d = fdopendir(dfd))) {
+  if(dfd < 0 || !(d = fdopendir(dfd))) {
     if(dfd >= 0)
       close(dfd);
     return; /* the command will say what it cannot read */
   }
   while((e = readdir(d))) {
+    if(fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !workers_file(&sb, j))
+      continue;
     int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if(fd < 0)
       continue;
-    if(fstat(fd, &fst) == 0 && S_ISREG(fst.st_mode) && fst.st_uid == 0 && fst.st_nlink == 1 &&
-       (fchown(fd, (uid_t)-1, dst.st_gid) != 0 || fchmod(fd, 0640) != 0))
-      say(MDP_SHIP_LOG_WARNING, "CaptureCommand: cannot share %s/%s with its group: %s", j->folder,
-          e->d_name, strerror(errno));
+    if(fstat(fd, &fsb) == 0 && fsb.st_ino == sb.st_ino && fsb.st_dev == sb.st_dev &&
+       workers_file(&fsb, j) && (fchown(fd, (uid_t)-1, st.id.gid) != 0 || fchmod(fd, 0640) != 0))
+      say(MDP_SHIP_LOG_WARNING, "CaptureCommand: cannot share %s/%s with %s: %s", j->folder,
+          e->d_name, st.id.name, strerror(errno));
     close(fd);
   }
   closedir(d);
+}
+
+/* CaptureCommandUser is the worker's user (or its group): that worker can
+ * SIGSTOP, ptrace or alter each upload and read every capture shipped. */
+static void warn_shared_user(const job *j)
+{
+  if(j->uid == st.id.uid)
+    say(MDP_SHIP_LOG_WARNING,
+        "CaptureCommandUser %s is the user of worker %s (pid %d): the worker can stop, trace or "
+        "alter every upload; run CaptureCommand as a user of its own (docs/security.md)",
+        st.id.name, j->worker, (int)j->pid);
+  else if(j->gid == st.id.gid)
+    say(MDP_SHIP_LOG_WARNING,
+        "CaptureCommandUser %s has the group of worker %s (pid %d), gid %d: that group reads "
+        "every capture; give CaptureCommand's user a group of its own (docs/security.md)",
+        st.id.name, j->worker, (int)j->pid, (int)j->gid);
+}
+
+int mdp_ship_reader_gid(gid_t *gid)
+{
+  pthread_mutex_lock(&st.lock);
+  bool shared = st.running && st.id.drop && st.id.uid != 0;
+  if(shared)
+    *gid = st.id.gid;
+  pthread_mutex_unlock(&st.lock);
+  return shared ? 0 : -ENOENT;
 }
 
 static void run_job(const job *j)
@@ -371,8 +408,10 @@ static void run_job(const job *j)
   }
   o->j = j;
   build_launch(l, j);
-  if(st.id.drop && st.id.uid != 0)
-    share_with_folder_group(j);
+  if(st.id.drop && st.id.uid != 0) {
+    warn_shared_user(j);
+    share_workers_files(j);
+  }
   if((rc = pipe_high(out)) != 0 || (rc = pipe_high(errp)) != 0) {
     failed(j, 0, "not run: pipe: %s", strerror(-rc));
     goto done;
@@ -589,6 +628,8 @@ int mdp_ship_submit(const mdp_ship_job_t *in)
     j->instance = clean_dup(in->instance);
     j->reason = clean_dup(in->reason);
     j->pid = in->pid;
+    j->uid = in->uid;
+    j->gid = in->gid;
     j->complete = in->complete;
   }
   if(!j || !j->folder || !j->worker || !j->instance || !j->reason) {

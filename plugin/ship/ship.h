@@ -8,7 +8,7 @@
  *
  *   CaptureCommand "/usr/local/bin/memdiag-ship"   absolute path; default: none
  *   CaptureCommandTimeout "1h"                     then SIGTERM, SIGKILL 5 s later
- *   CaptureCommandUser "www-data"                  user (name or number) it runs as;
+ *   CaptureCommandUser "memdiag-ship"              user (name or number) it runs as;
  *                                                  default: collectd's (root)
  *
  * The program runs with a small fixed environment, as cron would run it:
@@ -21,9 +21,19 @@
  * When it exits, whatever it left running in its group is killed, so the
  * timeout bounds everything it started. With CaptureCommandUser the child
  * takes the user's groups, gid and uid (in that order) before exec, and
- * checks that root cannot be regained; the files the plugin wrote into the
- * folder (root's, 0600) are first given the folder's group and mode 0640,
- * so that the worker's user, which owns the folder, can read them.
+ * checks that root cannot be regained.
+ *
+ * What that user reads: the store gives every folder and every file the
+ * plugin creates the user's primary group (0750, 0640) as it makes them
+ * (store/capfs.h, "Sharing"; the capture module passes the group from
+ * mdp_ship_reader_gid). Before the command runs, the files the worker
+ * wrote itself (DumpTransfer file) get that group and 0640 too, but only
+ * a regular file owned by the worker's uid with exactly one link, checked
+ * on a descriptor opened without following links: a file of anyone else's
+ * that the worker moved into its folder (a root-owned secret renamed there
+ * as heap-1.json) keeps its owner, group and mode. When the user is the
+ * worker's own (or shares its group), each run logs a warning: that worker
+ * could stop, trace or alter every upload (docs/security.md).
  *
  * One runner thread runs the commands one at a time in the order captures
  * finished, so uploads never compete with each other and a slow one delays
@@ -98,6 +108,8 @@ typedef struct mdp_ship_job {
   pid_t pid;
   const char *reason;
   bool complete;
+  uid_t uid; /* the worker's user and group, from the kernel: whose files */
+  gid_t gid; /* in the folder are the worker's own */
 } mdp_ship_job_t;
 
 /* How one run ended. */
@@ -127,6 +139,12 @@ typedef struct mdp_ship_hooks {
  * again. Returns 0, or a negative errno with a message in err. */
 int mdp_ship_start(const mdp_ship_config_t *cfg, const mdp_ship_hooks_t *hooks, char *err,
                    size_t errlen);
+
+/* The group the command's user reads captures with (its primary group):
+ * 0 with *gid set when CaptureCommandUser names a user other than root,
+ * else -ENOENT (no command, or it runs as root, which reads everything).
+ * Call after mdp_ship_start. */
+int mdp_ship_reader_gid(gid_t *gid);
 
 /* Queue a job. Returns 0 (queued, or no CaptureCommand configured),
  * -ESHUTDOWN (not started, or stopping), -ENOSPC (MDP_SHIP_QUEUE_MAX

@@ -1,5 +1,6 @@
 /* Capture folders, disk space and the manifest: see capture_fs.h. */
 #include "capfs.h"
+#include "capfs_share.h"
 #include "capfs_root.h"
 #include "capfs_walk.h"
 #include "md/text.h"
@@ -192,13 +193,12 @@ static int make_in_root(const char *name, uid_t uid, gid_t gid)
   int fd = openat(root_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if(fd < 0)
     return -errno;
-  /* The umask may have narrowed mkdirat's mode; 0700 exactly is wanted. */
-  if(fchmod(fd, 0700) != 0 || fchown(fd, uid, gid) != 0) {
-    int e = errno;
+  int rc = mdp_capfs_own_folder(fd, uid, gid);
+  if(rc) {
     close(fd);
-    return -e;
+    return rc;
   }
-  int rc = add_live(name, fd);
+  rc = add_live(name, fd);
   if(rc)
     close(fd);
   return rc;
@@ -608,8 +608,8 @@ static int replace_in_folder(const char *dir, char *folder, size_t folder_len,
     goto out;
   }
   fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if(fd < 0 || !(f = fdopen(fd, "w"))) {
-    rc = -errno;
+  if(fd < 0 || (rc = mdp_capfs_share_new(fd)) != 0 || !(f = fdopen(fd, "w"))) {
+    rc = rc ? rc : -errno;
     goto out;
   }
   fd = -1;

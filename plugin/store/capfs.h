@@ -6,6 +6,13 @@
  * memdiag writes. Folders are 0700 and owned by the worker's uid/gid so a
  * worker that is not root can write into its own folder and no other.
  *
+ * Sharing (mdp_capfs_set_reader): with a reader group (CaptureCommandUser's)
+ * every folder made is given that group and mode 0750, and every file the
+ * plugin creates in a folder that group and mode 0640, on its descriptor,
+ * as it is created and before a byte is in it. Nothing is shared later by
+ * looking at what a folder holds, so a file a worker moved into its folder
+ * (a root-owned secret renamed there) keeps its owner, group and mode.
+ *
  * Trust: the plugin runs as root and removes folders here, so the module
  * never acts on CaptureDirectory by name after it has opened it. It is
  * opened once, walking from "/" one component at a time without following
@@ -65,8 +72,20 @@ int mdp_capfs_ensure_root(const char *root);
 /* Close CaptureDirectory and every capture folder still open. */
 void mdp_capfs_close(void);
 
+/* The group that reads finished captures besides root: CaptureCommandUser's
+ * primary group, or (gid_t)-1 for none (the default: folders 0700, files
+ * 0600). Set at the capture module's start; folders and files made from
+ * then on follow it (see Sharing above). Any thread. */
+void mdp_capfs_set_reader(gid_t gid);
+
+/* A file the plugin has just created in a capture folder (fd, still
+ * empty): given the reader group and mode 0640, or left 0600 when there is
+ * no reader. Never takes the module's mutex. Returns 0 or a negative errno. */
+int mdp_capfs_share_new(int fd);
+
 /* Create a new capture folder in root (opened as by mdp_capfs_open_root;
- * never reusing or following an existing entry), 0700, chowned to uid/gid,
+ * never reusing or following an existing entry), 0700, chowned to uid/gid
+ * (0750 and the reader group instead of gid when there is a reader),
  * and keep it open as a capture in progress. Its path goes to out.
  * Returns 0 or a negative errno. */
 typedef struct mdp_capfs_folder {

@@ -15,6 +15,7 @@
 #include <openssl/evp.h>
 #include <zstd.h>
 
+#include "capfs.h"
 #include "md/text.h"
 
 typedef enum { JOB_OPEN, JOB_DATA, JOB_FINISH, JOB_ABORT, JOB_COPY } job_kind;
@@ -249,6 +250,9 @@ static void do_open(mdp_store_stream *st)
               strerror(e));
     return;
   }
+  int rc = mdp_capfs_share_new(st->fd); /* CaptureCommandUser's group may read it */
+  if(rc)
+    fail(st, "cannot give %s to CaptureCommandUser's group: %s", strerror(-rc));
   if(st->level > 0) {
     st->zc = ZSTD_createCCtx();
     if(!st->zc || ZSTD_isError(ZSTD_CCtx_setParameter(st->zc, ZSTD_c_compressionLevel, st->level)))
@@ -491,7 +495,6 @@ static void *writer_main(void *arg)
 }
 
 /* ---- caller side ---- */
-
 int mdp_store_start(mdp_store **out, size_t max_queued)
 {
   mdp_store *s = calloc(1, sizeof *s);
@@ -627,12 +630,9 @@ void mdp_store_abort(mdp_store_stream *st, const char *why)
   job *j;
   if(!st || st->ended)
     return;
-  j = calloc(1, sizeof *j);
-  if(!j) {
-    /* retry until memory is back: the stream must end exactly once */
-    while(!(j = calloc(1, sizeof *j)))
-      usleep(1000);
-  }
+  /* retry until memory is back: the stream must end exactly once */
+  while(!(j = calloc(1, sizeof *j)))
+    usleep(1000);
   j->kind = JOB_ABORT;
   md_seterr(j->why, sizeof j->why, "%s", why ? why : "aborted");
   push_end(st, j);

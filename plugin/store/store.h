@@ -77,7 +77,7 @@ typedef struct {
 /* The worker's own file to compress (DumpTransfer file). */
 typedef struct {
   const char *name; /* in the target's folder, no '/' */
-  uid_t owner;      /* the only owner accepted besides root */
+  uid_t owner;      /* the only owner accepted (root only for a root worker) */
 } mdp_store_source;
 
 typedef struct {
@@ -111,18 +111,18 @@ void mdp_store_stop(mdp_store *s);
 
 /* Open a stream writing t->name in the folder t->dir_fd, within
  * t->limits. The file is created by the writer thread, 0600, owned by the
- * plugin's user, never following or replacing an existing entry. Returns 0
+ * plugin's user (0640 and the reader group when there is one: capfs.h,
+ * "Sharing"), never following or replacing an existing entry. Returns 0
  * or a negative errno (nothing opened, no event will run). */
 int mdp_store_open(mdp_store *s, mdp_store_stream **out, const mdp_store_target *t,
                    const mdp_store_events *events, void *arg);
 
 /* A stream whose bytes come from a file the worker wrote in the same
  * folder (DumpTransfer file): the writer thread opens src->name without
- * following links, accepts only a regular file of src->owner's (or root's)
- * with one link, not sparse and within t->limits, compresses it into
- * t->name as above and, once that file is in place, removes the source.
- * Size and checksum are the file's own. No mdp_store_write or
- * mdp_store_finish: the done event ends it. */
+ * following links, accepts only a regular file of src->owner's
+ * with one link (never root's for a worker that is not root), not sparse and within t->limits,
+ * compresses it into t->name as above and, once that file is in place, removes the source. Size and
+ * checksum are the file's own. No mdp_store_write or mdp_store_finish: the done event ends it. */
 int mdp_store_compress_file(mdp_store *s, mdp_store_stream **out, const mdp_store_target *t,
                             const mdp_store_source *src, const mdp_store_events *events, void *arg);
 

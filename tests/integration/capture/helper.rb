@@ -174,4 +174,14 @@ module Capture
   end
 
   def self.heap_lines(path) = E2E.parse_ndjson(path, text: dump_text(path))
+
+  # Relative path => SHA-256 of every regular file below dir (a shipped
+  # copy compared with its capture folder).
+  def self.tree(dir)
+    require "digest"
+    Dir.glob("**/*", File::FNM_DOTMATCH, base: dir).sort.each_with_object({}) do |rel, h|
+      path = File.join(dir, rel)
+      h[rel] = Digest::SHA256.file(path).hexdigest if File.file?(path) && !File.symlink?(path)
+    end
+  end
 end

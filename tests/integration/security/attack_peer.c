@@ -3,7 +3,7 @@
  * plugin's requests to hurt the host rather than to help.
  *
  *   md-attack-peer MODE [--socket P --cert C --key K --ca A] [--name N]
- *                       [--allocate-mb M] [--count N]
+ *                       [--allocate-mb M] [--count N] [--source PATH]
  *
  * MODE:
  *   stream   a memory_dump request is answered with DumpChunks of zeros, as
@@ -16,6 +16,10 @@
  *   links    a memory_dump request with a path gets a 5 MiB file there, 40
  *            hard links to it, a subdirectory holding a copy, and the folder's
  *            mtime set to 2100; then an OK reply.
+ *   rename   a memory_dump request with a path gets the file --source PATH
+ *            (someone else's, on the same file system) renamed there and an
+ *            OK reply (DumpTransfer file).
+ *   refuse   a memory_dump request gets an ERROR reply.
  *   conns    --count N registered connections from this one process, each
  *            with its hello, held open (heartbeats) until killed; prints
  *            "registered K refused R".
@@ -42,7 +46,7 @@
 #define CHUNK (64u * 1024u)
 
 typedef struct {
-  const char *socket, *cert, *key, *ca, *name, *mode;
+  const char *socket, *cert, *key, *ca, *name, *mode, *source;
   long allocate_mb, count;
 } opts;
 
@@ -99,13 +103,15 @@ static int hello(const char *name, md_conn *c, uint64_t *id)
 
 static int send_frame(md_conn *c, Memdiag__V1__Frame *f) { return md_conn_send_wait(c, f, 30000); }
 
-static int reply_ok(md_conn *c, uint64_t request_id, uint64_t bytes)
+static int reply(md_conn *c, uint64_t request_id, Memdiag__V1__Status status, uint64_t bytes)
 {
   Memdiag__V1__Frame f = MEMDIAG__V1__FRAME__INIT;
   Memdiag__V1__Reply r = MEMDIAG__V1__REPLY__INIT;
   r.has_request_id = r.has_status = 1;
   r.request_id = request_id;
-  r.status = MEMDIAG__V1__STATUS__STATUS_OK;
+  r.status = status;
+  if(status != MEMDIAG__V1__STATUS__STATUS_OK)
+    r.error = "refused by md-attack-peer";
   r.has_bytes = 1;
   r.bytes = bytes;
   f.body_case = MEMDIAG__V1__FRAME__BODY_REPLY;
@@ -139,10 +145,18 @@ static int write_block(int fd, size_t n)
 }
 
 /* DumpTransfer file: what lands at path, by mode. */
-static int plant(const char *mode, const char *path, uint64_t *bytes)
+static int plant(const opts *o, const char *path, uint64_t *bytes)
 {
-  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+  const char *mode = o->mode;
   char dir[4096], other[4200];
+  struct stat sb;
+  if(strcmp(mode, "rename") == 0) {
+    if(!o->source || rename(o->source, path) != 0 || lstat(path, &sb) != 0)
+      return -1;
+    *bytes = (uint64_t)sb.st_size;
+    return 0;
+  }
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
   if(fd < 0)
     return -1;
   if(strcmp(mode, "sparse") == 0) {
@@ -239,14 +253,16 @@ static int serve(const opts *o, md_conn *c)
         if(md->stream && strcmp(o->mode, "stream") == 0) {
           streaming = req->request_id;
           credit = md->has_stream_window ? md->stream_window : 0;
-        } else if(md->path && plant(o->mode, md->path, &bytes) == 0) {
-          reply_ok(c, req->request_id, bytes);
+        } else if(strcmp(o->mode, "refuse") == 0) {
+          reply(c, req->request_id, MEMDIAG__V1__STATUS__STATUS_ERROR, 0);
+        } else if(md->path && plant(o, md->path, &bytes) == 0) {
+          reply(c, req->request_id, MEMDIAG__V1__STATUS__STATUS_OK, bytes);
         } else {
           fprintf(stderr, "md-attack-peer: cannot plant %s: %s\n", md->path ? md->path : "(none)",
                   strerror(errno));
         }
       } else if(req->op_case == MEMDIAG__V1__REQUEST__OP_PING) {
-        reply_ok(c, req->request_id, 0);
+        reply(c, req->request_id, MEMDIAG__V1__STATUS__STATUS_OK, 0);
       }
     }
     md_frame_free(in);
@@ -312,7 +328,8 @@ int main(int argc, char **argv)
   uint64_t id;
 
   if(argc < 2)
-    return die("usage: md-attack-peer stream|sparse|plain|links|conns|names [options]");
+    return die(
+        "usage: md-attack-peer stream|sparse|plain|links|rename|refuse|conns|names [options]");
   o.mode = argv[1];
   for(int i = 2; i + 1 < argc; i += 2) {
     const char *k = argv[i], *v = argv[i + 1];
@@ -330,7 +347,8 @@ int main(int argc, char **argv)
       o.allocate_mb = strtol(v, NULL, 10);
     else if(!strcmp(k, "--count"))
       o.count = strtol(v, NULL, 10);
-
+    else if(!strcmp(k, "--source"))
+      o.source = v;
     else
       return die("unknown option");
   }

@@ -35,6 +35,19 @@ module Security
     w
   end
 
+  # An sh script (body) any user may run, as CaptureCommand; its directory
+  # is removed when the test process exits.
+  def self.command(name, body)
+    @command_dir ||= Dir.mktmpdir("memdiag-sec-cmd-").tap do |d|
+      File.chmod(0o755, d)
+      at_exit { FileUtils.rm_rf(d) unless ENV["MEMDIAG_E2E_KEEP"] }
+    end
+    File.join(@command_dir, name).tap do |path|
+      File.write(path, "#!/bin/sh\n#{body}")
+      File.chmod(0o755, path)
+    end
+  end
+
   # Bytes used on the file system holding path (as df counts them).
   def self.fs_used(path)
     out = IO.popen(["df", "-B1", "--output=used", path], &:read)

@@ -8,7 +8,6 @@
 # folder byte for byte. With the server stopped,
 # the next upload fails and a FAILURE notification names the worker.
 require_relative "../capture/helper"
-require "digest"
 
 class ShipRcloneTest < Minitest::Test
   NOBODY = 65_534
@@ -82,11 +81,11 @@ class ShipRcloneTest < Minitest::Test
 
     arrived = Dir[File.join(@remote, "captures", "*", File.basename(folder))]
     assert_equal 1, arrived.size, "one copy under captures/<host>/: #{Dir[File.join(@remote, '**', '*')]}"
-    local = tree(folder)
+    local = Capture.tree(folder)
     assert_includes local.keys, "capture.json"
     assert_includes local.keys, "analysis.json", "shipped after the analysis: #{local.keys}"
     assert_operator local.size, :>=, 5, "capture.json, analysis.json, two heap dumps, a thread dump: #{local.keys}"
-    assert_equal local, tree(arrived.first), "what arrived differs from the capture folder"
+    assert_equal local, Capture.tree(arrived.first), "what arrived differs from the capture folder"
 
     # The remote is gone: the next capture's upload fails and is reported.
     stop_webdav
@@ -96,14 +95,6 @@ class ShipRcloneTest < Minitest::Test
   end
 
   private
-
-  # Relative path => SHA-256 of every regular file below dir.
-  def tree(dir)
-    Dir.glob("**/*", File::FNM_DOTMATCH, base: dir).sort.each_with_object({}) do |rel, h|
-      path = File.join(dir, rel)
-      h[rel] = Digest::SHA256.file(path).hexdigest if File.file?(path) && !File.symlink?(path)
-    end
-  end
 
   def start_webdav
     log = File.join(@dir, "webdav.log")

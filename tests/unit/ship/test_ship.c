@@ -397,44 +397,76 @@ static void write_file(const char *p, const char *text, mode_t mode)
   assert_int_equal(chmod(p, mode), 0);
 }
 
-/* The folder is the worker's (0700); capture.json is root's 0600, as the
- * plugin writes it. The command, running as the worker's user, reads it;
- * a link and a hard link the worker planted to root's files stay unread. */
+/* As the store leaves a worker's folder for a CaptureCommandUser that is
+ * not the worker's user: the worker's uid owns it, 0750, with the user's
+ * group; capture.json is root's, 0640 with that group. The command reads it
+ * and the worker's own file (given the group now); a root file the worker
+ * renamed in (heap-2.json), a link and a hard link to root's stay unread
+ * and unchanged. */
 static void test_the_user_reads_what_the_plugin_wrote(void **state)
 {
   struct passwd *pw = getpwnam("nobody");
+  const uid_t worker = 4243;
   char folder[256], p[300], secret[256];
   struct stat sb;
   (void)state;
   if(getuid() != 0 || !pw)
     skip();
   path(folder, sizeof(folder), "web-1-20261130T120000Z");
-  assert_int_equal(mkdir(folder, 0700), 0);
+  assert_int_equal(mkdir(folder, 0750), 0);
   path(secret, sizeof(secret), "secret");
   write_file(secret, "secret-content\n", 0600);
   snprintf(p, sizeof(p), "%s/capture.json", folder);
-  write_file(p, "manifest-content\n", 0600);
+  write_file(p, "manifest-content\n", 0640);
+  assert_int_equal(chown(p, 0, pw->pw_gid), 0);
   snprintf(p, sizeof(p), "%s/heap-1.json", folder);
   write_file(p, "worker-content\n", 0600);
-  assert_int_equal(chown(p, pw->pw_uid, pw->pw_gid), 0);
+  assert_int_equal(chown(p, worker, worker), 0);
+  snprintf(p, sizeof(p), "%s/heap-2.json", folder);
+  write_file(p, "renamed-secret\n", 0600);
   snprintf(p, sizeof(p), "%s/link", folder);
   assert_int_equal(symlink(secret, p), 0);
   snprintf(p, sizeof(p), "%s/hard", folder);
   assert_int_equal(link(secret, p), 0);
-  assert_int_equal(chown(folder, pw->pw_uid, pw->pw_gid), 0);
+  assert_int_equal(chown(folder, worker, pw->pw_gid), 0);
 
-  script("read.sh",
-         "for f in capture.json heap-1.json link hard; do cat \"$1/$f\"; done; exit 0\n");
+  script("read.sh", "for f in capture.json heap-1.json heap-2.json link hard; do cat \"$1/$f\"; "
+                    "done; exit 0\n");
   start("read.sh", 60, "nobody");
-  submit(folder, "w", "r", true);
+  mdp_ship_job_t j = {
+      .folder = folder, .worker = "w", .pid = 1, .reason = "r", .uid = worker, .gid = worker};
+  assert_int_equal(mdp_ship_submit(&j), 0);
   wait_results(1);
   assert_true(rec.res[0].ok);
   assert_logged(": manifest-content");
   assert_logged(": worker-content");
   assert_false(logged("secret-content"));
+  assert_false(logged("renamed-secret"));
+  assert_false(logged("CaptureCommandUser nobody"));
   assert_int_equal(stat(secret, &sb), 0);
   assert_int_equal(sb.st_mode & 07777, 0600);
   assert_int_equal(sb.st_gid, 0);
+  snprintf(p, sizeof(p), "%s/heap-2.json", folder);
+  assert_int_equal(stat(p, &sb), 0);
+  assert_int_equal(sb.st_mode & 07777, 0600);
+  assert_int_equal(sb.st_uid, 0);
+  assert_int_equal(sb.st_gid, 0);
+}
+
+/* The workers' own user as CaptureCommandUser: every run says so. */
+static void test_warns_when_the_user_is_the_workers(void **state)
+{
+  struct passwd *pw = getpwnam("nobody");
+  (void)state;
+  if(getuid() != 0 || !pw)
+    skip();
+  script("ok.sh", "exit 0\n");
+  start("ok.sh", 60, "nobody");
+  mdp_ship_job_t j = {
+      .folder = "/f/w", .worker = "web", .pid = 7, .reason = "r", .uid = pw->pw_uid};
+  assert_int_equal(mdp_ship_submit(&j), 0);
+  wait_results(1);
+  assert_logged("CaptureCommandUser nobody is the user of worker web (pid 7): the worker can stop");
 }
 
 static void test_exec_failures_are_reported(void **state)
@@ -537,6 +569,7 @@ int main(void)
       cmocka_unit_test_setup_teardown(test_one_at_a_time_in_order, setup, teardown),
       cmocka_unit_test_setup_teardown(test_runs_as_the_configured_user, setup, teardown),
       cmocka_unit_test_setup_teardown(test_the_user_reads_what_the_plugin_wrote, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_warns_when_the_user_is_the_workers, setup, teardown),
       cmocka_unit_test_setup_teardown(test_exec_failures_are_reported, setup, teardown),
       cmocka_unit_test_setup_teardown(test_denied_to_the_user, setup, teardown),
       cmocka_unit_test_setup_teardown(test_shutdown_kills_and_drops, setup, teardown),

@@ -55,6 +55,44 @@ static void folder_is_private_and_owned(void **state)
   assert_int_equal(strncmp(dir, root, strlen(root)), 0);
 }
 
+static int fill_text(FILE *f, void *arg) { return fputs(arg, f) < 0 ? -EIO : 0; }
+
+/* With a reader group (CaptureCommandUser's) the folder is given it, 0750,
+ * and so is each file the plugin writes, 0640, as it is created; a file
+ * already there (the worker's, or one it moved in) is not touched. */
+static void folder_and_files_shared_with_the_reader(void **state)
+{
+  (void)state;
+  char dir[512], p[600];
+  struct stat st;
+  if(geteuid() != 0)
+    skip(); /* giving a group needs root */
+  mdp_capfs_set_reader(4242);
+  assert_int_equal(mdp_capfs_make_folder(root, "w", 7, T0, 65534, 65534, dir, sizeof(dir)), 0);
+  assert_int_equal(stat(dir, &st), 0);
+  assert_int_equal(st.st_mode & 07777, 0750);
+  assert_int_equal(st.st_uid, 65534);
+  assert_int_equal(st.st_gid, 4242);
+  snprintf(p, sizeof(p), "%s/planted", dir);
+  assert_int_equal(close(open(p, O_WRONLY | O_CREAT | O_EXCL, 0600)), 0);
+  assert_int_equal(mdp_capfs_write_file(dir, "analysis.json", fill_text, "{}\n"), 0);
+  mdp_capfs_set_reader((gid_t)-1);
+  snprintf(p, sizeof(p), "%s/analysis.json", dir);
+  assert_int_equal(stat(p, &st), 0);
+  assert_int_equal(st.st_mode & 07777, 0640);
+  assert_int_equal(st.st_uid, 0);
+  assert_int_equal(st.st_gid, 4242);
+  snprintf(p, sizeof(p), "%s/planted", dir);
+  assert_int_equal(stat(p, &st), 0);
+  assert_int_equal(st.st_mode & 07777, 0600);
+  assert_int_equal(st.st_gid, 0);
+  /* No reader: private again. */
+  assert_int_equal(mdp_capfs_make_folder(root, "w", 8, T0, 65534, 65534, dir, sizeof(dir)), 0);
+  assert_int_equal(stat(dir, &st), 0);
+  assert_int_equal(st.st_mode & 07777, 0700);
+  assert_int_equal(st.st_gid, 65534);
+}
+
 static void folder_never_reused_nor_followed(void **state)
 {
   (void)state;
@@ -596,6 +634,8 @@ int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(folder_is_private_and_owned, mdt_dir_setup, teardown),
+      cmocka_unit_test_setup_teardown(folder_and_files_shared_with_the_reader, mdt_dir_setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(folder_never_reused_nor_followed, mdt_dir_setup, teardown),
       cmocka_unit_test_setup_teardown(ensure_root_creates_traversable_dir, mdt_dir_setup, teardown),
       cmocka_unit_test_setup_teardown(manifest_parses, mdt_dir_setup, teardown),
