@@ -38,7 +38,7 @@ class ForkScheduleTest < Minitest::Test
     watcher.join
     refute_nil seen, "the dump child was never seen"
     refute_equal Process.getsid, seen[0], "the dump child stayed in the worker's session"
-    assert_equal 10, seen[1], "the dump child's nice value"
+    assert_equal 5, seen[1], "the dump child's nice value"
   end
 
   def test_a_slow_dump_says_how_long_its_child_ran_and_waited_for_a_cpu

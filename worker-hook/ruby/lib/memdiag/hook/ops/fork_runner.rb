@@ -30,9 +30,10 @@ module Memdiag
         # child starts a session of its own (setsid): it then shares the host
         # with the other sessions and takes nothing from the worker's. Where
         # the worker is in a cpu cgroup, the child stays in it and CHILD_NICE
-        # ranks it below the worker's threads without starving it: nice 10
-        # weighs about a tenth of nice 0.
-        CHILD_NICE = 10
+        # ranks it against the worker's threads: nice 5 weighs a third of nice
+        # 0, so a contended cgroup gives the dump a quarter of its CPU. At
+        # nice 10 or 19 there a dump took longer than an inline one.
+        CHILD_NICE = 5
 
         # A dump slower than this by the clock gets a note that says how long
         # its child ran and how long it waited for a CPU.
