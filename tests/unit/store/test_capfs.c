@@ -68,7 +68,12 @@ static void folder_and_files_shared_with_the_reader(void **state)
   if(geteuid() != 0)
     skip(); /* giving a group needs root */
   mdp_capfs_set_reader(4242);
-  assert_int_equal(mdp_capfs_make_folder(root, "w", 7, T0, 65534, 65534, dir, sizeof(dir)), 0);
+  assert_int_equal(
+      mdp_capfs_make_folder(
+          root,
+          &(mdp_capfs_folder){.worker = "w", .pid = 7, .now_ms = T0, .uid = 65534, .gid = 65534},
+          dir, sizeof(dir)),
+      0);
   assert_int_equal(stat(dir, &st), 0);
   assert_int_equal(st.st_mode & 07777, 0750);
   assert_int_equal(st.st_uid, 65534);
@@ -87,7 +92,12 @@ static void folder_and_files_shared_with_the_reader(void **state)
   assert_int_equal(st.st_mode & 07777, 0600);
   assert_int_equal(st.st_gid, 0);
   /* No reader: private again. */
-  assert_int_equal(mdp_capfs_make_folder(root, "w", 8, T0, 65534, 65534, dir, sizeof(dir)), 0);
+  assert_int_equal(
+      mdp_capfs_make_folder(
+          root,
+          &(mdp_capfs_folder){.worker = "w", .pid = 8, .now_ms = T0, .uid = 65534, .gid = 65534},
+          dir, sizeof(dir)),
+      0);
   assert_int_equal(stat(dir, &st), 0);
   assert_int_equal(st.st_mode & 07777, 0700);
   assert_int_equal(st.st_gid, 65534);
