@@ -105,8 +105,8 @@ static size_t fit_summary(const void *arg, char *buf, size_t len)
 static void notify_compose(const job_t *j, tail_fit_fn fit, const void *arg, size_t want, char *buf,
                            size_t len)
 {
-  int h = snprintf(buf, len, "capture of worker %.60s (pid %d): capture complete; ", j->rec.worker,
-                   (int)j->rec.pid);
+  int h = snprintf(buf, len, "capture of worker %.60s (pid %d): capture complete; ",
+                   j->rec.who.name, (int)j->rec.who.pid);
   size_t head = h < 0 ? 0 : (size_t)h >= len ? len - 1 : (size_t)h;
   const char *slash = strrchr(j->rec.dir, '/');
   const char *where[] = {j->rec.dir, slash ? slash + 1 : j->rec.dir};
@@ -142,18 +142,18 @@ static void notify_unanalysed(const job_t *j)
 static void ship(const job_t *j)
 {
   mdp_ship_job_t cj = {.folder = j->rec.dir,
-                       .worker = j->rec.worker,
+                       .worker = j->rec.who.name,
                        .instance = j->instance,
-                       .pid = j->rec.pid,
+                       .pid = j->rec.who.pid,
                        .reason = j->rec.plan.reason,
                        .complete = true,
-                       .uid = j->rec.uid,
-                       .gid = j->rec.gid};
+                       .uid = j->rec.who.uid,
+                       .gid = j->rec.who.gid};
   int rc = mdp_ship_submit(&cj);
   if(rc == -ENOSPC || rc == -ENOMEM)
     mdp_notify(NOTIF_FAILURE, j->instance,
                "CaptureCommand not run for the capture of worker %s (pid %d): %s; folder %s",
-               j->rec.worker, (int)j->rec.pid,
+               j->rec.who.name, (int)j->rec.who.pid,
                rc == -ENOSPC ? "too many commands already wait" : "out of memory", j->rec.dir);
 }
 
@@ -241,8 +241,8 @@ static void analyse(job_t *j, uint64_t my_gen)
   set_recent(j, my_gen, "analysing");
   /* A worker that is not root could plant a hard link to a file it cannot
    * read in its folder: read only what it owns. */
-  opts.check_owner = j->rec.uid != 0;
-  opts.owner = j->rec.uid;
+  opts.check_owner = j->rec.who.uid != 0;
+  opts.owner = j->rec.who.uid;
   rc = mdp_analysis_find_dumps(j->rec.dir, paths, &n, err, sizeof(err));
   if(!rc)
     dump_rss(j, paths, n, opts.rss);
@@ -373,8 +373,8 @@ bool mdp_analyze_submit(const mdp_run *r, const mdp_capture_config_t *cfg)
       n_recent++;
     mdp_capture_recent_t *e = &recent[j->slot];
     memset(e, 0, sizeof(*e));
-    e->connection_id = j->rec.conn;
-    snprintf(e->worker, sizeof(e->worker), "%s", j->rec.worker);
+    e->connection_id = j->rec.who.connection_id;
+    snprintf(e->worker, sizeof(e->worker), "%s", j->rec.who.name);
     snprintf(e->directory, sizeof(e->directory), "%s", j->rec.dir);
     snprintf(e->analysis, sizeof(e->analysis), "queued");
     e->finished_at = (uint64_t)time(NULL);

@@ -195,8 +195,8 @@ mdp_capture_outcome mdp_capture_start(const mdp_capture_worker_t *w, const mdp_c
     st->counters.skipped++;
     mdp_run tmp = {.conn = w->connection_id};
     mdp_run_identity(&tmp, w);
-    mdp_run_notify(NOTIF_FAILURE, &tmp, "capture of worker %s (pid %d) skipped (%s): %s", tmp.name,
-                   (int)tmp.pid, reason ? reason : "", why);
+    mdp_run_notify(NOTIF_FAILURE, &tmp, "capture of worker %s (pid %d) skipped (%s): %s",
+                   tmp.who.name, (int)tmp.who.pid, reason ? reason : "", why);
     goto out;
   }
   mdp_run *r = mdp_run_add(w->connection_id);
@@ -218,7 +218,8 @@ mdp_capture_outcome mdp_capture_start(const mdp_capture_worker_t *w, const mdp_c
   mdp_plan_init(&r->plan, &p, st->kinds, st->n_kinds, &trig);
   mdp_plan_fit(&r->plan, mdp_run_now_ms(), w->time_left_s);
   if(rc == MDP_CAPTURE_QUEUED) {
-    NOTICE("memdiag plugin: capture of worker %s (pid %d) queued: %s", r->name, (int)r->pid, why);
+    NOTICE("memdiag plugin: capture of worker %s (pid %d) queued: %s", r->who.name, (int)r->who.pid,
+           why);
     goto out;
   }
   if(mdp_run_begin(r, o->cb, o->arg, err, errlen) != 0)
@@ -294,7 +295,7 @@ void mdp_capture_observe(const mdp_capture_worker_t *w, bool limit_reached)
       break;
     NOTICE("memdiag plugin: worker %s (pid %d) reached MemoryLimit during its "
            "capture: finishing the dump, then SIG%s",
-           r->name, (int)r->pid, sigabbrev_np(st->cfg.restart_signal));
+           r->who.name, (int)r->who.pid, sigabbrev_np(st->cfg.restart_signal));
     mdp_plan_limit(&r->plan, mdp_run_now_ms(), &acts);
     mdp_run_actions(r, &acts);
     mdp_run_settle(r);
@@ -329,8 +330,8 @@ void mdp_capture_worker_gone(uint64_t connection_id)
     mdp_run_drop(r);
   } else if(r) {
     /* An opening run's folder job finds it gone, and removes the folder. */
-    INFO("memdiag plugin: worker %s (pid %d) left before its %s capture began", r->name,
-         (int)r->pid, r->stage == MDP_RUN_OPENING ? "starting" : "queued");
+    INFO("memdiag plugin: worker %s (pid %d) left before its %s capture began", r->who.name,
+         (int)r->who.pid, r->stage == MDP_RUN_OPENING ? "starting" : "queued");
     mdp_run_drop(r);
   }
   mdp_sched_gone(&st->sched, connection_id);
@@ -362,7 +363,7 @@ size_t mdp_capture_list(mdp_capture_info_t *out, size_t max)
     mdp_capture_info_t *o = &out[i];
     memset(o, 0, sizeof(*o));
     o->connection_id = r->conn;
-    snprintf(o->worker, sizeof(o->worker), "%s", r->name);
+    snprintf(o->worker, sizeof(o->worker), "%s", r->who.name);
     snprintf(o->reason, sizeof(o->reason), "%s", r->plan.reason);
     snprintf(o->directory, sizeof(o->directory), "%s", r->dir);
     describe_step(r, o->step, sizeof(o->step));

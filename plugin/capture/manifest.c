@@ -137,9 +137,10 @@ static const char *dump_mode_name(int mode)
 
 void mdp_manifest_format(FILE *f, const mdp_manifest_info_t *in, const mdp_plan_t *plan)
 {
-  key_str(f, "{\n  \"format\": \"memdiag-capture/1\",\n  \"worker\": {\"name\": ", in->worker);
+  key_str(f, "{\n  \"format\": \"memdiag-capture/1\",\n  \"worker\": {\"name\": ", in->who->name);
   fprintf(f, ", \"pid\": %d, \"connection_id\": %" PRIu64 ", \"uid\": %u, \"gid\": %u},\n",
-          (int)in->pid, in->connection_id, (unsigned)in->uid, (unsigned)in->gid);
+          (int)in->who->pid, in->who->connection_id, (unsigned)in->who->uid,
+          (unsigned)in->who->gid);
   key_str(f, "  \"directory\": ", in->directory);
   key_str(f, ",\n  \"trigger\": {\"reason\": ", plan->reason);
   fprintf(f, ", \"manual\": %s, \"rss\": %" PRIu64 ", \"samples\": [",

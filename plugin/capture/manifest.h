@@ -15,14 +15,11 @@
 #include <sys/types.h>
 
 #include "capture/plan/plan.h"
+#include "worker_id/worker_id.h"
 
 /* Everything the manifest says besides the plan. */
 typedef struct mdp_manifest_info {
-  const char *worker;
-  pid_t pid;
-  uint64_t connection_id;
-  uid_t uid;
-  gid_t gid;
+  const mdp_worker_id *who;
   const char *directory;
   const char *plan_text; /* the configured Plan */
   bool manual;

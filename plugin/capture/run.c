@@ -74,7 +74,7 @@ bool mdp_run_to(mdp_run *r, mdp_run_stage_t to)
   if(!ok) {
     ERROR("memdiag plugin: bug: the capture of worker %s (connection %" PRIu64
           ") cannot go from %s to %s",
-          r->name, r->conn, stage_names[r->stage], stage_names[to]);
+          r->who.name, r->conn, stage_names[r->stage], stage_names[to]);
     return false;
   }
   DEBUG("memdiag plugin: capture of connection %" PRIu64 ": %s -> %s", r->conn,
@@ -119,18 +119,14 @@ void mdp_run_drop(mdp_run *r)
 
 void mdp_run_identity(mdp_run *r, const mdp_capture_worker_t *w)
 {
-  mdp_worker_info info;
-  if(mdp_registry_info(w->connection_id, &info) == 0) {
-    snprintf(r->name, sizeof(r->name), "%s", info.name);
-    r->pid = info.pid;
-    r->uid = info.uid;
-    r->gid = info.gid;
-  } else {
-    snprintf(r->name, sizeof(r->name), "%s", w->name ? w->name : "");
-    r->pid = w->pid;
-    r->uid = w->uid;
-    r->gid = w->gid;
-  }
+  if(mdp_registry_who(w->connection_id, &r->who) == 0)
+    return;
+  r->who = (mdp_worker_id){.connection_id = w->connection_id,
+                           .pid = w->pid,
+                           .ns_pid = w->pid,
+                           .uid = w->uid,
+                           .gid = w->gid};
+  snprintf(r->who.name, sizeof(r->who.name), "%s", w->name ? w->name : "");
 }
 
 static token_t *token(const mdp_run *r, uint64_t timer_id)
@@ -166,18 +162,18 @@ static void submit_command(const mdp_run *r, bool complete)
 {
   mdp_worker_info info;
   mdp_ship_job_t j = {.folder = r->dir,
-                      .worker = r->name,
+                      .worker = r->who.name,
                       .instance = mdp_registry_info(r->conn, &info) == 0 ? info.instance : "",
-                      .pid = r->pid,
+                      .pid = r->who.pid,
                       .reason = r->plan.reason,
                       .complete = complete,
-                      .uid = r->uid,
-                      .gid = r->gid};
+                      .uid = r->who.uid,
+                      .gid = r->who.gid};
   int rc = mdp_ship_submit(&j);
   if(rc == -ENOSPC || rc == -ENOMEM)
     mdp_run_notify(NOTIF_FAILURE, r,
                    "CaptureCommand not run for the capture of worker %s (pid %d): %s; folder %s",
-                   r->name, (int)r->pid,
+                   r->who.name, (int)r->who.pid,
                    rc == -ENOSPC ? "too many commands already wait" : "out of memory", r->dir);
 }
 
@@ -190,7 +186,7 @@ void mdp_run_signal(mdp_run *r, const char *why)
 
   /* Only the process registered under this connection ID, through the
    * pidfd taken when it connected: never whoever holds its PID now. */
-  if(mdp_registry_info(r->conn, &info) != 0 || info.pid != r->pid) {
+  if(mdp_registry_info(r->conn, &info) != 0 || info.pid != r->who.pid) {
     snprintf(r->signal_error, sizeof(r->signal_error), "worker gone before the signal");
     return;
   }
@@ -204,14 +200,14 @@ void mdp_run_signal(mdp_run *r, const char *why)
         : rc == -ENOENT ? "worker gone before the signal"
                         : strerror(-rc);
     snprintf(r->signal_error, sizeof(r->signal_error), "not signalled: %s", reason);
-    WARNING("memdiag plugin: not sending SIG%s to worker %s (pid %d): %s", name, r->name,
-            (int)r->pid, reason);
+    WARNING("memdiag plugin: not sending SIG%s to worker %s (pid %d): %s", name, r->who.name,
+            (int)r->who.pid, reason);
     return;
   }
   r->signalled_ms = mdp_run_now_ms();
   mdp_capst.counters.restarts++;
   mdp_run_notify(NOTIF_WARNING, r, "worker %s (pid %d) reached MemoryLimit: sent SIG%s (%s)",
-                 r->name, (int)r->pid, name, why);
+                 r->who.name, (int)r->who.pid, name, why);
 }
 
 /* ---------------------------------------------------------------- callbacks */
@@ -265,7 +261,7 @@ static void on_reply(const Memdiag__V1__Reply *reply, void *arg)
      * the analysis to weigh the Ruby heap against. */
     if(r->plan.cur < r->plan.n_steps && mdp_step_is_dump(r->plan.steps[r->plan.cur].kind) &&
        reply->status == MEMDIAG__V1__STATUS__STATUS_OK)
-      (void)mdp_memmap_read(r->pid, &r->plan.steps[r->plan.cur].mem);
+      (void)mdp_memmap_read(r->who.pid, &r->plan.steps[r->plan.cur].mem);
     mdp_run_dump_ended(r, reply->status == MEMDIAG__V1__STATUS__STATUS_TIMEOUT
                               ? "ended with a timeout"
                               : "was answered");
@@ -360,7 +356,7 @@ static int send_stored(mdp_run *r, mdp_request_t *cr, const mdp_step_t *s, token
     (void)mdp_request_for_stream(cr); /* results come inline or streamed */
   } else {
     sink.compress_from = from;
-    sink.compress_owner = r->uid;
+    sink.compress_owner = r->who.uid;
   }
   /* The folder's own descriptor, taken when it was made (the relay keeps a
    * copy): neither its path again nor capture_fs, whose lock a slow write
@@ -403,7 +399,7 @@ static int choose_mode(mdp_run *r)
     bool fork = mdp_cgroup_fork_fits(&room, r->mode_reason, sizeof(r->mode_reason));
     mode = fork ? MEMDIAG__V1__DUMP_MODE__DUMP_MODE_FORK : MEMDIAG__V1__DUMP_MODE__DUMP_MODE_INLINE;
     snprintf(r->mode_chosen, sizeof(r->mode_chosen), "%s", fork ? "fork" : "inline");
-    INFO("memdiag plugin: DumpMode auto for worker %s (pid %d): %s", r->name, (int)r->pid,
+    INFO("memdiag plugin: DumpMode auto for worker %s (pid %d): %s", r->who.name, (int)r->who.pid,
          r->mode_reason);
   }
   mdp_cgroup_release(cg);
@@ -544,8 +540,8 @@ void mdp_run_actions(mdp_run *r, const mdp_actions_t *acts)
         r->analysing = true;
         break;
       }
-      mdp_run_notify(a->severity, r, "capture of worker %s (pid %d): %s; folder %s", r->name,
-                     (int)r->pid, a->message, r->dir);
+      mdp_run_notify(a->severity, r, "capture of worker %s (pid %d): %s; folder %s", r->who.name,
+                     (int)r->who.pid, a->message, r->dir);
       break;
     case MDP_ACT_SIGNAL:
       mdp_run_signal(r, "after its capture");
@@ -595,8 +591,8 @@ static void not_begun(mdp_run *r, begin_refusal how, const char *why)
     mdp_capst.counters.skipped++;
   else
     mdp_capst.counters.failed++;
-  mdp_run_notify(NOTIF_FAILURE, r, "capture of worker %s (pid %d) %s: %s", r->name, (int)r->pid,
-                 skipped ? "skipped" : "failed", why);
+  mdp_run_notify(NOTIF_FAILURE, r, "capture of worker %s (pid %d) %s: %s", r->who.name,
+                 (int)r->who.pid, skipped ? "skipped" : "failed", why);
   mdp_sched_give_back(&mdp_capst.sched, r->conn);
   /* No evidence can be taken; the restart that was asked for still
    * happens, or the worker would grow on. */
@@ -654,8 +650,9 @@ mdp_capture_outcome mdp_run_opened(mdp_run *r, mdp_run_folder *f)
   r->plan.p.streamed = r->streams; /* for the space check */
   mdp_run_to(r, MDP_RUN_BEGUN);
   mdp_capst.counters.started++;
-  INFO("memdiag plugin: capturing worker %s (pid %d, connection %" PRIu64 ") into %s%s", r->name,
-       (int)r->pid, r->conn, r->dir, r->streams ? " (streamed through the plugin)" : "");
+  INFO("memdiag plugin: capturing worker %s (pid %d, connection %" PRIu64 ") into %s%s",
+       r->who.name, (int)r->who.pid, r->conn, r->dir,
+       r->streams ? " (streamed through the plugin)" : "");
   mdp_plan_begin(&r->plan, mdp_run_now_ms(), &acts);
   mdp_run_actions(r, &acts);
   if(r->limit_pending && !mdp_plan_is_finished(&r->plan)) {
@@ -690,8 +687,8 @@ void mdp_run_pump(void)
     }
     if(got == MDP_NEXT_DROPPED) {
       mdp_capst.counters.skipped++;
-      mdp_run_notify(NOTIF_FAILURE, r, "capture of worker %s (pid %d) skipped: %s", r->name,
-                     (int)r->pid, why);
+      mdp_run_notify(NOTIF_FAILURE, r, "capture of worker %s (pid %d) skipped: %s", r->who.name,
+                     (int)r->who.pid, why);
       mdp_run_drop(r);
       continue;
     }

@@ -50,10 +50,7 @@ typedef struct mdp_run {
   uint64_t gen;          /* tells this run's callbacks from a former run's */
   mdp_run_stage_t stage; /* changed by mdp_run_to only */
   bool manual;
-  char name[128];
-  pid_t pid;
-  uid_t uid;
-  gid_t gid;
+  mdp_worker_id who; /* who.connection_id == conn once mdp_run_identity ran */
   char dir[MDP_CAPTURE_PATH_MAX];
   int64_t signalled_ms;
   char signal_error[128];
@@ -204,14 +201,11 @@ int mdp_run_check_space(const mdp_run *r, const mdp_capture_config_t *cfg, uint6
  * here and analyze.c's last one. */
 typedef struct mdp_run_record {
   mdp_plan_t plan;
-  uint64_t conn;
-  pid_t pid;
-  uid_t uid;
-  gid_t gid;
+  mdp_worker_id who;
   bool manual;
   int restart_signal; /* 0: RestartAfterCapture off */
   int64_t signalled_ms;
-  char worker[128], dir[MDP_CAPTURE_PATH_MAX], plan_text[512];
+  char dir[MDP_CAPTURE_PATH_MAX], plan_text[512];
   char signal_error[128], restart_wait[240];
   int dump_mode; /* DumpMode configured */
   char mode_chosen[8], mode_reason[400];

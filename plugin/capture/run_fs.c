@@ -62,10 +62,8 @@ typedef struct {
   mdp_run_opened_fn opened;
   mdp_capture_started_fn cb;
   void *arg;
-  char root[MDP_CAPTURE_PATH_MAX], worker[128], dump_directory[512];
-  pid_t pid;
-  uid_t uid;
-  gid_t gid;
+  char root[MDP_CAPTURE_PATH_MAX], dump_directory[512];
+  mdp_worker_id who;
   int64_t now_ms;
   int transfer, same_mnt_ns;
   bool cgroup_limited; /* its memory cgroup has a limit: never a file it writes itself */
@@ -131,11 +129,11 @@ static void folder_work(mdp_fsq_job *j)
    * writes stays root's; one the worker writes into is the worker's. */
   f->streams = fj->registered ? mdp_request_streams(fj->transfer, where_of(fj))
                               : fj->transfer != MDP_TRANSFER_FILE;
-  mdp_capfs_folder spec = {.worker = fj->worker,
-                           .pid = fj->pid,
+  mdp_capfs_folder spec = {.worker = fj->who.name,
+                           .pid = fj->who.pid,
                            .now_ms = fj->now_ms,
-                           .uid = f->streams ? geteuid() : fj->uid,
-                           .gid = f->streams ? getegid() : fj->gid};
+                           .uid = f->streams ? geteuid() : fj->who.uid,
+                           .gid = f->streams ? getegid() : fj->who.gid};
   f->rc = mdp_capfs_make_folder(fj->root, &spec, f->dir, sizeof(f->dir));
   if(!f->rc) {
     /* The run's own descriptor: later steps never reach the folder by path
@@ -207,10 +205,7 @@ int mdp_run_open_folder(const mdp_run *r, const mdp_capture_config_t *cfg, const
   fj->cb = o->started;
   fj->arg = o->arg;
   snprintf(fj->root, sizeof(fj->root), "%s", cfg->directory);
-  snprintf(fj->worker, sizeof(fj->worker), "%s", r->name);
-  fj->pid = r->pid;
-  fj->uid = r->uid;
-  fj->gid = r->gid;
+  fj->who = r->who;
   clock_gettime(CLOCK_REALTIME, &ts); /* the folder's name says when it began */
   fj->now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
   fj->transfer = cfg->dump_transfer;
@@ -356,14 +351,11 @@ static void manifest_work(mdp_fsq_job *j)
 void mdp_run_record_of(mdp_run_record *rec, const mdp_run *r, const mdp_capture_config_t *cfg)
 {
   rec->plan = r->plan;
-  rec->pid = r->pid;
-  rec->conn = r->conn;
-  rec->uid = r->uid;
-  rec->gid = r->gid;
+  rec->who = r->who;
+  rec->who.connection_id = r->conn;
   rec->manual = r->manual;
   rec->restart_signal = cfg->restart_after_capture ? cfg->restart_signal : 0;
   rec->signalled_ms = r->signalled_ms;
-  snprintf(rec->worker, sizeof(rec->worker), "%s", r->name);
   snprintf(rec->dir, sizeof(rec->dir), "%s", r->dir);
   snprintf(rec->plan_text, sizeof(rec->plan_text), "%s", cfg->plan);
   snprintf(rec->signal_error, sizeof(rec->signal_error), "%s", r->signal_error);
@@ -376,11 +368,7 @@ void mdp_run_record_of(mdp_run_record *rec, const mdp_run *r, const mdp_capture_
 mdp_manifest_info_t mdp_run_record_info(const mdp_run_record *rec, const char *analysis)
 {
   mdp_manifest_info_t info = {
-      .worker = rec->worker,
-      .pid = rec->pid,
-      .connection_id = rec->conn,
-      .uid = rec->uid,
-      .gid = rec->gid,
+      .who = &rec->who,
       .directory = rec->dir,
       .plan_text = rec->plan_text,
       .manual = rec->manual,

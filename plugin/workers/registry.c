@@ -332,6 +332,21 @@ int mdp_registry_info(uint64_t id, mdp_worker_info *out)
   return w ? 0 : -ENOENT;
 }
 
+int mdp_registry_who(uint64_t id, mdp_worker_id *out)
+{
+  mdp_worker *w;
+
+  pthread_mutex_lock(&lock);
+  w = find_locked(id, NULL);
+  if(w) {
+    *out = (mdp_worker_id){
+        .connection_id = w->id, .pid = w->pid, .ns_pid = w->ns_pid, .uid = w->uid, .gid = w->gid};
+    snprintf(out->name, sizeof(out->name), "%s", w->name);
+  }
+  pthread_mutex_unlock(&lock);
+  return w ? 0 : -ENOENT;
+}
+
 int mdp_registry_can(uint64_t id, const char *op)
 {
   mdp_worker *w;

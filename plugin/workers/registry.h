@@ -22,6 +22,7 @@
 
 #include "detector/detector.h"
 #include "workers/cgroup.h"
+#include "worker_id/worker_id.h"
 #include "sampler.h"
 
 #define MDP_WORKER_HISTORY 32 /* samples kept for a capture manifest */
@@ -137,6 +138,8 @@ void mdp_registry_store(mdp_worker *w, const mdp_sample *s, double t, const char
  * for an unknown ID; mdp_registry_can is 1 when the worker announced this
  * operation name ("memory_dump", ...) in its hello, else 0. */
 int mdp_registry_info(uint64_t id, mdp_worker_info *out);
+/* Who the worker with this ID is: 0, or -ENOENT for an unknown ID. */
+int mdp_registry_who(uint64_t id, mdp_worker_id *out);
 int mdp_registry_can(uint64_t id, const char *op);
 void mdp_registry_detector_text(const mdp_worker *w, char *buf, size_t len);
 void mdp_registry_last(const mdp_worker *w, mdp_sample *s, double *t);

@@ -215,12 +215,11 @@ static void manifest_parses(void **state)
   mdp_plan_t plan;
   struct stat st;
   web_folder_and_plan(7, false, dir, sizeof(dir), &plan);
-  mdp_manifest_info_t info = {.worker = "web \"1\"",
-                              .pid = 7,
-                              .connection_id = 3,
-                              .directory = dir,
-                              .plan_text = "dump scheduler wait dump",
-                              .restart_signal = 15};
+  mdp_manifest_info_t info = {
+      .who = &(mdp_worker_id){.name = "web \"1\"", .pid = 7, .connection_id = 3},
+      .directory = dir,
+      .plan_text = "dump scheduler wait dump",
+      .restart_signal = 15};
   assert_int_equal(mdp_manifest_write(dir, &info, &plan), 0);
   snprintf(path, sizeof(path), "%s/capture.json", dir);
   assert_int_equal(stat(path, &st), 0);
@@ -276,10 +275,10 @@ static void manifest_is_valid_utf8(void **state)
   plan.steps[1].error[cap - 2] = (char)0xc3;
   plan.steps[1].error[cap - 1] = '\0';
   snprintf(plan.steps[0].note, sizeof(plan.steps[0].note), "caf\xc3\xa9 \xe2\x82\xac ok");
-  mdp_manifest_info_t info = {.worker =
-                                  "bad \xff\xfe \xc0\xaf \xed\xa0\x80 c1\xc2\x85 \xf0\x9f\x90",
-                              .pid = 9,
-                              .directory = dir};
+  mdp_manifest_info_t info = {
+      .who = &(mdp_worker_id){.name = "bad \xff\xfe \xc0\xaf \xed\xa0\x80 c1\xc2\x85 \xf0\x9f\x90",
+                              .pid = 9},
+      .directory = dir};
   assert_int_equal(mdp_manifest_write(dir, &info, &plan), 0);
   snprintf(path, sizeof(path), "%s/capture.json", dir);
   assert_int_equal(json_check(path,
@@ -302,7 +301,7 @@ static void manifest_ignores_planted_temp(void **state)
   snprintf(victim, sizeof(victim), "%s/victim", root);
   snprintf(tmp, sizeof(tmp), "%s/.capture.json.tmp", dir);
   assert_int_equal(symlink(victim, tmp), 0);
-  mdp_manifest_info_t info = {.worker = "web", .pid = 8, .directory = dir};
+  mdp_manifest_info_t info = {.who = &(mdp_worker_id){.name = "web", .pid = 8}, .directory = dir};
   assert_int_equal(mdp_manifest_write(dir, &info, &plan), 0);
   struct stat st;
   assert_int_equal(stat(victim, &st), 0);
@@ -466,7 +465,8 @@ static void prune_spares_every_capture_in_progress(void **state)
         0);
     mdt_write_bytes(dirs[i], "heap-1.json", 4096);
     make_plan(&plan, false);
-    mdp_manifest_info_t info = {.worker = "busy", .pid = 1000 + i, .directory = dirs[i]};
+    mdp_manifest_info_t info = {.who = &(mdp_worker_id){.name = "busy", .pid = 1000 + i},
+                                .directory = dirs[i]};
     assert_int_equal(mdp_manifest_write(dirs[i], &info, &plan), 0);
   }
   assert_int_equal(mdp_capfs_prune(root, 0, NULL, 0, &used, &removed), 0);
@@ -477,7 +477,8 @@ static void prune_spares_every_capture_in_progress(void **state)
    * ordinary capture again. */
   for(int i = 0; i < N / 2; i++) {
     make_plan(&plan, true);
-    mdp_manifest_info_t info = {.worker = "busy", .pid = 1000 + i, .directory = dirs[i]};
+    mdp_manifest_info_t info = {.who = &(mdp_worker_id){.name = "busy", .pid = 1000 + i},
+                                .directory = dirs[i]};
     assert_int_equal(mdp_manifest_write(dirs[i], &info, &plan), 0);
   }
   mdp_capfs_release(dirs[N - 1]);

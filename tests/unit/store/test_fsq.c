@@ -208,16 +208,16 @@ static void a_run(mdp_run *r, const fixture *f)
   r->conn = 7;
   r->gen = 1;
   r->dir_fd = -1;
-  r->pid = getpid();
-  r->uid = geteuid();
-  r->gid = getegid();
-  snprintf(r->name, sizeof(r->name), "coalesced");
+  r->who.pid = getpid();
+  r->who.uid = geteuid();
+  r->who.gid = getegid();
+  snprintf(r->who.name, sizeof(r->who.name), "coalesced");
   assert_int_equal(mdp_capfs_make_folder(f->root,
-                                         &(mdp_capfs_folder){.worker = r->name,
-                                                             .pid = r->pid,
+                                         &(mdp_capfs_folder){.worker = r->who.name,
+                                                             .pid = r->who.pid,
                                                              .now_ms = 1790000000000,
-                                                             .uid = r->uid,
-                                                             .gid = r->gid},
+                                                             .uid = r->who.uid,
+                                                             .gid = r->who.gid},
                                          r->dir, sizeof(r->dir)),
                    0);
 }
@@ -280,15 +280,15 @@ static void a_folder_is_made_off_the_loop_and_discarded_when_unused(void **state
 {
   fixture *f = *state;
   mdp_capture_config_t cfg;
-  mdp_run r = {.conn = 7, .gen = 3, .pid = 42, .dir_fd = -1};
+  mdp_run r = {.conn = 7, .gen = 3, .who = {.pid = 42}, .dir_fd = -1};
   char err[256] = "";
   struct stat st;
 
   mdp_capture_config_init(&cfg);
   snprintf(cfg.directory, sizeof(cfg.directory), "%s/captures", f->root);
-  snprintf(r.name, sizeof(r.name), "folder");
-  r.uid = geteuid();
-  r.gid = getegid();
+  snprintf(r.who.name, sizeof(r.who.name), "folder");
+  r.who.uid = geteuid();
+  r.who.gid = getegid();
   opened_calls = started_calls = 0;
   set_hold(1);
   mdp_run_open_t o = {.opened = keep_folder, .started = started};
