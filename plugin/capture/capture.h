@@ -28,6 +28,7 @@
 #include "capture/plan/plan.h"
 #include "capture/plan/request.h"
 #include "ship/ship.h"
+#include "store/store.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -175,12 +176,34 @@ void mdp_capture_observe(const mdp_capture_worker_t *w, bool limit_reached);
 /* The worker's connection is gone (exit, disconnect, heartbeat loss). */
 void mdp_capture_worker_gone(uint64_t connection_id);
 
+/* A manual folder, as mdp_capture_manual_folder's answer hands it over.
+ * limits: the same byte budget as a capture's dump (issue 24): at most
+ * twice the worker's RSS x DumpSpaceFactor from the worker (no such bound
+ * when its RSS is not known yet, or DumpSpaceFactor is 0), at most the room
+ * beyond KeepFree that statvfs found when the folder was made, and KeepFree
+ * checked again as the file grows. Strings are borrowed for the call. */
+typedef struct mdp_capture_folder {
+  const char *dir;
+  int dir_fd;     /* borrowed for the call: dup it to keep it */
+  int zstd_level; /* 0: none */
+  mdp_store_limits limits;
+} mdp_capture_folder_t;
+
 /* The answer to mdp_capture_manual_folder, on the loop thread: rc 0 with
- * the folder's path and an open descriptor (borrowed for the call: dup it
- * to keep it) and the zstd level to use (0: none), or a negative errno
- * with err saying why. Strings are borrowed for the call. */
-typedef void (*mdp_capture_folder_fn)(void *arg, int rc, const char *dir, int dir_fd,
-                                      int zstd_level, const char *err);
+ * the folder, or a negative errno with err saying why (folder NULL; -ENOSPC
+ * when less than KeepFree, or less than the dump is assumed to need, is
+ * free). */
+typedef void (*mdp_capture_folder_fn)(void *arg, int rc, const mdp_capture_folder_t *folder,
+                                      const char *err);
+
+/* Who the manual dump is of, and whom to tell. */
+typedef struct mdp_capture_manual {
+  const char *worker; /* its name (borrowed for the call) */
+  pid_t pid;
+  uint64_t rss; /* its latest sample in bytes; 0: not known */
+  mdp_capture_folder_fn cb;
+  void *arg;
+} mdp_capture_manual_t;
 
 /* A new folder for an operator's dump without a path:
  * CaptureDirectory/manual/<worker>-<pid>-<UTC>/ (the plugin's, 0700), made
@@ -188,8 +211,7 @@ typedef void (*mdp_capture_folder_fn)(void *arg, int rc, const char *dir, int di
  * later, on the loop thread (unless the loop closes first); or a negative
  * errno with err saying why (no cb: the module is not running or too much
  * file-system work waits). Any thread. */
-int mdp_capture_manual_folder(const char *worker, pid_t pid, mdp_capture_folder_fn cb, void *arg,
-                              char *err, size_t errlen);
+int mdp_capture_manual_folder(const mdp_capture_manual_t *m, char *err, size_t errlen);
 
 /* ---------------------------------------------------------------- status */
 

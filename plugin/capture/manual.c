@@ -7,7 +7,13 @@
  * controls can redirect it, on the fs thread (fs_queue.h): the operator's
  * request waits for the disk, the server thread does not. Manual folders
  * hold no capture.json: pruning never removes them (they are the
- * operator's). */
+ * operator's).
+ *
+ * A manual dump has the budget of a capture's (issue 24): it is refused
+ * when the space it is assumed to need (RSS x DumpSpaceFactor, a quarter of
+ * that with zstd) and KeepFree are not free, and the stream may carry at
+ * most twice RSS x DumpSpaceFactor and store at most what is free beyond
+ * KeepFree (capture.h: mdp_capture_folder_t). */
 #include "collectd/core/daemon/collectd.h"
 
 #include <errno.h>
@@ -16,6 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -62,7 +69,40 @@ typedef struct {
   char dir[MDP_CAPTURE_PATH_MAX + 200]; /* root, "/manual/" and the name */
   pid_t pid;
   int level, rc, dir_fd;
+  uint64_t rss, keep_free;
+  double space_factor;
+  mdp_store_limits limits; /* set by manual_work */
 } manual_job;
+
+/* The dump's budget from the file system of manual_fd; -ENOSPC (err says
+ * why) when the dump is assumed not to fit beside KeepFree. */
+static int budget(manual_job *j, int manual_fd)
+{
+  struct statvfs vfs;
+  mdp_plan_params_t p = {
+      .space_factor = j->space_factor, .zstd_dumps = j->level > 0, .streamed = true};
+  uint64_t need = mdp_plan_dump_need(&p, j->rss), avail;
+
+  if(fstatvfs(manual_fd, &vfs) != 0) {
+    int e = errno;
+    md_seterr(j->err, sizeof(j->err), "statvfs %s/manual: %s", j->root, strerror(e));
+    return -e;
+  }
+  avail = (uint64_t)vfs.f_bavail * (uint64_t)vfs.f_frsize;
+  if(avail < need || avail - need < j->keep_free) {
+    md_seterr(j->err, sizeof(j->err),
+              "not enough free space in %s for a manual dump: it needs %.1f MiB (RSS %.1f MiB x "
+              "DumpSpaceFactor %.1f%s) + KeepFree %.1f MiB, %.1f MiB available",
+              j->root, (double)need / 1048576, (double)j->rss / 1048576, j->space_factor,
+              j->level ? " x 0.25, zstd" : "", (double)j->keep_free / 1048576,
+              (double)avail / 1048576);
+    return -ENOSPC;
+  }
+  j->limits.max_raw = (uint64_t)((double)j->rss * j->space_factor * 2);
+  j->limits.max_stored = avail - j->keep_free;
+  j->limits.keep_free = j->keep_free;
+  return 0;
+}
 
 static void manual_work(mdp_fsq_job *job)
 {
@@ -87,6 +127,9 @@ static void manual_work(mdp_fsq_job *job)
     md_seterr(j->err, sizeof(j->err), "CaptureDirectory %s: %s", root, why);
     goto out;
   }
+  rc = budget(j, manual_fd);
+  if(rc)
+    goto out;
   clock_gettime(CLOCK_REALTIME, &ts);
   gmtime_r(&ts.tv_sec, &tm);
   mdp_capfs_sanitize(j->worker, safe, sizeof(safe));
@@ -118,14 +161,15 @@ static void manual_done(mdp_fsq_job *job)
 {
   manual_job *j = (manual_job *)job;
 
-  j->cb(j->arg, j->rc, j->dir, j->dir_fd, j->level, j->err);
+  mdp_capture_folder_t f = {
+      .dir = j->dir, .dir_fd = j->dir_fd, .zstd_level = j->level, .limits = j->limits};
+  j->cb(j->arg, j->rc, j->rc ? NULL : &f, j->err);
   if(j->dir_fd >= 0)
     close(j->dir_fd);
   free(j);
 }
 
-int mdp_capture_manual_folder(const char *worker, pid_t pid, mdp_capture_folder_fn cb, void *arg,
-                              char *err, size_t errlen)
+int mdp_capture_manual_folder(const mdp_capture_manual_t *m, char *err, size_t errlen)
 {
   manual_job *j = calloc(1, sizeof(*j));
   int rc;
@@ -134,13 +178,16 @@ int mdp_capture_manual_folder(const char *worker, pid_t pid, mdp_capture_folder_
     md_seterr(err, errlen, "plugin out of memory");
     return -ENOMEM;
   }
-  j->cb = cb;
-  j->arg = arg;
-  j->pid = pid;
-  snprintf(j->worker, sizeof(j->worker), "%s", worker);
+  j->cb = m->cb;
+  j->arg = m->arg;
+  j->pid = m->pid;
+  j->rss = m->rss;
+  snprintf(j->worker, sizeof(j->worker), "%s", m->worker);
   pthread_mutex_lock(&mdp_capst.lock);
   snprintf(j->root, sizeof(j->root), "%s", mdp_capst.cfg.directory);
   j->level = mdp_capst.cfg.dump_compression ? mdp_capst.cfg.dump_compression_level : 0;
+  j->keep_free = mdp_capst.cfg.keep_free;
+  j->space_factor = mdp_capst.cfg.dump_space_factor;
   pthread_mutex_unlock(&mdp_capst.lock);
   j->job.work = manual_work;
   j->job.done = manual_done;

@@ -327,14 +327,14 @@ typedef struct {
   uint8_t req[]; /* the request, packed */
 } stored_op;
 
-static void stored_folder(void *arg, int rc, const char *dir, int dir_fd, int level,
-                          const char *err)
+static void stored_folder(void *arg, int rc, const mdp_capture_folder_t *f, const char *err)
 {
   stored_op *so = arg;
   relay_ctx *ctx = so->ctx;
   Memdiag__V1__Request *req = NULL;
   const char *why = "plugin out of memory";
   char name[64];
+  int level = f ? f->zstd_level : 0;
 
   if(rc) {
     ERROR("memdiag plugin: no folder for a manual dump: %s", err);
@@ -348,7 +348,12 @@ static void stored_folder(void *arg, int rc, const char *dir, int dir_fd, int le
                so->op == MEMDIAG__V1__REQUEST__OP_MEMORY_DUMP ? "heap" : "allocations",
                level ? ".zst" : "");
     }
-    mdp_relay_sink sink = {.dir_fd = dir_fd, .dir_path = dir, .name = name, .zstd_level = level};
+    /* a capture's budget (capture.h) */
+    mdp_relay_sink sink = {.dir_fd = f->dir_fd,
+                           .dir_path = f->dir,
+                           .name = name,
+                           .zstd_level = level,
+                           .limits = f->limits};
     if(mdp_relay_request_to(ctx->connection_id, req, 0, &sink, relay_done, ctx) == 0)
       why = NULL;
     memdiag__v1__request__free_unpacked(req, NULL);
@@ -376,7 +381,9 @@ static void operate_stored(uint64_t serial, uint64_t request_id, const Memdiag__
   so->ctx = ctx;
   so->op = op->request->op_case;
   so->len = memdiag__v1__request__pack(op->request, so->req);
-  if(mdp_capture_manual_folder(info->name, info->pid, stored_folder, so, err, sizeof(err)) != 0) {
+  mdp_capture_manual_t m = {
+      .worker = info->name, .pid = info->pid, .rss = info->rss, .cb = stored_folder, .arg = so};
+  if(mdp_capture_manual_folder(&m, err, sizeof(err)) != 0) {
     free(so);
     free(ctx);
     ERROR("memdiag plugin: no folder for a manual dump: %s", err);
