@@ -338,12 +338,41 @@ static void schedule_next(void)
   timer_settime(S.timer, 0, &it, NULL);
 }
 
+/* Whether the process has used the CPU time for one more sample: at most
+ * `rate` samples per second of its CPU time (a token bucket of two). The
+ * timer runs by the clock, which CPU-time timers cannot match below the
+ * scheduler's tick; a worker that gets half a CPU would otherwise take
+ * twice the samples per CPU second, and the sampler's share of its CPU is
+ * the rate times the cost of one sample whatever the machine's load. */
+static int cpu_allows(void)
+{
+  struct timespec ts;
+  double now;
+  if(clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts))
+    return 1;
+  now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+  if(S.cpu_last <= 0.0 || now < S.cpu_last) {
+    S.cpu_last = now;
+    S.tokens = 1.0;
+  }
+  S.tokens += (now - S.cpu_last) * (double)S.rate;
+  S.cpu_last = now;
+  if(S.tokens > 2.0)
+    S.tokens = 2.0;
+  if(S.tokens < 1.0) {
+    S.gated++;
+    return 0;
+  }
+  S.tokens -= 1.0;
+  return 1;
+}
+
 /* Postponed job, run by whichever thread holds the GVL at its next
  * interrupt check: arm the tracepoint for the next allocation. */
 static void arm_job(void *unused)
 {
   (void)unused;
-  if(S.rate && !S.failed && !S.busy && !S.pending.set && !S.armed) {
+  if(S.rate && !S.failed && !S.busy && !S.pending.set && !S.armed && cpu_allows()) {
     S.countdown = spread();
     rb_tracepoint_enable(S.tp_new);
     S.armed = 1;
@@ -452,7 +481,8 @@ static void after_fork_child(void)
 {
   S.tab = NULL;
   S.pending.set = 0;
-  S.samples = S.dropped = S.freed = S.compactions = S.moved = 0;
+  S.samples = S.dropped = S.freed = S.compactions = S.moved = S.gated = 0;
+  S.cpu_last = 0.0; /* the child's CPU clock starts again */
   S.pruned_live = 0;
   S.busy = 0;
   S.have_timer = 0; /* timers are not inherited */
@@ -501,6 +531,28 @@ static VALUE sampler_stop(VALUE self)
   return Qnil;
 }
 
+/* Sampler.pause -> nil: no arming until Sampler.resume; the table, the rate
+ * and the samples stay. For benchmarks that interleave sampling on and off
+ * in one process (tests/bench/alloc-sampling). */
+static VALUE sampler_pause(VALUE self)
+{
+  (void)self;
+  stop_timer();
+  disarm();
+  return Qnil;
+}
+
+/* Sampler.resume -> nil: arm again at the rate set (nothing while off). */
+static VALUE sampler_resume(VALUE self)
+{
+  const char *why;
+  (void)self;
+  S.cpu_last = 0.0; /* no samples banked from the CPU used while paused */
+  if(S.rate && !S.failed && (why = start_timer()))
+    fail(why);
+  return Qnil;
+}
+
 /* Sampler.after_fork -> nil: in a forked child, make the child's timer
  * (the table was already reset). */
 static VALUE sampler_after_fork(VALUE self)
@@ -531,6 +583,7 @@ static VALUE sampler_stats(VALUE self)
   rb_hash_aset(h, sym("freed"), ULL2NUM(S.freed));
   rb_hash_aset(h, sym("compactions"), ULL2NUM(S.compactions));
   rb_hash_aset(h, sym("moved"), ULL2NUM(S.moved));
+  rb_hash_aset(h, sym("gated"), ULL2NUM(S.gated));
   rb_hash_aset(h, sym("table_bytes"), ULL2NUM(S.tab ? mdh_stab_bytes(S.tab) : 0));
   return h;
 }
@@ -570,6 +623,8 @@ void mdh_sampler_init(VALUE hook_module)
   rb_define_module_function(m, "start", sampler_start, 1);
   rb_define_module_function(m, "stop", sampler_stop, 0);
   rb_define_module_function(m, "after_fork", sampler_after_fork, 0);
+  rb_define_module_function(m, "pause", sampler_pause, 0);
+  rb_define_module_function(m, "resume", sampler_resume, 0);
   rb_define_module_function(m, "stats", sampler_stats, 0);
   rb_define_module_function(m, "prune", sampler_prune, 0);
   rb_define_module_function(m, "profile", sampler_profile, 0);

@@ -9,7 +9,9 @@
  * thread that started the sampler after a random wait of mean 1/rate
  * seconds; its handler registers a postponed job, which arms the
  * tracepoint in whichever thread runs Ruby then (so the samples fall at
- * random times, not where threads switch); the handler disarms it on the first object
+ * random times, not where threads switch) when the process has used 1/rate
+ * seconds of CPU since the last one (so at most `rate` samples per CPU
+ * second, whatever the load); the handler disarms it on the first object
  * the application allocates, reads its site (rb_profile_frames: the Ruby
  * frames, leaf first), the GC count and the allocations since the last
  * sample (its weight), without allocating Ruby memory, calling Ruby methods

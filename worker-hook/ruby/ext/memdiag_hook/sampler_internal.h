@@ -33,7 +33,9 @@ typedef struct {
   size_t last_allocated; /* total_allocated_objects at the last sample */
   size_t pruned_live;    /* entries after the last prune */
   mdh_sampler_pending pending;
+  double cpu_last, tokens; /* cpu_allows(): the process's CPU seconds, samples due */
   uint64_t samples, dropped, freed, compactions, moved;
+  uint64_t gated; /* armings skipped: the process had not used the CPU time for them */
   VALUE sym_total_allocated;
   ID id2ref;
 } mdh_sampler_state;
