@@ -23,7 +23,7 @@ class HeapProfileSampledSitesTest < Capture::Test
       CaptureSize "80M"
       CaptureInterval 1
       AnalyzeMaxMemory "256M"
-      AllocationSampling 1000
+      AllocationSampling 5000
     KEYS
   end
 
