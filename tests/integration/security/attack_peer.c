@@ -27,6 +27,11 @@
  *            ...); requests are read and never answered, so a capture plan
  *            of each waits for its timeouts (with --allocate-mb past
  *            CaptureSize: one trigger per name).
+ *   frames   --count N registered connections (its own TLS client, OpenSSL),
+ *            each then sending the first --frame-mb M MiB of a frame of M
+ *            MiB, less its last byte, and nothing more (no heartbeat: give the
+ *            plugin a long HeartbeatInterval); prints "holding K partial
+ *            frames of M MiB" once written as far as the plugin took them.
  *
  * Prints "welcome connection_id=N pid=P" once the first connection is
  * registered, "request op=NAME" for each request. Exits 1 on setup errors. */
@@ -37,17 +42,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/ssl.h>
+
 #include "md/tls.h"
+#include "md/wire.h"
 
 #define CHUNK (64u * 1024u)
 
 typedef struct {
   const char *socket, *cert, *key, *ca, *name, *mode, *source;
-  long allocate_mb, count;
+  long allocate_mb, count, frame_mb;
 } opts;
 
 static md_tls_ctx *ctx;
@@ -314,6 +325,106 @@ static int hold_many(const opts *o)
   }
 }
 
+/* ---------------------------------------------------------------- frames */
+
+static int ssl_write_all(SSL *s, const uint8_t *p, size_t n)
+{
+  while(n > 0) {
+    int k = SSL_write(s, p, n > (1u << 20) ? (int)(1u << 20) : (int)n);
+    if(k <= 0)
+      return -1;
+    p += k;
+    n -= (size_t)k;
+  }
+  return 0;
+}
+
+static int ssl_read_all(SSL *s, uint8_t *p, size_t n)
+{
+  while(n > 0) {
+    int k = SSL_read(s, p, (int)n);
+    if(k <= 0)
+      return -1;
+    p += k;
+    n -= (size_t)k;
+  }
+  return 0;
+}
+
+/* A TLS connection of its own, its hello and Welcome; then most of a frame. */
+static int partial_frame(const opts *o, SSL_CTX *sc, long i, const uint8_t *body, size_t len)
+{
+  Memdiag__V1__Frame f = MEMDIAG__V1__FRAME__INIT, *in = NULL;
+  Memdiag__V1__Hello h = MEMDIAG__V1__HELLO__INIT;
+  char err[256], name[160];
+  uint8_t *enc = NULL, hdr[4];
+  size_t enc_len = 0, blen, used = 0;
+  int fd = md_unix_connect(o->socket, err, sizeof err);
+  SSL *s;
+
+  struct timeval tv = {.tv_sec = 10};
+  if(fd < 0)
+    return -1;
+  /* a connection the plugin neither reads nor closes is given up */
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  s = SSL_new(sc);
+  if(!s || SSL_set_fd(s, fd) != 1 || SSL_connect(s) != 1)
+    return -1;
+  snprintf(name, sizeof name, "%.128s-%ld", o->name, i + 1);
+  h.name = name;
+  h.has_pid = 1;
+  h.pid = (uint32_t)getpid();
+  h.runtime = "c-attack";
+  h.runtime_version = "1";
+  f.body_case = MEMDIAG__V1__FRAME__BODY_HELLO;
+  f.hello = &h;
+  if(md_frame_encode(&f, 1u << 16, &enc, &enc_len) || ssl_write_all(s, enc, enc_len))
+    return -1;
+  free(enc);
+  if(ssl_read_all(s, hdr, 4))
+    return -1;
+  blen = ((size_t)hdr[0] << 24) | ((size_t)hdr[1] << 16) | ((size_t)hdr[2] << 8) | hdr[3];
+  uint8_t *buf = malloc(4 + blen);
+  if(!buf || (memcpy(buf, hdr, 4), ssl_read_all(s, buf + 4, blen)) ||
+     md_frame_decode(buf, 4 + blen, 1u << 20, &in, &used) ||
+     in->body_case != MEMDIAG__V1__FRAME__BODY_WELCOME) {
+    free(buf);
+    return -1;
+  }
+  if(i == 0)
+    printf("welcome connection_id=%" PRIu64 " pid=%ld\n", in->welcome->connection_id,
+           (long)getpid());
+  md_frame_free(in);
+  free(buf);
+  hdr[0] = (uint8_t)(len >> 24);
+  hdr[1] = (uint8_t)(len >> 16);
+  hdr[2] = (uint8_t)(len >> 8);
+  hdr[3] = (uint8_t)len;
+  return ssl_write_all(s, hdr, 4) || ssl_write_all(s, body, len - 1) ? -1 : 0;
+}
+
+static int hold_frames(const opts *o)
+{
+  SSL_CTX *sc = SSL_CTX_new(TLS_client_method());
+  size_t len = ((size_t)o->frame_mb << 20) - 16;
+  uint8_t *body = calloc(1, len);
+  long held = 0;
+
+  if(!sc || !body || SSL_CTX_use_certificate_chain_file(sc, o->cert) != 1 ||
+     SSL_CTX_use_PrivateKey_file(sc, o->key, SSL_FILETYPE_PEM) != 1 ||
+     SSL_CTX_load_verify_locations(sc, o->ca, NULL) != 1)
+    return die("cannot set up TLS");
+  SSL_CTX_set_min_proto_version(sc, TLS1_3_VERSION);
+  SSL_CTX_set_verify(sc, SSL_VERIFY_PEER, NULL);
+  signal(SIGPIPE, SIG_IGN); /* a connection the plugin closed fails its write */
+  for(long i = 0; i < o->count; i++)
+    held += partial_frame(o, sc, i, body, len) == 0;
+  printf("holding %ld partial frames of %ld MiB\n", held, o->frame_mb);
+  for(;;)
+    pause();
+}
+
 int main(int argc, char **argv)
 {
   opts o = {.socket = getenv("MEMDIAG_SOCKET"),
@@ -347,6 +458,8 @@ int main(int argc, char **argv)
       o.allocate_mb = strtol(v, NULL, 10);
     else if(!strcmp(k, "--count"))
       o.count = strtol(v, NULL, 10);
+    else if(!strcmp(k, "--frame-mb"))
+      o.frame_mb = strtol(v, NULL, 10);
     else if(!strcmp(k, "--source"))
       o.source = v;
     else
@@ -366,6 +479,8 @@ int main(int argc, char **argv)
   to.ca = o.ca;
   if(md_tls_ctx_new(&ctx, &to, err, sizeof err))
     return die(err);
+  if(!strcmp(o.mode, "frames") && o.frame_mb > 0)
+    return hold_frames(&o);
   if(!strcmp(o.mode, "conns") || !strcmp(o.mode, "names"))
     return hold_many(&o);
   if(connect_one(&o, &c) || hello(o.name, c, &id))

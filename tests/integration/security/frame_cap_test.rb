@@ -1,0 +1,64 @@
+# Issue 24, finding 5 (the unread-frame cap): registered connections that
+# each send most of a MaxFrameSize frame and never its last byte took
+# collectd from 8 MB to 3.3 GB RSS (200 connections of 16 MiB). Now the
+# connections of one uid may hold at most 4 x MaxFrameSize + 1 MiB of unread
+# frames together: past it the one holding most is closed. Eight processes
+# of user nobody, 4 connections each, hold 15 MiB partial frames (480 MiB
+# without the cap); collectd's RSS, read from /proc, stays under a generous
+# bound, an operator is answered and another worker registers.
+require_relative "helper"
+
+class SecurityFrameCapTest < Capture::Test
+  PROCESSES = 8
+  CONNS = 4 # per process: the most one process may register
+  FRAME_MB = 15
+  BOUND = 200 * Security::MiB # above the baseline: the cap is 65 MiB, the attack 480
+
+  def setup
+    # no heartbeat can follow a partial frame: the connections must not be
+    # forgotten as silent while they hold their bytes
+    @bench = Capture::Bench.new("sec-frame-cap", Security.keys + "HeartbeatInterval \"1h\"\n")
+  end
+
+  def rss_of(pid) = File.read("/proc/#{pid}/status")[/^VmRSS:\s+(\d+) kB/, 1].to_i * 1024
+
+  def test_partial_frames_are_capped
+    site = @bench.site
+    pid = site.collectd_pid
+    base = rss_of(pid)
+    most = 0
+    # one after the other: each copies the certificate the one before reads
+    attackers = (1..PROCESSES).map do |i|
+      a = Security.attacker(@bench, "frames", "--count", CONNS.to_s, "--frame-mb", FRAME_MB.to_s,
+                            name: "frames-#{i}", wait: false)
+      site.wait_until("#{a.name} is welcomed:\n#{a.output}") do
+        most = [most, rss_of(pid)].max
+        a.output.include?("welcome connection_id=")
+      end
+      a
+    end
+    attackers.each do |a|
+      site.wait_until("#{a.name} has written its partial frames") do
+        most = [most, rss_of(pid)].max
+        a.output.match?(/holding \d+ partial frames/)
+      end
+    end
+    20.times do
+      most = [most, rss_of(pid)].max
+      sleep 0.1
+    end
+    held = attackers.sum { |a| a.output[/holding (\d+)/, 1].to_i }
+    puts format("collectd RSS %.1f MiB before, at most %.1f MiB after %d of %d connections wrote " \
+                "%d MiB partial frames (%d MiB sent in all)", base / 1048576.0, most / 1048576.0,
+                held, PROCESSES * CONNS, FRAME_MB, PROCESSES * CONNS * FRAME_MB)
+    assert_operator most - base, :<, BOUND, "collectd's RSS grew past the bound"
+    assert site.log_has?(/the connections of uid #{Security::NOBODY} hold \d+ bytes of unread frames/)
+    # the operator is answered and another worker still gets in
+    assert site.ctl("workers").ok?
+    other = site.test_worker("honest")
+    site.wait_welcomed(other)
+    took = Security.stop_seconds(site)
+    refute_nil took, "collectd still ran 60 s after SIGTERM"
+    assert_operator took, :<, 15
+  end
+end
