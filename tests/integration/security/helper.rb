@@ -54,6 +54,36 @@ module Security
     Integer(out.lines.last.strip)
   end
 
+  # The operator is answered, another worker still registers, and collectd
+  # stops on SIGTERM within 15 s (asserted through test t).
+  def self.assert_unharmed(t, site)
+    t.assert site.ctl("workers").ok?
+    site.wait_welcomed(site.test_worker("honest"))
+    took = stop_seconds(site)
+    t.refute_nil took, "collectd still ran 60 s after SIGTERM"
+    t.assert_operator took, :<, 15
+    took
+  end
+
+  # For a test whose captures are a tmpfs of `size` bytes, mounted before
+  # collectd starts and unmounted when the test ends (root only).
+  module Tmpfs
+    def tmpfs_bench(label, size, keys)
+      skip "mounting a tmpfs needs root" unless Process.uid.zero?
+      @bench = Capture::Bench.new(label, keys) do |captures|
+        FileUtils.mkdir_p(captures)
+        system("mount", "-t", "tmpfs", "-o", "size=#{size},mode=0711", label, captures) or raise "mount failed"
+        @mounted = captures
+      end
+    end
+
+    def teardown
+      @bench&.site&.stop_collectd
+      system("umount", @mounted) if @mounted
+      super
+    end
+  end
+
   # Sends SIGTERM to collectd and returns the seconds it took to exit, or
   # nil when it was still running after `limit` s (it is then killed).
   def self.stop_seconds(site, limit: 60)

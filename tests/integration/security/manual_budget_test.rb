@@ -10,24 +10,14 @@ require_relative "helper"
 class SecurityManualBudgetTest < Capture::Test
   TMPFS = 300 * Security::MiB
 
+  include Security::Tmpfs
+
   def setup
-    skip "mounting a tmpfs needs root" unless Process.uid.zero?
-    @bench = Capture::Bench.new("sec-manual-budget", Security.keys + <<~KEYS) do |captures|
+    tmpfs_bench("sec-manual-budget", TMPFS, Security.keys + <<~KEYS)
       DumpCompression none
       DumpSpaceFactor 1
       KeepFree "#{name.include?("no_room") ? "1G" : "100M"}"
     KEYS
-      FileUtils.mkdir_p(captures)
-      system("mount", "-t", "tmpfs", "-o", "size=#{TMPFS},mode=0711", "memdiag-sec-manual", captures) or
-        raise "mount failed"
-      @mounted = captures
-    end
-  end
-
-  def teardown
-    @bench&.site&.stop_collectd
-    system("umount", @mounted) if @mounted
-    super
   end
 
   def test_endless_manual_dump_is_cut_at_its_budget

@@ -12,9 +12,10 @@ class SecurityStreamBudgetTest < Capture::Test
   TMPFS = 300 * Security::MiB
   MAX_USE = 50 * Security::MiB
 
+  include Security::Tmpfs
+
   def setup
-    skip "mounting a tmpfs needs root" unless Process.uid.zero?
-    @bench = Capture::Bench.new("sec-stream-budget", Security.keys + <<~KEYS) do |captures|
+    tmpfs_bench("sec-stream-budget", TMPFS, Security.keys + <<~KEYS)
       Plan "dump"
       DumpTransfer "stream"
       DumpCompression none
@@ -22,17 +23,6 @@ class SecurityStreamBudgetTest < Capture::Test
       MaxUse "50M"
       StepTimeout "20s"
     KEYS
-      FileUtils.mkdir_p(captures)
-      system("mount", "-t", "tmpfs", "-o", "size=#{TMPFS},mode=0711", "memdiag-sec1", captures) or
-        raise "mount failed"
-      @mounted = captures
-    end
-  end
-
-  def teardown
-    @bench&.site&.stop_collectd
-    system("umount", @mounted) if @mounted
-    super
   end
 
   def test_endless_stream_is_cut_at_its_budget
