@@ -107,11 +107,12 @@ static void trigger(mdp_worker *w, const mdp_cgroup *cg, const mdp_cgroup_stats 
   mdp_capture_outcome rc;
   unsigned n_samples = mdp_containers_history(w, samples);
 
+  char growth[48] = "";
+  if(d->slope > 0)
+    snprintf(growth, sizeof growth, ", growing %.1f MiB/min", MiB(d->slope * 60.0));
   snprintf(reason, sizeof reason,
-           "%s of cgroup %s: working set %.1f MiB of limit %.1f MiB (charge %.1f MiB)%s%.1f%s",
-           d->reason, mdp_cgroup_dir(cg), MiB(s->working_set), MiB(s->limit), MiB(s->charge),
-           d->slope > 0 ? ", growing " : "", d->slope > 0 ? MiB(d->slope * 60.0) : 0,
-           d->slope > 0 ? " MiB/min" : "");
+           "%s of cgroup %s: working set %.1f MiB of limit %.1f MiB (charge %.1f MiB)%s", d->reason,
+           mdp_cgroup_dir(cg), MiB(s->working_set), MiB(s->limit), MiB(s->charge), growth);
   INFO("memdiag plugin: cgroup detector fired for %s; capture of worker %" PRIu64
        " ('%s' pid %ld), whose growth drives the charge: %s",
        mdp_cgroup_dir(cg), w->id, w->name, (long)w->pid, reason);
