@@ -17,19 +17,11 @@
 #include <zstd.h>
 
 #include "analysis/analysis.h"
+#include "dump_data.h"
 #include "mdt.h"
 
 static const char *const tmp = mdt_dir; /* mdt_dir_setup */
 static char err[512];
-
-static const char *data(const char *name)
-{
-  static char paths[4][512];
-  static unsigned next;
-  char *p = paths[next++ % 4];
-  snprintf(p, 512, "%s/%s", MEMDIAG_DUMPS_DIR, name);
-  return p;
-}
 
 static int run3(const char *set, mdp_analysis_result *res)
 {

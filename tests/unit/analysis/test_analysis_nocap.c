@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "analysis/analysis.h"
+#include "dump_data.h"
 #include "mdt.h"
 
 void *__real_calloc(size_t n, size_t size);
@@ -25,15 +26,6 @@ void *__wrap_calloc(size_t n, size_t size)
 }
 
 static char err[512];
-
-static const char *data(const char *name)
-{
-  static char paths[4][512];
-  static unsigned next;
-  char *p = paths[next++ % 4];
-  snprintf(p, 512, "%s/%s", MEMDIAG_DUMPS_DIR, name);
-  return p;
-}
 
 static void no_cap_runs(void **s)
 {

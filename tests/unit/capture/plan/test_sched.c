@@ -9,20 +9,9 @@
 #include <string.h>
 
 #include "capture/plan/sched.h"
+#include "sched_fixture.h"
 
 #define HOUR (3600ll * 1000)
-
-/* The scheduler under test (freed after each test) and the reason of its
- * last refusal. */
-static mdp_sched_t s;
-static char why[256];
-
-static int teardown(void **state)
-{
-  (void)state;
-  mdp_sched_free(&s);
-  return 0;
-}
 
 static mdp_admit_t admit(mdp_sched_t *sc, uint64_t conn, const char *name, int64_t now_ms,
                          bool manual)

@@ -10,18 +10,9 @@
 #include <string.h>
 
 #include "capture/plan/sched.h"
+#include "sched_fixture.h"
 
 #define NOBODY 65534ul
-
-static mdp_sched_t s;
-static char why[256];
-
-static int teardown(void **state)
-{
-  (void)state;
-  mdp_sched_free(&s);
-  return 0;
-}
 
 /* A trigger of connection conn, from process pid of uid; its name is made
  * from conn, so no two connections share a cooldown. */
