@@ -39,8 +39,10 @@ class HookAllocatorTest < Minitest::Test
 
   def test_jemalloc_worker_has_jemalloc_statistics
     skip "libjemalloc2 is not installed" unless JEMALLOC
-    # The sanitizer builds preload their runtime, which owns malloc.
-    skip "jemalloc cannot replace malloc beside #{TestPreload::RUNTIME}" unless TestPreload::RUNTIME.empty?
+    # The sanitizer builds preload their runtime (into every process under
+    # ASan, into the workers under TSan), which owns malloc.
+    runtime = [ENV.fetch("LD_PRELOAD", ""), TestPreload::RUNTIME].reject(&:empty?)
+    skip "jemalloc cannot replace malloc beside #{runtime.join(' ')}" unless runtime.empty?
 
     data = profile({ "LD_PRELOAD" => JEMALLOC })
     section = data[/== jemalloc stats \(malloc_stats_print\)\n(.*)/m, 1]
