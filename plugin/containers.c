@@ -173,6 +173,9 @@ void mdp_containers_read(mdp_worker **w, size_t n, const mdp_config *cfg, uint64
       continue; /* sampled with its first worker */
     for(j = i; j < n; j++)
       count += w[j]->cg == cg;
+    for(j = i; j < n; j++)
+      if(w[j]->cg == cg)
+        w[j]->cg_sharing = count;
     double r0 = thread_cpu_s();
     int rc = mdp_cgroup_sample(cg, now, &s);
     read_cpu += thread_cpu_s() - r0;

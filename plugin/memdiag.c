@@ -136,9 +136,25 @@ static void sample_worker(mdp_worker *w, cdtime_t now, cdtime_t interval)
                                .uid = w->uid,
                                .gid = w->gid,
                                .rss = v};
-    if(fired == 1)
+    /* Workers that share a cgroup project to the room it has left (v +
+     * limit - charge), so a plan fits the time the cgroup has left; but
+     * that room is theirs together: once the charge nears the limit every
+     * quiet worker's own figure is "near its limit". The cgroup's detector
+     * watches the shared room and captures the worker that drives the
+     * charge, so a sharing worker's near-limit, and its limit reached,
+     * count only against the whole limit (MemoryLimit or the cgroup's). */
+    uint64_t own = limit;
+    if(w->cg_sharing > 1) {
+      mdp_worker_limit lim;
+      mdp_registry_limit(w, &lim);
+      own = lim.limit;
+    }
+    bool shared_room_only = fired == 1 && own != limit && d.reason &&
+                            strcmp(d.reason, MDP_REASON_NEAR_LIMIT) == 0 &&
+                            (double)v < w->detector.cfg.near_limit * (double)own;
+    if(fired == 1 && !shared_room_only)
       trigger(w, &d, v);
-    mdp_capture_observe(&cw, limit && v >= limit);
+    mdp_capture_observe(&cw, own && v >= own);
   }
 }
 

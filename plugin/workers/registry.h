@@ -55,6 +55,7 @@ typedef struct mdp_worker {
   double history_t[MDP_WORKER_HISTORY];
   uint64_t history_v[MDP_WORKER_HISTORY];
   unsigned history_head, history_n;
+  unsigned cg_sharing; /* registered workers in cg (itself too), set by each containers pass */
 
   /* Locked. */
   unsigned refs;
