@@ -57,8 +57,11 @@ module Capture
         FileUtils.chown_R(uid, uid, own)
         prefix = ["setpriv", "--reuid=#{uid}", "--regid=#{uid}", "--clear-groups", "--"]
       end
-      prefix = ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', cgroup] + prefix if cgroup
-      env = TestPreload.env.merge(
+      # The shell that joins the cgroup must not get the sanitizer preload
+      # (libtsan kills sh): it goes to what the shell execs.
+      preload = cgroup ? {} : TestPreload.env
+      prefix = ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', cgroup] + TestPreload.env_words + prefix if cgroup
+      env = preload.merge(
         "MEMDIAG_SOCKET" => @site.socket,
         "MEMDIAG_CERT" => cert,
         "MEMDIAG_KEY" => key,
