@@ -195,7 +195,7 @@ void mdp_containers_read(mdp_worker **w, size_t n, const mdp_config *cfg, uint64
   }
 }
 
-uint64_t mdp_containers_limit(const mdp_worker *w, uint64_t v)
+void mdp_containers_limit(const mdp_worker *w, uint64_t v, mdp_containers_limits *out)
 {
   mdp_worker_limit lim;
   mdp_cgroup_stats s;
@@ -208,7 +208,9 @@ uint64_t mdp_containers_limit(const mdp_worker *w, uint64_t v)
     if(!limit || v + room < limit)
       limit = v + room;
   }
-  return limit;
+  out->project_to = limit;
+  /* The room is shared: the cgroup's detector watches it for all of them */
+  out->whole = w->cg_sharing > 1 ? lim.limit : limit;
 }
 
 void mdp_containers_worker_gone(uint64_t id)

@@ -33,11 +33,21 @@ void mdp_containers_read(mdp_worker **workers, size_t n, const mdp_config *cfg, 
  * Sends a FAILURE notification when its cgroup counted an OOM kill. */
 void mdp_containers_worker_gone(uint64_t id);
 
-/* The limit w's own detector projects to, given its figure v now: the
- * lower of MemoryLimit and the level at which its cgroup would be full if
- * the others' charge stayed (v + limit - charge: the room is shared, so a
- * plan's waits are sized from the time the cgroup has left); 0 when none. */
-uint64_t mdp_containers_limit(const mdp_worker *w, uint64_t v);
+/* The limits of worker w, given its figure v now (0: none).
+ * project_to: what its own detector projects to: the lower of MemoryLimit
+ * and the level at which its cgroup would be full if the rest of the charge
+ * stayed (v + limit - charge), so a plan's waits are sized from the time
+ * the cgroup has left. whole: what its near-limit and its limit reached
+ * count against: project_to for a worker alone in its cgroup; for workers
+ * that share one, MemoryLimit or the cgroup's limit (their room is shared:
+ * once the charge nears the limit every quiet worker's v + room is "near",
+ * and the cgroup's detector captures the one that drives the charge). */
+typedef struct {
+  uint64_t project_to;
+  uint64_t whole;
+} mdp_containers_limits;
+
+void mdp_containers_limit(const mdp_worker *w, uint64_t v, mdp_containers_limits *out);
 
 /* w's recent samples, oldest first, into out (MDP_WORKER_HISTORY of
  * them at most), for a capture's fit of its waits. Returns how many. */

@@ -107,7 +107,8 @@ static void sample_worker(mdp_worker *w, cdtime_t now, cdtime_t interval)
   mdp_decision d;
   char text[96];
   double t = CDTIME_T_TO_DOUBLE(now);
-  uint64_t v, limit;
+  uint64_t v;
+  mdp_containers_limits lim;
   int fired;
 
   if(w->proc_fd < 0 || mdp_sampler_read(w->proc_fd, cfg.sampler.memory, &s) != 0)
@@ -124,8 +125,8 @@ static void sample_worker(mdp_worker *w, cdtime_t now, cdtime_t interval)
   remember(w, t, v);
   /* MemoryLimit, or the worker's cgroup limit when lower (a pod resized in
    * place is seen at the next sample) */
-  limit = mdp_containers_limit(w, v);
-  w->detector.cfg.memory_limit = limit;
+  mdp_containers_limit(w, v, &lim);
+  w->detector.cfg.memory_limit = lim.project_to;
   fired = mdp_detector_feed(&w->detector, t, v, &d);
   mdp_detector_describe(&w->detector, text, sizeof(text));
   mdp_registry_store(w, &s, t, text);
@@ -136,25 +137,14 @@ static void sample_worker(mdp_worker *w, cdtime_t now, cdtime_t interval)
                                .uid = w->uid,
                                .gid = w->gid,
                                .rss = v};
-    /* Workers that share a cgroup project to the room it has left (v +
-     * limit - charge), so a plan fits the time the cgroup has left; but
-     * that room is theirs together: once the charge nears the limit every
-     * quiet worker's own figure is "near its limit". The cgroup's detector
-     * watches the shared room and captures the worker that drives the
-     * charge, so a sharing worker's near-limit, and its limit reached,
-     * count only against the whole limit (MemoryLimit or the cgroup's). */
-    uint64_t own = limit;
-    if(w->cg_sharing > 1) {
-      mdp_worker_limit lim;
-      mdp_registry_limit(w, &lim);
-      own = lim.limit;
-    }
-    bool shared_room_only = fired == 1 && own != limit && d.reason &&
+    /* a near-limit that only the shared room's fullness made is the
+     * cgroup detector's to act on (containers.h) */
+    bool shared_room_only = fired == 1 && lim.whole != lim.project_to && d.reason &&
                             strcmp(d.reason, MDP_REASON_NEAR_LIMIT) == 0 &&
-                            (double)v < w->detector.cfg.near_limit * (double)own;
+                            (double)v < w->detector.cfg.near_limit * (double)lim.whole;
     if(fired == 1 && !shared_room_only)
       trigger(w, &d, v);
-    mdp_capture_observe(&cw, own && v >= own);
+    mdp_capture_observe(&cw, lim.whole && v >= lim.whole);
   }
 }
 
