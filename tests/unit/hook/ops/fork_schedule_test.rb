@@ -85,6 +85,57 @@ class ForkScheduleTest < Minitest::Test
     end
   end
 
+  # A worker whose other threads fork while a dump runs (a server starting
+  # workers, a job runner): its children inherit whatever the worker holds
+  # open that is not close-on-exec, and a fork without exec keeps it all.
+  # The dump child dumps the worker's heap to /dev/null over and over (a
+  # real dump, holding the GVL as dump_all does), so it would run for good.
+  FORKING_WORKER = <<~RUBY
+    require "memdiag/hook/operations"
+    child_file, kin_file = ARGV.fetch(0), ARGV.fetch(1)
+    $keep = Array.new(50_000) { |i| "object \#{i}" }
+    Thread.new do
+      Memdiag::Hook::Ops::ForkRunner.new.run(0) do
+        File.write(child_file + ".tmp", Process.pid.to_s)
+        File.rename(child_file + ".tmp", child_file)
+        loop { File.open(File::NULL, "w") { |io| ObjectSpace.dump_all(output: io) } }
+      end
+    end
+    sleep 0.01 until File.exist?(child_file)
+    forked = Process.fork { sleep 300 }
+    spawned = Process.spawn("sleep", "300")
+    File.write(kin_file + ".tmp", "\#{forked} \#{spawned}")
+    File.rename(kin_file + ".tmp", kin_file)
+    sleep
+  RUBY
+
+  def test_the_dump_child_leaves_when_a_worker_that_forked_during_the_dump_is_killed
+    child_file = File.join(@dir, "child.pid")
+    kin_file = File.join(@dir, "kin.pid")
+    lib = File.expand_path("../../../../worker-hook/ruby/lib", __dir__)
+    worker = Process.spawn(RbConfig.ruby, "-I", lib, "-e", FORKING_WORKER, child_file, kin_file)
+    sleep 0.01 until File.exist?(kin_file) || Process.waitpid(worker, Process::WNOHANG)
+    child = Integer(File.read(child_file))
+    kin = File.read(kin_file).split.map { |pid| Integer(pid) }
+    assert running?(child), "the dump child ended before the worker was killed"
+    Process.kill(:KILL, worker)
+    Process.waitpid(worker)
+    # the worker's own children live on (they hold what it held); the dump
+    # child must not: 10 s is only a bound on a test that would otherwise
+    # wait for good
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 10
+    sleep 0.01 while running?(child) && Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
+    assert kin.all? { |pid| running?(pid) }, "a child of the worker ended: the test proves nothing"
+    refute running?(child), "the dump child outlived the worker killed with SIGKILL while the " \
+                            "worker's own children lived"
+  ensure
+    [child, *kin].compact.each do |pid|
+      Process.kill(:KILL, pid) if running?(pid)
+    rescue Errno::ESRCH
+      nil
+    end
+  end
+
   # Alive and not a zombie waiting for its new parent to reap it.
   def running?(pid)
     state = File.read("/proc/#{pid}/stat").split(") ").last.split.first

@@ -65,13 +65,16 @@ module Memdiag
         # Failure when the child fails, dies or outlives timeout_ms (0/nil: no limit).
         def run(timeout_ms, &work)
           reader, writer = IO.pipe
-          # The child's lifeline: only this process holds its writing end, so
-          # the child reads end-of-file when the worker is gone, however it went.
+          # The child's lifeline: the child reads end-of-file when the worker
+          # is gone, however it went, unless a process the worker forked
+          # meanwhile still holds the writing end; so the child also watches
+          # for a new parent (watch_parent).
           life_r, life_w = IO.pipe
+          worker_pid = Process.pid
           started = Clock.now_us
           cpu_started = Clock.thread_cpu_us
           pid = fork_child
-          child(reader, writer, [life_r, life_w], &work) if pid.zero?
+          child(reader, writer, [life_r, life_w, worker_pid], &work) if pid.zero?
 
           fork_wall_us = Clock.now_us - started
           pause_us = cpu_started ? [Clock.thread_cpu_us - cpu_started, fork_wall_us].min : fork_wall_us
@@ -126,7 +129,7 @@ module Memdiag
             reader.close
             lifeline[1].close
             schedule_in_background
-            watch_parent(lifeline[0])
+            watch_parent(lifeline[0], lifeline[2])
             CHILD_SIGNALS.each do |sig, action|
               Signal.trap(sig, action)
             rescue ArgumentError
@@ -162,11 +165,25 @@ module Memdiag
           nil
         end
 
+        # How often the child looks for a new parent, in seconds.
+        PARENT_POLL_S = 0.2
+
         # Out of the worker's session and process group, the child no longer
-        # gets the signals sent to them: it leaves when the worker does.
-        def watch_parent(life_r)
+        # gets the signals sent to them: it leaves when the worker does. The
+        # lifeline's end-of-file says so at once; but a process the worker
+        # forked during the dump (a fork without exec keeps every descriptor)
+        # holds the writing end for as long as it lives (issue 24). The
+        # worker's death also gives the child a new parent (the nearest
+        # subreaper or init), and no other event does: that is checked
+        # against the worker's PID taken before the fork, so a worker that
+        # died before this thread started is seen too.
+        def watch_parent(life_r, worker_pid)
           Thread.new do
-            life_r.read
+            loop do
+              break if Process.ppid != worker_pid
+              next unless IO.select([life_r], nil, nil, PARENT_POLL_S)
+              break if life_r.read_nonblock(64, exception: false).nil?
+            end
           rescue Exception
             nil
           ensure
