@@ -118,8 +118,9 @@ module Memdiag
           # glibc's malloc_info (arenas, their free chunks and the memory
           # they took from the system, which the Ruby heap's figures miss)
           # and, when jemalloc is the process's malloc (preloaded or linked
-          # into Ruby), jemalloc's merged statistics, where glibc's arenas
-          # then hold next to nothing.
+          # into Ruby, its names plain or prefixed je_), jemalloc's merged
+          # statistics, where glibc's arenas then hold next to nothing; its
+          # first line names the jemalloc's version and entry point.
           def malloc_section
             native = defined?(Memdiag::Hook::Native) && Memdiag::Hook::Native.respond_to?(:malloc_info)
             return "\n== malloc_info\nunavailable (the hook's C extension is not loaded)\n" unless native
@@ -127,7 +128,7 @@ module Memdiag
             xml = Memdiag::Hook::Native.malloc_info
             out = xml ? +"\n== malloc_info (glibc)\n#{xml}" : +"\n== malloc_info\nunavailable (not glibc)\n"
             je = Memdiag::Hook::Native.jemalloc_stats
-            out << "\n== jemalloc stats (malloc_stats_print)\n#{je}" if je
+            out << "\n== jemalloc stats\n#{je}" if je
             out
           end
 
