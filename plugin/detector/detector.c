@@ -51,6 +51,17 @@
 #define DECEL_SHARE   0.5
 /* Evaluations in a row (one per short bucket) that must agree. */
 #define SHORT_CONFIRM 2
+/* A course that some plateau below NearLimit still fits (the data do not
+ * rule every such plateau out at 99 %: SHORT_RULED_OUT) fires only when it
+ * reaches the limit within WAIT_SHARE of Horizon (1 h at the default).
+ * Until then waiting costs a leak nothing (it keeps its slope and is caught
+ * with about 50 minutes left), and a warm-up shows that it levels off. */
+#ifndef SHORT_RULED_OUT
+#define SHORT_RULED_OUT 1.0
+#endif
+#ifndef WAIT_SHARE
+#define WAIT_SHARE (1.0 / 6)
+#endif
 
 /* k-th smallest of v[0..n) (reorders v). Quickselect: the read callback
  * re-fits every worker's windows, and a full sort was most of its cost. */
@@ -516,10 +527,28 @@ static int evaluate_short(mdp_detector *d, double t, mdp_decision *ev)
                 ev->time_to_limit <= URGENT_SHARE * c->horizon && grown >= URGENCY_SHARE * room &&
                 (c->min_growth_rate <= 0 || slope >= c->min_growth_rate);
   /* Fire only when the envelope's course reaches the limit within Horizon:
-   * a warm-up that levels off below it (however steep it was) does not. */
-  if(growing && mdp_detector_course_levels_off(d, t, (double)c->memory_limit - excursion,
-                                               URGENT_SHARE * c->horizon, &ev->plateau))
-    growing = 0;
+   * a warm-up that levels off below it (however steep it was) does not;
+   * one that a plateau below NearLimit still fits, only when it is near. */
+  mdp_detector_course_look look;
+  double settle =
+      (c->near_limit > 0 && c->near_limit < 1 ? c->near_limit : 1) * (double)c->memory_limit -
+      excursion;
+  if(growing &&
+     mdp_detector_course_view(d, t, (double)c->memory_limit - excursion, settle, &look)) {
+    ev->plateau = look.plateau;
+    if(look.reach < 0 || look.reach > URGENT_SHARE * c->horizon)
+      growing = 0;
+    else if(look.ruled < SHORT_RULED_OUT && look.reach > WAIT_SHARE * c->horizon)
+      growing = 0;
+#ifdef MDP_URGENT_DEBUG
+    fprintf(stderr,
+            "short t=%.1f reach=%.1f ruled=%.2f pl=%.0f slope=%.1f new=%.1f old=%.1f ttl=%.1f "
+            "grown=%.0f room=%.0f -> %d\n",
+            now / 60, look.reach / 60, look.ruled, look.plateau / MIB, slope * 60 / MIB,
+            slope_new * 60 / MIB, slope_old * 60 / MIB, ev->time_to_limit / 60, grown / MIB,
+            room / MIB, growing);
+#endif
+  }
   d->splateau = ev->plateau;
   if(!growing) {
     d->sstreak = 0;

@@ -134,15 +134,17 @@ static void remove_steps(double *y, const unsigned char *have, unsigned m)
   }
 }
 
-int mdp_detector_course_levels_off(const mdp_detector *d, double t, double level, double within,
-                                   double *plateau)
+int mdp_detector_course_view(const mdp_detector *d, double t, double level, double settle,
+                             mdp_detector_course_look *v)
 {
   double y[CB];
   unsigned char have[CB];
   mdp_course course;
   unsigned m = d->cfilled ? d->cfilled - 1 : 0; /* closed buckets */
 
-  *plateau = 0;
+  v->reach = 0;
+  v->ruled = 0;
+  v->plateau = 0;
   if(d->cbucket_len <= 0 || m < COURSE_MIN)
     return 0;
   if(m > CB)
@@ -153,7 +155,7 @@ int mdp_detector_course_levels_off(const mdp_detector *d, double t, double level
     y[k] = (double)b->min;
   }
   remove_steps(y, have, m);
-  mdp_course_fit(y, have, m, level, &course);
+  mdp_course_fit(y, have, m, settle, &course);
   if(course.kind == MDP_COURSE_NONE)
     return 0;
   /* Point k stands for the start of its bucket: where a rising series has
@@ -161,15 +163,17 @@ int mdp_detector_course_levels_off(const mdp_detector *d, double t, double level
   double x_now = (t - d->origin) / d->cbucket_len - (double)(d->cnbucket - m);
   double p = mdp_course_plateau(&course);
   if(p > 0)
-    *plateau = p;
+    v->plateau = p;
   double reach = mdp_course_reach(&course, x_now, level);
+  v->reach = reach < 0 ? -1 : reach * d->cbucket_len;
+  v->ruled = mdp_course_ruled_out(&course);
 #ifdef MDP_URGENT_DEBUG
   fprintf(stderr,
-          "veto t=%.0f m=%u kind=%d q=%.4f a=%.1f b=%.1f c=%.2f level=%.1f reach=%.1f F=%.2f\n",
-          t - d->origin, m, course.kind, course.q, course.a / 1048576, course.b / 1048576,
-          course.c / 1048576, level / 1048576, reach, mdp_course_ruled_out(&course));
+          "veto t=%.1f m=%u kind=%d q=%.4f a=%.1f b=%.1f c=%.2f level=%.1f reach=%.1f F=%.2f\n",
+          (t - d->origin) / 60, m, course.kind, course.q, course.a / 1048576, course.b / 1048576,
+          course.c / 1048576, level / 1048576, v->reach / 60, v->ruled);
 #endif
-  return reach < 0 || reach * d->cbucket_len > within;
+  return 1;
 }
 
 /* Median max - min of the closed buckets of the course ring, less what a
@@ -267,6 +271,15 @@ int mdp_detector_course_early(mdp_detector *d, double t, mdp_decision *ev)
                 jump <= STEP_SHARE * rise && envelope - lo >= URGENCY_SHARE * room &&
                 mdp_course_ruled_out(&course) >= RULED_OUT &&
                 (c->min_growth_rate <= 0 || slope >= c->min_growth_rate);
+#ifdef MDP_URGENT_DEBUG
+  fprintf(stderr,
+          "early t=%.1f m=%u kind=%d tau=%.1f env=%.0f slope=%.1f reach=%.1f rise=%.0f sc=%.1f "
+          "jump=%.0f grown=%.0f need=%.0f F=%.2f\n",
+          (t - d->origin) / 60, m, course.kind,
+          course.q > 0 && course.q < 1 ? -1 / log(course.q) : 0, envelope / MIB, slope * 60 / MIB,
+          ev->time_to_limit / 60, rise / MIB, course.scatter / MIB, jump / MIB,
+          (envelope - lo) / MIB, URGENCY_SHARE * room / MIB, mdp_course_ruled_out(&course));
+#endif
   if(!growing)
     return early_fail(d);
   /* The status line shows the growth from the first passing evaluation. */

@@ -12,12 +12,19 @@ void mdp_detector_course_init(mdp_detector *d);
 int mdp_detector_course_advance(mdp_detector *d, uint64_t idx);
 void mdp_detector_course_add(mdp_detector *d, uint64_t v);
 
-/* Fits the course of the ring's envelope at t and returns 1 when it does
- * not reach level within `within` seconds (it levels off below it, or is
- * too slow); 0 when it does, or when the ring holds too little to say. Sets
- * *plateau to where the course levels off (0 if it does not). */
-int mdp_detector_course_levels_off(const mdp_detector *d, double t, double level, double within,
-                                   double *plateau);
+/* What the course of the ring's envelope says at t (the urgent rule's
+ * veto): seconds until it reaches level (-1: never, it levels off below
+ * it or does not grow), how firmly the data rule out every course that
+ * levels off at or below settle (mdp_course_ruled_out: 1 = at 99 %), and
+ * where it levels off (bytes; 0 if it does not). */
+typedef struct {
+  double reach, ruled, plateau;
+} mdp_detector_course_look;
+
+/* Fills v and returns 1; 0 (v zeroed) when the ring holds too little to
+ * say. */
+int mdp_detector_course_view(const mdp_detector *d, double t, double level, double settle,
+                             mdp_detector_course_look *v);
 
 /* The urgent rule's early path, in the first GrowthWindow of an episode
  * (no held level to compare with yet): evaluated when a course bucket

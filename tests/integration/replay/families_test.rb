@@ -8,9 +8,10 @@
 # every fast leak is captured by sustained-growth before the limit, at most
 # 1 of the 120 standard warm-ups fires (1 does; 2 before the early path asked
 # for three evaluations in a row, 4 before level shifts were taken out of the
-# course, 30 before the urgent rule asked the course) and at most 4 of the
-# 120 held-out ones (4 do; 5 and 7 before). It does not yet assert the
-# issue's acceptance (no warm-up fires; every fast leak 50 minutes ahead).
+# course, 30 before the urgent rule asked the course) and at most 2 of the
+# 120 held-out ones (2 do; 4 before the short window's rule waited for the
+# limit's last hour on a course a plateau still fits, 5 and 7 before that).
+# It does not yet assert the issue's acceptance (no warm-up fires; every fast leak 50 minutes ahead).
 require "minitest/autorun"
 require_relative "family_replay"
 
@@ -48,7 +49,7 @@ class ReplayFamiliesTest < Minitest::Test
       refute_empty outcomes
       if family == "warmup"
         fired = outcomes.select { |o| o.captures.positive? }
-        assert_operator fired.size, :<=, 4, "held-out warm-ups that fire: #{fired.map(&:name).join(' ')}"
+        assert_operator fired.size, :<=, 2, "held-out warm-ups that fire: #{fired.map(&:name).join(' ')}"
         next
       end
 
