@@ -17,12 +17,20 @@
 #define QUICK_TIMEOUT_MS       10000u
 #define INLINE_DUMP_TIMEOUT_MS 60000u
 #define GRACE_MS               1000u
+/* After the plugin cancels a stream (its budget, a failed store) a worker
+ * that obeys answers within moments; one that keeps streaming is not
+ * waited for beyond this (RestartDeadline still added: a restart must not
+ * signal a worker that may still be writing). */
+#define CANCEL_GRACE_MS        5000u
 
 typedef struct pending {
   struct pending *next;
   uint64_t request_id;
   uint64_t connection_id;
   uint64_t timer_id; /* its timeout; 0 once it fired */
+  uint64_t due_ms;   /* when it fires (mdp_loop_now_ms) */
+  uint32_t extra_ms; /* mdp_relay_opts.extra_ms */
+  int cancelled;     /* its stream was cancelled: timer_id is the grace */
   mdp_reply_fn done;
   void *arg;
   Memdiag__V1__Status status; /* for replies the relay makes up */
@@ -41,6 +49,9 @@ static pending *in_flight;
 static uint64_t next_request_id = 1;
 static uint32_t dump_timeout_ms = 600000;
 static int shutting_down;
+static uint64_t late_replies; /* Replies to requests already ended */
+
+static void stream_cancelled(mdp_rstream_key key);
 
 void mdp_relay_init(mdp_loop *l, mdp_relay_send_fn send, uint32_t dump_ms)
 {
@@ -48,6 +59,7 @@ void mdp_relay_init(mdp_loop *l, mdp_relay_send_fn send, uint32_t dump_ms)
   send_frame = send;
   dump_timeout_ms = dump_ms;
   shutting_down = 0;
+  mdp_rstream_on_cancel(l ? stream_cancelled : NULL);
 }
 
 uint32_t mdp_relay_default_timeout_ms(const Memdiag__V1__Request *req)
@@ -181,6 +193,8 @@ static void submit(pending *p, uint64_t connection_id, const Memdiag__V1__Reques
     timeout_ms = req->has_timeout_ms && req->timeout_ms ? req->timeout_ms
                                                         : mdp_relay_default_timeout_ms(req);
   /* The plugin waits a little longer than it tells the worker. */
+  p->extra_ms = opts->extra_ms;
+  p->due_ms = mdp_loop_now_ms() + (uint64_t)timeout_ms + GRACE_MS + opts->extra_ms;
   p->timer_id = mdp_loop_timer_add(loop, (uint64_t)timeout_ms + GRACE_MS + opts->extra_ms, expire,
                                    NULL, (void *)(uintptr_t)p->request_id);
   if(!p->timer_id) {
@@ -235,7 +249,53 @@ void mdp_relay_on_reply(uint64_t connection_id, const Memdiag__V1__Reply *reply)
       return;
     }
   }
-  /* A reply after its timeout: the caller was already told; dropped. */
+  /* A reply after its timeout, or after the grace of a cancelled stream:
+   * the caller was already told; dropped. */
+  late_replies++;
+}
+
+uint64_t mdp_relay_late_replies(void) { return late_replies; }
+
+/* The grace after a cancel is over: the worker kept streaming. */
+static void cancel_expired(void *arg)
+{
+  pending *p = take(match_request, (uint64_t)(uintptr_t)arg);
+
+  if(!p)
+    return;
+  p->timer_id = 0;
+  p->status = MEMDIAG__V1__STATUS__STATUS_TIMEOUT;
+  snprintf(p->error, sizeof(p->error),
+           "worker with connection ID %" PRIu64 " did not end its stream within %u s of the "
+           "cancel: the plugin stopped waiting for it and drops what it still sends",
+           p->connection_id, CANCEL_GRACE_MS / 1000);
+  finish(p, NULL);
+}
+
+/* The stream of a pending request was cancelled (rstream.h): its timeout
+ * becomes the grace, unless that would be later. The request stays in
+ * flight: the worker's Reply, its going away or the grace end it. */
+static void stream_cancelled(mdp_rstream_key key)
+{
+  uint64_t grace = (uint64_t)CANCEL_GRACE_MS, timer;
+
+  for(pending *p = in_flight; p; p = p->next) {
+    if(p->request_id != key.request_id || p->connection_id != key.connection_id)
+      continue;
+    if(p->cancelled || !p->timer_id)
+      return;
+    grace += p->extra_ms;
+    if(mdp_loop_now_ms() + grace >= p->due_ms)
+      return; /* its own timeout comes first */
+    timer = mdp_loop_timer_add(loop, grace, cancel_expired, NULL, (void *)(uintptr_t)p->request_id);
+    if(!timer)
+      return; /* out of memory: its own timeout ends it */
+    mdp_loop_timer_cancel(loop, p->timer_id);
+    p->timer_id = timer;
+    p->due_ms = mdp_loop_now_ms() + grace;
+    p->cancelled = 1;
+    return;
+  }
 }
 
 void mdp_relay_worker_gone(uint64_t connection_id)

@@ -102,6 +102,16 @@ uint32_t mdp_relay_default_timeout_ms(const Memdiag__V1__Request *req);
 /* A Reply arrived from this worker (the server's worker_reply hook). */
 void mdp_relay_on_reply(uint64_t connection_id, const Memdiag__V1__Reply *reply);
 
+/* A stream the plugin cancelled (rstream.h: its budget, a failed store)
+ * ends the request CANCEL_GRACE_MS (5 s, relay.c) after the cancel at the
+ * latest (plus extra_ms), as STATUS_ERROR naming the cause, even when the
+ * worker keeps streaming: what it sends later is dropped and counted
+ * (mdp_rstream_dropped), as is its late Reply. */
+
+/* Replies that came after their request had ended, since the process
+ * began. */
+uint64_t mdp_relay_late_replies(void);
+
 /* The worker is gone: its requests end with STATUS_UNKNOWN_CONNECTION. */
 void mdp_relay_worker_gone(uint64_t connection_id);
 

@@ -75,6 +75,8 @@ static mdp_store *store;
 static uint32_t window = DEFAULT_WINDOW;
 static mdp_rstream *streams;
 static unsigned refused; /* changes of state to() refused */
+static mdp_rstream_cancel_fn on_cancel;
+static mdp_rstream_dropped_t dropped;
 
 /* Streams freed before the worker sent their DumpEnd (a timeout, a failed
  * store): the rest of their bytes still comes, drained and dropped without
@@ -123,6 +125,10 @@ static bool to(mdp_rstream *rs, rs_state next)
 }
 
 unsigned mdp_rstream_refused(void) { return refused; }
+
+void mdp_rstream_on_cancel(mdp_rstream_cancel_fn fn) { on_cancel = fn; }
+
+mdp_rstream_dropped_t mdp_rstream_dropped(void) { return dropped; }
 
 unsigned mdp_rstream_live(void)
 {
@@ -195,6 +201,18 @@ static void grant(mdp_rstream *rs, uint64_t bytes, const char *cancel)
 
 static void end_store(mdp_rstream *rs, const char *why);
 
+/* The worker is told to stop (no more credit, the reason) and the store
+ * drops what it has; the relay is told too, so that a worker that keeps
+ * streaming does not keep the request's caller waiting. */
+static void cancel_stream(mdp_rstream *rs, const char *why)
+{
+  rs->cancelled = 1;
+  grant(rs, 0, why);
+  end_store(rs, why);
+  if(on_cancel)
+    on_cancel((mdp_rstream_key){.connection_id = rs->connection_id, .request_id = rs->request_id});
+}
+
 static void store_event_run(void *arg)
 {
   store_event *e = arg;
@@ -205,9 +223,7 @@ static void store_event_run(void *arg)
      * rather than send the whole dump for nothing (an older one ignores
      * it and its bytes are dropped here). */
     if(rs->streaming && rs->state == RS_OPEN && !rs->end_frame) {
-      rs->cancelled = 1;
-      grant(rs, 0, e->error);
-      end_store(rs, e->error);
+      cancel_stream(rs, e->error);
     }
   } else if(!e->done) {
     if(rs->streaming && rs->state == RS_OPEN)
@@ -379,11 +395,15 @@ static void end_store(mdp_rstream *rs, const char *why)
 /* A frame of no stream of ours: -ENOENT for an unknown request (neither
  * pending nor a stream recently given up), -EINVAL for a request that is
  * not a stream. */
-static int stray(uint64_t connection_id, uint64_t request_id, const mdp_rstream *rs)
+static int stray(uint64_t connection_id, uint64_t request_id, const mdp_rstream *rs, size_t bytes)
 {
   if(rs)
     return -EINVAL;
-  return was_stream(connection_id, request_id) ? 0 : -ENOENT;
+  if(!was_stream(connection_id, request_id))
+    return -ENOENT;
+  dropped.frames++;
+  dropped.bytes += bytes;
+  return 0;
 }
 
 int mdp_rstream_on_frame(uint64_t connection_id, const Memdiag__V1__Frame *f)
@@ -394,7 +414,7 @@ int mdp_rstream_on_frame(uint64_t connection_id, const Memdiag__V1__Frame *f)
     const Memdiag__V1__DumpChunk *c = f->dump_chunk;
     rs = find(connection_id, c->request_id);
     if(!rs || !rs->streaming)
-      return stray(connection_id, c->request_id, rs);
+      return stray(connection_id, c->request_id, rs, c->data.len);
     rs->received += c->data.len; /* dropped ones too: the reply tells */
     if(rs->state != RS_OPEN)
       return 0; /* after a timeout, a failure or the end: dropped */
@@ -408,9 +428,7 @@ int mdp_rstream_on_frame(uint64_t connection_id, const Memdiag__V1__Frame *f)
                "%s is over its budget: more than %" PRIu64
                " bytes sent (the worker's RSS x DumpSpaceFactor x 2)",
                rs->name, rs->limits.max_raw);
-      rs->cancelled = 1;
-      grant(rs, 0, why);
-      end_store(rs, why);
+      cancel_stream(rs, why);
       return 0;
     }
     if(mdp_store_write(rs->st, c->data.data, c->data.len) != 0)
@@ -421,7 +439,7 @@ int mdp_rstream_on_frame(uint64_t connection_id, const Memdiag__V1__Frame *f)
     const Memdiag__V1__DumpEnd *e = f->dump_end;
     rs = find(connection_id, e->request_id);
     if(!rs || !rs->streaming)
-      return stray(connection_id, e->request_id, rs);
+      return stray(connection_id, e->request_id, rs, 0);
     if(rs->end_frame)
       return 0;
     rs->end_frame = 1;
@@ -553,11 +571,14 @@ static void try_complete(mdp_rstream *rs)
     out = *rs->reply;
   }
   if(rs->cancelled && out.status != MEMDIAG__V1__STATUS__STATUS_UNKNOWN_CONNECTION) {
-    /* the worker's failure, if any, is the cancel's echo: name the cause */
+    /* the worker's failure, if any, is the cancel's echo: name the cause;
+     * a timeout the relay made up (the worker kept streaming) is no echo */
+    int timed_out = out.status == MEMDIAG__V1__STATUS__STATUS_TIMEOUT && out.error;
     snprintf(error, sizeof error,
              "the result could not be stored: %s; the plugin stopped the stream after %" PRIu64
-             " bytes",
-             rs->store_error[0] ? rs->store_error : "unknown error", rs->received);
+             " bytes%s%s",
+             rs->store_error[0] ? rs->store_error : "unknown error", rs->received,
+             timed_out ? "; " : "", timed_out ? out.error : "");
     out.has_status = 1;
     out.status = MEMDIAG__V1__STATUS__STATUS_ERROR;
     out.error = error;

@@ -93,6 +93,22 @@ void mdp_rstream_settle(mdp_rstream *rs, const Memdiag__V1__Reply *reply, mdp_rs
  * is not a stream: the frame is dropped, the caller reports it. */
 int mdp_rstream_on_frame(uint64_t connection_id, const Memdiag__V1__Frame *f);
 
+/* The plugin has told the worker to stop this request's stream (its
+ * budget, a failed store): the relay then waits only a short grace for the
+ * worker's Reply (relay.c). Called on the loop thread, from within
+ * mdp_rstream_on_frame or a store event; may be NULL. */
+typedef void (*mdp_rstream_cancel_fn)(mdp_rstream_key key);
+void mdp_rstream_on_cancel(mdp_rstream_cancel_fn fn);
+
+/* Frames of streams the plugin gave up on (a cancel, a timeout, a failed
+ * store) that arrived afterwards and were dropped, since the process began;
+ * frames that fell out of the few streams remembered are not counted here
+ * (the server reports them as unknown). */
+typedef struct {
+  uint64_t frames, bytes;
+} mdp_rstream_dropped_t;
+mdp_rstream_dropped_t mdp_rstream_dropped(void);
+
 /* rstreams not yet finished (shutdown waits for them). */
 unsigned mdp_rstream_live(void);
 

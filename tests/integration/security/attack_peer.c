@@ -3,12 +3,13 @@
  * plugin's requests to hurt the host rather than to help.
  *
  *   md-attack-peer MODE [--socket P --cert C --key K --ca A] [--name N]
- *                       [--allocate-mb M] [--count N] [--source PATH]
+ *                       [--allocate-mb M] [--count N] [--source PATH] [--flood 1]
  *
  * MODE:
  *   stream   a memory_dump request is answered with DumpChunks of zeros, as
  *            fast as the plugin's credit allows, without end (no DumpEnd, no
- *            Reply); a cancel is ignored.
+ *            Reply); a cancel is ignored. With --flood 1, after the cancel
+ *            it sends a chunk every 10 ms whatever the credit says.
  *   sparse   a memory_dump request with a path gets a 15 TiB sparse file
  *            there and an OK reply (DumpTransfer file).
  *   plain    a memory_dump request with a path gets a 5 MiB file there and an
@@ -58,7 +59,7 @@
 
 typedef struct {
   const char *socket, *cert, *key, *ca, *name, *mode, *source;
-  long allocate_mb, count, frame_mb;
+  long allocate_mb, count, frame_mb, flood;
 } opts;
 
 static md_tls_ctx *ctx;
@@ -214,6 +215,7 @@ static int serve(const opts *o, md_conn *c)
 {
   static uint8_t zeros[CHUNK];
   uint64_t seq = 0, streaming = 0, credit = 0, sent = 0, next_beat = md_now_ms() + 1000;
+  int flooding = 0; /* --flood 1 after a cancel: credit no longer counts */
 
   for(;;) {
     Memdiag__V1__Frame *in = NULL;
@@ -223,6 +225,8 @@ static int serve(const opts *o, md_conn *c)
       heartbeat(c, &seq);
       next_beat = md_now_ms() + 1000;
     }
+    if(flooding && credit < CHUNK)
+      credit = CHUNK; /* one chunk a turn, as if granted */
     while(streaming && credit >= CHUNK) {
       Memdiag__V1__Frame f = MEMDIAG__V1__FRAME__INIT;
       Memdiag__V1__DumpChunk ch = MEMDIAG__V1__DUMP_CHUNK__INIT;
@@ -236,10 +240,10 @@ static int serve(const opts *o, md_conn *c)
         return die("the plugin closed the connection while streaming");
       credit -= CHUNK;
       sent += CHUNK;
-      if(md_now_ms() >= next_beat)
+      if(md_now_ms() >= next_beat || flooding)
         break;
     }
-    rc = md_conn_recv_wait(c, &in, 200);
+    rc = md_conn_recv_wait(c, &in, flooding ? 10 : 200);
     if(rc == MD_ETIMEDOUT || rc == MD_EAGAIN)
       continue;
     if(rc) {
@@ -251,6 +255,7 @@ static int serve(const opts *o, md_conn *c)
       if(sc->cancel) {
         printf("cancel ignored after %" PRIu64 " bytes: %s\n", sent, sc->cancel);
         fflush(stdout);
+        flooding = o->flood > 0;
       }
       if(sc->has_bytes)
         credit += sc->bytes;
@@ -462,6 +467,8 @@ int main(int argc, char **argv)
       o.frame_mb = strtol(v, NULL, 10);
     else if(!strcmp(k, "--source"))
       o.source = v;
+    else if(!strcmp(k, "--flood"))
+      o.flood = strtol(v, NULL, 10);
     else
       return die("unknown option");
   }

@@ -45,6 +45,50 @@ class SecurityManualBudgetTest < Capture::Test
     assert_empty leftovers, "a file of the cut stream was left behind"
     assert site.ctl("workers").ok?
   end
+  # A worker that ignores the cancel and goes on sending (past its credit,
+  # never a Reply) kept the operator waiting for the request's time limit
+  # (a day for memdiagctl memory_dump without --timeout; an hour here): the
+  # relay kept the request until the worker's Reply. Now the operator is
+  # answered a short grace after the cancel, and what the worker still
+  # sends is dropped: its connection stays and it answers a ping.
+  def test_the_operator_is_answered_though_the_worker_streams_on_after_the_cancel
+    site = @bench.site
+    w = Security.attacker(@bench, "stream", "--allocate-mb", "16", "--flood", "1")
+    id = @bench.connection_id(w)
+    site.wait_until("the attacker's RSS is sampled") do
+      site.workers_json.find { |x| x["connection_id"] == id }&.dig("rss").to_i.positive?
+    end
+    out = File.join(site.dir, "ctl-dump.out")
+    ctl = Process.spawn(site.operator_env, E2E::CTL, "memory_dump", "connection_id=#{id}", "--timeout", "3600",
+                        out: [out, "w"], err: [:child, :out])
+    site.wait_until("the plugin cancels the stream", timeout: 120) { w.output.include?("cancel ignored") }
+    cancelled = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    # 60 s is only a bound on a test that would otherwise wait an hour
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 60
+    status = nil
+    while (status = Process.waitpid2(ctl, Process::WNOHANG)&.last).nil? &&
+          Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
+      sleep 0.1
+    end
+    answer = File.read(out)
+    puts format("after the cancel the attacker went on sending; the operator read, %.1f s after the cancel " \
+                "was seen: %s", Process.clock_gettime(Process::CLOCK_MONOTONIC) - cancelled, answer.strip)
+    refute_nil status, "the operator had no answer 60 s after the cancel of a stream the worker kept sending"
+    refute status.success?, answer
+    assert_match(/heap\.json is over its budget/, answer)
+    assert_match(/did not end its stream within 5 s of the cancel/, answer)
+    sleep 1 # the attacker floods on meanwhile
+    assert w.alive?, "the attacker lost its connection:\n#{w.output}"
+    assert site.ctl("ping", "connection_id=#{id}").ok?, "the flooding worker's connection was lost"
+    assert_empty Dir.glob(File.join(@bench.captures, "manual", "*", "*")), "a file of the cut stream was left behind"
+    assert site.collectd_alive?
+  ensure
+    if ctl && status.nil?
+      Process.kill(:KILL, ctl)
+      Process.waitpid(ctl)
+    end
+  end
+
   def test_no_room_is_refused
     w = Security.attacker(@bench, "stream", "--allocate-mb", "16")
     r = @bench.site.ctl("memory_dump", "connection_id=#{@bench.connection_id(w)}", "--timeout", "60")
