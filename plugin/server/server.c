@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "server_config.h"
+#include "bufcap.h"
 #include "conn.h"
 #include "hello.h"
 #include "unauth.h"
@@ -207,46 +208,33 @@ static void count_workers(uid_t uid, pid_t pid, unsigned *all, unsigned *of_uid,
 /* What a uid's connections hold in their read buffers stays under
  * MDP_CONN_BUFFERED_UID_FRAMES x MaxFrameSize: past it, the one holding
  * most is closed (a partial frame of its own is all it loses). Operators
- * are not counted. */
-#define BUFFER_UIDS 64
+ * are not counted. Every uid is (bufcap.h); until issue 24 only the first
+ * 64 a turn saw were, so a peer of any further uid held what it liked.
+ * `held` has room for every connection (MaxConnections), made at start. */
+static mdp_bufcap_entry *held;
+
 static void check_buffered(void)
 {
-  struct {
-    uid_t uid;
-    size_t bytes;
-  } t[BUFFER_UIDS];
-  unsigned n = 0;
   size_t limit = (size_t)MDP_CONN_BUFFERED_UID_FRAMES * env.cfg->max_frame + (1u << 20);
+  size_t n = 0, total = 0;
 
   for(mdp_conn *c = conns; c; c = c->next) {
-    unsigned i;
-    if(c->dead || c->state == MDP_CONN_OPERATOR)
+    size_t bytes;
+    if(c->dead || c->state == MDP_CONN_OPERATOR || !(bytes = md_conn_buffered(c->mc)))
       continue;
-    for(i = 0; i < n && t[i].uid != c->uid; i++)
-      ;
-    if(i == n) {
-      if(n == BUFFER_UIDS)
-        continue;
-      t[n].uid = c->uid;
-      t[n++].bytes = 0;
-    }
-    t[i].bytes += md_conn_buffered(c->mc);
+    total += bytes;
+    held[n++] = (mdp_bufcap_entry){.uid = c->uid, .bytes = bytes, .conn = c};
   }
-  for(unsigned i = 0; i < n; i++) {
-    while(t[i].bytes > limit) {
-      mdp_conn *big = NULL;
-      for(mdp_conn *c = conns; c; c = c->next)
-        if(!c->dead && c->state != MDP_CONN_OPERATOR && c->uid == t[i].uid &&
-           (!big || md_conn_buffered(c->mc) > md_conn_buffered(big->mc)))
-          big = c;
-      if(!big)
-        break;
-      mdp_conn_warn("memdiag plugin: closing connection from %s: the connections of uid %ld hold "
-                    "%zu bytes of unread frames (at most %zu per uid)",
-                    big->who, (long)t[i].uid, t[i].bytes, limit);
-      t[i].bytes -= md_conn_buffered(big->mc);
-      mdp_conn_drop(big, "holding too many unread bytes");
-    }
+  if(total <= limit || mdp_bufcap_pick(held, n, limit) == 0)
+    return; /* no uid can be over (the common case: nothing sorted) */
+  for(size_t i = 0; i < n; i++) {
+    mdp_conn *c = held[i].conn;
+    if(!held[i].close)
+      continue;
+    mdp_conn_warn("memdiag plugin: closing connection from %s: the connections of uid %ld hold "
+                  "%zu bytes of unread frames (at most %zu per uid)",
+                  c->who, (long)held[i].uid, held[i].uid_had, limit);
+    mdp_conn_drop(c, "holding too many unread bytes");
   }
 }
 
@@ -426,6 +414,12 @@ int mdp_server_start(const mdp_server_config *cfg, mdp_loop *l, const mdp_server
 
   env.cfg = cfg;
   env.hooks = *hooks;
+  free(held);
+  held = calloc(cfg->max_connections ? cfg->max_connections : 1, sizeof(*held));
+  if(!held) {
+    ERROR("memdiag plugin: cannot start the server: out of memory");
+    return -ENOMEM;
+  }
   env.count_workers = count_workers;
   loop = l;
   o.certificate = cfg->tls_certificate;
@@ -462,6 +456,8 @@ int mdp_server_start(const mdp_server_config *cfg, mdp_loop *l, const mdp_server
        cfg->socket[0] == '/' ? "" : "/", cfg->socket, cfg->socket_mode);
   return 0;
 fail:
+  free(held);
+  held = NULL;
   mdp_loop_watch_remove(loop, listen_watch);
   listen_watch = NULL;
   if(listen_fd >= 0) {
@@ -488,4 +484,6 @@ void mdp_server_stop(void)
   listen_fd = -1;
   md_tls_ctx_free(tls);
   tls = NULL;
+  free(held);
+  held = NULL;
 }

@@ -4,6 +4,7 @@
  *
  *   md-attack-peer MODE [--socket P --cert C --key K --ca A] [--name N]
  *                       [--allocate-mb M] [--count N] [--source PATH] [--flood 1]
+ *                       [--go-file PATH]
  *
  * MODE:
  *   stream   a memory_dump request is answered with DumpChunks of zeros, as
@@ -33,6 +34,8 @@
  *            MiB, less its last byte, and nothing more (no heartbeat: give the
  *            plugin a long HeartbeatInterval); prints "holding K partial
  *            frames of M MiB" once written as far as the plugin took them.
+ *            With --go-file PATH, every connection registers first, prints
+ *            "registered K", and the frames are sent once PATH exists.
  *
  * Prints "welcome connection_id=N pid=P" once the first connection is
  * registered, "request op=NAME" for each request. Exits 1 on setup errors. */
@@ -58,7 +61,7 @@
 #define CHUNK (64u * 1024u)
 
 typedef struct {
-  const char *socket, *cert, *key, *ca, *name, *mode, *source;
+  const char *socket, *cert, *key, *ca, *name, *mode, *source, *go_file;
   long allocate_mb, count, frame_mb, flood;
 } opts;
 
@@ -356,8 +359,9 @@ static int ssl_read_all(SSL *s, uint8_t *p, size_t n)
   return 0;
 }
 
-/* A TLS connection of its own, its hello and Welcome; then most of a frame. */
-static int partial_frame(const opts *o, SSL_CTX *sc, long i, const uint8_t *body, size_t len)
+/* A TLS connection of its own, its hello and Welcome: the connection, or
+ * NULL. */
+static SSL *register_one(const opts *o, SSL_CTX *sc, long i)
 {
   Memdiag__V1__Frame f = MEMDIAG__V1__FRAME__INIT, *in = NULL;
   Memdiag__V1__Hello h = MEMDIAG__V1__HELLO__INIT;
@@ -369,13 +373,13 @@ static int partial_frame(const opts *o, SSL_CTX *sc, long i, const uint8_t *body
 
   struct timeval tv = {.tv_sec = 10};
   if(fd < 0)
-    return -1;
+    return NULL;
   /* a connection the plugin neither reads nor closes is given up */
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   s = SSL_new(sc);
   if(!s || SSL_set_fd(s, fd) != 1 || SSL_connect(s) != 1)
-    return -1;
+    return NULL;
   snprintf(name, sizeof name, "%.128s-%ld", o->name, i + 1);
   h.name = name;
   h.has_pid = 1;
@@ -385,23 +389,33 @@ static int partial_frame(const opts *o, SSL_CTX *sc, long i, const uint8_t *body
   f.body_case = MEMDIAG__V1__FRAME__BODY_HELLO;
   f.hello = &h;
   if(md_frame_encode(&f, 1u << 16, &enc, &enc_len) || ssl_write_all(s, enc, enc_len))
-    return -1;
+    return NULL;
   free(enc);
   if(ssl_read_all(s, hdr, 4))
-    return -1;
+    return NULL;
   blen = ((size_t)hdr[0] << 24) | ((size_t)hdr[1] << 16) | ((size_t)hdr[2] << 8) | hdr[3];
   uint8_t *buf = malloc(4 + blen);
   if(!buf || (memcpy(buf, hdr, 4), ssl_read_all(s, buf + 4, blen)) ||
      md_frame_decode(buf, 4 + blen, 1u << 20, &in, &used) ||
      in->body_case != MEMDIAG__V1__FRAME__BODY_WELCOME) {
     free(buf);
-    return -1;
+    return NULL;
   }
   if(i == 0)
     printf("welcome connection_id=%" PRIu64 " pid=%ld\n", in->welcome->connection_id,
            (long)getpid());
   md_frame_free(in);
   free(buf);
+  return s;
+}
+
+/* Most of a frame: all of it but its last byte. */
+static int partial_frame(SSL *s, const uint8_t *body, size_t len)
+{
+  uint8_t hdr[4];
+
+  if(!s)
+    return -1;
   hdr[0] = (uint8_t)(len >> 24);
   hdr[1] = (uint8_t)(len >> 16);
   hdr[2] = (uint8_t)(len >> 8);
@@ -415,16 +429,28 @@ static int hold_frames(const opts *o)
   size_t len = ((size_t)o->frame_mb << 20) - 16;
   uint8_t *body = calloc(1, len);
   long held = 0;
+  SSL **conns = calloc((size_t)o->count, sizeof *conns);
 
-  if(!sc || !body || SSL_CTX_use_certificate_chain_file(sc, o->cert) != 1 ||
+  if(!sc || !body || !conns || SSL_CTX_use_certificate_chain_file(sc, o->cert) != 1 ||
      SSL_CTX_use_PrivateKey_file(sc, o->key, SSL_FILETYPE_PEM) != 1 ||
      SSL_CTX_load_verify_locations(sc, o->ca, NULL) != 1)
     return die("cannot set up TLS");
   SSL_CTX_set_min_proto_version(sc, TLS1_3_VERSION);
   SSL_CTX_set_verify(sc, SSL_VERIFY_PEER, NULL);
   signal(SIGPIPE, SIG_IGN); /* a connection the plugin closed fails its write */
-  for(long i = 0; i < o->count; i++)
-    held += partial_frame(o, sc, i, body, len) == 0;
+  if(o->go_file) {
+    long registered = 0;
+    for(long i = 0; i < o->count; i++)
+      registered += (conns[i] = register_one(o, sc, i)) != NULL;
+    printf("registered %ld\n", registered);
+    while(access(o->go_file, F_OK) != 0)
+      usleep(20000);
+    for(long i = 0; i < o->count; i++)
+      held += partial_frame(conns[i], body, len) == 0;
+  } else {
+    for(long i = 0; i < o->count; i++)
+      held += partial_frame(register_one(o, sc, i), body, len) == 0;
+  }
   printf("holding %ld partial frames of %ld MiB\n", held, o->frame_mb);
   for(;;)
     pause();
@@ -467,6 +493,8 @@ int main(int argc, char **argv)
       o.frame_mb = strtol(v, NULL, 10);
     else if(!strcmp(k, "--source"))
       o.source = v;
+    else if(!strcmp(k, "--go-file"))
+      o.go_file = v;
     else if(!strcmp(k, "--flood"))
       o.flood = strtol(v, NULL, 10);
     else

@@ -5,7 +5,8 @@
 # frames together: past it the one holding most is closed. Eight processes
 # of user nobody, 4 connections each, hold 15 MiB partial frames (480 MiB
 # without the cap); collectd's RSS, read from /proc, stays under a generous
-# bound, an operator is answered and another worker registers.
+# bound, an operator is answered and another worker registers; the same
+# when 65 other uids' connections are newer than nobody's.
 require_relative "helper"
 
 class SecurityFrameCapTest < Capture::Test
@@ -23,19 +24,51 @@ class SecurityFrameCapTest < Capture::Test
   def rss_of(pid) = File.read("/proc/#{pid}/status")[/^VmRSS:\s+(\d+) kB/, 1].to_i * 1024
 
   def test_partial_frames_are_capped
+    attack(first_uids: 0)
+  end
+
+  # Until issue 24 the cap counted the first 64 uids a loop turn saw (the
+  # newest connections first): nobody's connections, registered before 64
+  # connections of 64 other uids, were not counted at all, and collectd took
+  # all 480 MiB. Every uid counts now.
+  def test_partial_frames_are_capped_behind_64_other_uids
+    attack(first_uids: OTHER_UIDS)
+  end
+
+  OTHER_UIDS = 65
+  FIRST_OTHER_UID = 300_001 # no user's: setpriv needs none
+
+  private
+
+  # nobody's attack; with first_uids, its connections register first and
+  # send their frames only once that many other uids have registered one
+  # connection each after them.
+  def attack(first_uids:)
     site = @bench.site
     pid = site.collectd_pid
     base = rss_of(pid)
     most = 0
+    go = File.join(site.dir, "go")
+    wait_args = first_uids.positive? ? ["--go-file", go] : []
     # one after the other: each copies the certificate the one before reads
     attackers = (1..PROCESSES).map do |i|
       a = Security.attacker(@bench, "frames", "--count", CONNS.to_s, "--frame-mb", FRAME_MB.to_s,
-                            name: "frames-#{i}", wait: false)
+                            *wait_args, name: "frames-#{i}", wait: false)
       site.wait_until("#{a.name} is welcomed:\n#{a.output}") do
         most = [most, rss_of(pid)].max
-        a.output.include?("welcome connection_id=")
+        a.output.include?(first_uids.positive? ? "registered #{CONNS}" : "welcome connection_id=")
       end
       a
+    end
+    if first_uids.positive?
+      others = (0...first_uids).map do |k|
+        Security.attacker(@bench, "conns", "--count", "1", name: "uid-#{FIRST_OTHER_UID + k}",
+                                                           uid: FIRST_OTHER_UID + k, wait: false)
+      end
+      others.each do |o|
+        site.wait_until("#{o.name} registers:\n#{o.output}") { o.output.include?("registered 1 refused 0") }
+      end
+      File.write(go, "")
     end
     attackers.each do |a|
       site.wait_until("#{a.name} has written its partial frames") do
@@ -49,8 +82,9 @@ class SecurityFrameCapTest < Capture::Test
     end
     held = attackers.sum { |a| a.output[/holding (\d+)/, 1].to_i }
     puts format("collectd RSS %.1f MiB before, at most %.1f MiB after %d of %d connections wrote " \
-                "%d MiB partial frames (%d MiB sent in all)", base / 1048576.0, most / 1048576.0,
-                held, PROCESSES * CONNS, FRAME_MB, PROCESSES * CONNS * FRAME_MB)
+                "%d MiB partial frames (%d MiB sent in all)%s", base / 1048576.0, most / 1048576.0,
+                held, PROCESSES * CONNS, FRAME_MB, PROCESSES * CONNS * FRAME_MB,
+                first_uids.positive? ? ", registered before #{first_uids} other uids' connections" : "")
     assert_operator most - base, :<, BOUND, "collectd's RSS grew past the bound"
     assert site.log_has?(/the connections of uid #{Security::NOBODY} hold \d+ bytes of unread frames/)
     Security.assert_unharmed(self, site)

@@ -14,19 +14,19 @@ module Security
   # directory nobody may pass through.
   def self.keys = "SocketMode \"0666\"\n"
 
-  # md-attack-peer MODE as nobody; returns an E2E::Worker (registered unless
-  # wait: false).
-  def self.attacker(bench, mode, *args, name: "attacker-#{mode}", wait: true)
+  # md-attack-peer MODE as nobody (or another uid, which need not be a
+  # user's); returns an E2E::Worker (registered unless wait: false).
+  def self.attacker(bench, mode, *args, name: "attacker-#{mode}", wait: true, uid: NOBODY)
     site = bench.site
     File.chmod(0o711, site.dir)
-    own = File.join(site.dir, "certs-#{NOBODY}")
+    own = File.join(site.dir, "certs-#{uid}")
     FileUtils.mkdir_p(own)
     cert, key, ca = [site.cert("worker"), site.key("worker"), site.ca].map do |f|
       File.join(own, File.basename(f)).tap { |c| FileUtils.cp(f, c) }
     end
-    FileUtils.chown_R(NOBODY, NOBODY, own)
+    FileUtils.chown_R(uid, uid, own)
     out = File.join(site.dir, "#{name}.out")
-    pid = Process.spawn("setpriv", "--reuid=#{NOBODY}", "--regid=#{NOBODY}", "--clear-groups", "--",
+    pid = Process.spawn("setpriv", "--reuid=#{uid}", "--regid=#{uid}", "--clear-groups", "--",
                         attack_peer, mode, "--socket", site.socket, "--cert", cert, "--key", key,
                         "--ca", ca, "--name", name, *args, out: [out, "w"], err: [:child, :out])
     w = E2E::Worker.new(name: name, pid: pid, tick_file: out, dump_dir: bench.captures, out_path: out)
