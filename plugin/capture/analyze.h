@@ -9,8 +9,9 @@
  * capture.json and sends the OKAY notification naming the top retained site.
  * The last few results are kept for `memdiagctl status`.
  *
- * Threading: submit() runs with mdp_capst.lock held and only takes this
- * module's own lock; the analysis thread never takes mdp_capst.lock.
+ * Threading: submit() runs with the capture module's lock (capst.h) held
+ * and only takes this module's own lock; the analysis thread never takes
+ * the capture module's.
  *
  * Ownership: the module owns its queue, its jobs (copies of what they need)
  * and its thread, created at the first job and joined by stop().
@@ -24,13 +25,13 @@
 
 /* Queue the analysis of r's finished plan when it applies (cfg's Analyze
  * true, the plan complete, two dumps or more). Returns true when queued: the
- * OKAY notification then comes from the analysis. mdp_capst.lock held (cfg
- * is mdp_capst.cfg, passed in so that this module does not reach into
- * run.c's state). */
+ * OKAY notification then comes from the analysis. The capture module's
+ * lock held (cfg is its configuration, passed in so that this module does
+ * not reach into its state). */
 bool mdp_analyze_submit(const mdp_run *r, const mdp_capture_config_t *cfg);
 
 /* Cancel the analysis in progress, drop the queue and join the thread.
- * Call without mdp_capst.lock. */
+ * Call without the capture module's lock. */
 void mdp_analyze_stop(void);
 
 #endif

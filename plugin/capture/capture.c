@@ -15,10 +15,9 @@
 #include "md/text.h"
 #include "notify/notify.h"
 #include "analyze.h"
+#include "capst.h"
 #include "run.h"
 #include "workers/registry.h"
-
-static mdp_capture_state *const st = &mdp_capst;
 
 /* CaptureCommand's reports, on its runner thread (command.h). */
 static void command_log(int level, const char *line, void *ctx)
@@ -50,22 +49,16 @@ int mdp_capture_init(const mdp_capture_config_t *c, mdp_loop *loop)
   char err[256];
   int rc = 0;
 
-  pthread_mutex_lock(&st->lock);
-  st->cfg = *c;
-  st->loop = loop;
-  rc =
-      mdp_plan_parse(st->cfg.plan, st->kinds, MDP_CAPTURE_PLAN_MAX, &st->n_kinds, err, sizeof(err));
+  mdp_capst_lock();
+  rc = mdp_capst_setup(c, loop, err, sizeof(err));
   if(rc) {
     ERROR("memdiag plugin: %s", err);
     goto out;
   }
-  mdp_sched_init(&st->sched, st->cfg.concurrency, st->cfg.cooldown_ms,
-                 st->cfg.restart_after_capture);
-  memset(&st->counters, 0, sizeof(st->counters));
-  rc = mdp_ship_start(&st->cfg.command, &command_hooks, err, sizeof(err));
+  rc = mdp_ship_start(&mdp_capst_cfg()->command, &command_hooks, err, sizeof(err));
   if(rc) {
     ERROR("memdiag plugin: %s", err);
-    mdp_sched_free(&st->sched);
+    mdp_capst_close();
     goto out;
   }
   /* The folders and the plugin's files are made readable by the command's
@@ -73,21 +66,21 @@ int mdp_capture_init(const mdp_capture_config_t *c, mdp_loop *loop)
   gid_t reader;
   mdp_capfs_set_reader(mdp_ship_reader_gid(&reader) == 0 ? reader : (gid_t)-1);
   /* Everything the module does on CaptureDirectory happens on this thread
-   * (fs_queue.h): without it there are no captures, rather than a server
+   * (store/fsq.h): without it there are no captures, rather than a server
    * thread that a slow disk can stop. */
   rc = mdp_fsq_start(loop);
   if(rc) {
     ERROR("memdiag plugin: cannot start the capture file-system thread: %s", strerror(-rc));
     mdp_ship_stop();
-    mdp_sched_free(&st->sched);
+    mdp_capst_close();
     goto out;
   }
   /* CaptureDirectory is checked (and made) now, so that a misconfigured
    * one shows in collectd's log at startup, not at the first capture. */
-  mdp_run_check_root(st->cfg.directory);
-  st->ready = true;
+  mdp_run_check_root(mdp_capst_cfg()->directory);
+  mdp_capst_open();
 out:
-  pthread_mutex_unlock(&st->lock);
+  mdp_capst_unlock();
   return rc;
 }
 
@@ -95,25 +88,20 @@ void mdp_capture_shutdown(void)
 {
   bool was_ready;
 
-  pthread_mutex_lock(&st->lock);
-  was_ready = st->ready;
-  while(was_ready && st->n_runs) {
-    mdp_run *r = st->runs[st->n_runs - 1];
+  mdp_capst_lock();
+  was_ready = mdp_capst_ready();
+  while(was_ready && mdp_capst_n_runs()) {
+    mdp_run *r = mdp_capst_run(mdp_capst_n_runs() - 1);
     if(r->stage == MDP_RUN_BEGUN) {
       mdp_actions_t acts = {.n = 0};
       mdp_plan_abort(&r->plan, mdp_run_now_ms(), "plugin shutdown", &acts);
       mdp_run_actions(r, &acts);
     }
-    mdp_run_drop(r);
+    mdp_capst_drop(r);
   }
-  if(was_ready) {
-    free(st->runs);
-    st->runs = NULL;
-    st->cap_runs = 0;
-    mdp_sched_free(&st->sched);
-    st->ready = false;
-  }
-  pthread_mutex_unlock(&st->lock);
+  if(was_ready)
+    mdp_capst_close();
+  mdp_capst_unlock();
   if(was_ready) {
     /* The final manifests are queued: written before the directory closes.
      * Without the lock: the loop still runs, and its answers to earlier
@@ -166,8 +154,8 @@ mdp_capture_outcome mdp_capture_start(const mdp_capture_worker_t *w, const mdp_c
   mdp_capture_outcome rc;
   bool manual = o->flags & MDP_CAPTURE_MANUAL;
 
-  pthread_mutex_lock(&st->lock);
-  if(!st->ready) {
+  mdp_capst_lock();
+  if(!mdp_capst_ready()) {
     md_seterr(err, errlen, "the capture module is not running");
     rc = MDP_CAPTURE_NOT_RUNNING;
     goto out;
@@ -189,33 +177,32 @@ mdp_capture_outcome mdp_capture_start(const mdp_capture_worker_t *w, const mdp_c
                            .manual = manual,
                            .pid = (long)info.pid,
                            .uid = (unsigned long)info.uid};
-  rc = admitted(mdp_sched_admit(&st->sched, &t, why, sizeof(why)));
+  rc = admitted(mdp_sched_admit(mdp_capst_sched(), &t, why, sizeof(why)));
   if(rc < 0) {
     md_seterr(err, errlen, "%s", why);
-    st->counters.skipped++;
+    mdp_capst_counters()->skipped++;
     mdp_run tmp = {.conn = w->connection_id};
     mdp_run_identity(&tmp, w);
     mdp_run_notify(NOTIF_FAILURE, &tmp, "capture of worker %s (pid %d) skipped (%s): %s",
                    tmp.who.name, (int)tmp.who.pid, reason ? reason : "", why);
     goto out;
   }
-  mdp_run *r = mdp_run_add(w->connection_id);
+  mdp_run *r = mdp_capst_add(w->connection_id);
   if(!r) {
     /* Give the slot back: nothing will run. */
-    mdp_sched_give_back(&st->sched, w->connection_id);
-    mdp_sched_gone(&st->sched, w->connection_id);
+    mdp_sched_give_back(mdp_capst_sched(), w->connection_id);
+    mdp_sched_gone(mdp_capst_sched(), w->connection_id);
     md_seterr(err, errlen, "out of memory");
     rc = MDP_CAPTURE_NO_MEMORY;
     goto out;
   }
   mdp_run_identity(r, w);
   r->manual = manual;
-  mdp_plan_params_t p = mdp_run_params();
   mdp_plan_trigger_t trig = {.reason = reason,
                              .samples = o->samples,
                              .n_samples = o->n_samples,
                              .rss = w->rss ? w->rss : info.rss};
-  mdp_plan_init(&r->plan, &p, st->kinds, st->n_kinds, &trig);
+  mdp_capst_plan_init(&r->plan, &trig);
   mdp_plan_fit(&r->plan, mdp_run_now_ms(), w->time_left_s);
   if(rc == MDP_CAPTURE_QUEUED) {
     NOTICE("memdiag plugin: capture of worker %s (pid %d) queued: %s", r->who.name, (int)r->who.pid,
@@ -225,7 +212,7 @@ mdp_capture_outcome mdp_capture_start(const mdp_capture_worker_t *w, const mdp_c
   if(mdp_run_begin(r, o->cb, o->arg, err, errlen) != 0)
     rc = MDP_CAPTURE_FAILED;
 out:
-  pthread_mutex_unlock(&st->lock);
+  mdp_capst_unlock();
   return rc;
 }
 
@@ -236,14 +223,14 @@ static void limit_dump(mdp_run *r, const mdp_capture_worker_t *w)
   char err[256];
 
   if(!r) {
-    r = mdp_run_add(w->connection_id);
+    r = mdp_capst_add(w->connection_id);
     if(!r) {
-      mdp_sched_give_back(&st->sched, w->connection_id);
+      mdp_sched_give_back(mdp_capst_sched(), w->connection_id);
       return;
     }
     mdp_run_identity(r, w);
   }
-  mdp_plan_params_t p = mdp_run_params();
+  mdp_plan_params_t p = mdp_capst_params();
   mdp_plan_init_limit(&r->plan, &p, w->rss);
   r->limit_signal = true;
   mdp_run_begin(r, NULL, NULL, err, sizeof(err));
@@ -274,18 +261,18 @@ void mdp_capture_observe(const mdp_capture_worker_t *w, bool limit_reached)
 {
   char why[256] = "";
 
-  pthread_mutex_lock(&st->lock);
-  if(!st->ready)
+  mdp_capst_lock();
+  if(!mdp_capst_ready())
     goto out;
-  mdp_run *r = mdp_run_find(w->connection_id);
+  mdp_run *r = mdp_capst_find(w->connection_id);
   if(r)
     mdp_plan_set_rss(&r->plan, w->rss);
-  if(!limit_reached || !st->cfg.restart_after_capture)
+  if(!limit_reached || !mdp_capst_cfg()->restart_after_capture)
     goto out;
   char id[MDP_SCHED_ID_MAX];
   mdp_sched_trigger_t t;
   worker_identity(w, id, sizeof(id), &t);
-  switch(mdp_sched_limit(&st->sched, &t, why, sizeof(why))) {
+  switch(mdp_sched_limit(mdp_capst_sched(), &t, why, sizeof(why))) {
   case MDP_LIMIT_IGNORE: break;
   case MDP_LIMIT_PLAN: {
     mdp_actions_t acts = {.n = 0};
@@ -295,7 +282,7 @@ void mdp_capture_observe(const mdp_capture_worker_t *w, bool limit_reached)
       break;
     NOTICE("memdiag plugin: worker %s (pid %d) reached MemoryLimit during its "
            "capture: finishing the dump, then SIG%s",
-           r->who.name, (int)r->who.pid, sigabbrev_np(st->cfg.restart_signal));
+           r->who.name, (int)r->who.pid, sigabbrev_np(mdp_capst_cfg()->restart_signal));
     mdp_plan_limit(&r->plan, mdp_run_now_ms(), &acts);
     mdp_run_actions(r, &acts);
     mdp_run_settle(r);
@@ -306,38 +293,38 @@ void mdp_capture_observe(const mdp_capture_worker_t *w, bool limit_reached)
     mdp_run tmp = {.conn = w->connection_id};
     mdp_run_identity(&tmp, w);
     if(r && r->stage != MDP_RUN_BEGUN)
-      mdp_run_drop(r); /* its queued trigger is moot: the worker restarts */
+      mdp_capst_drop(r); /* its queued trigger is moot: the worker restarts */
     mdp_run_signal(&tmp, why);
     break;
   }
   }
 out:
-  pthread_mutex_unlock(&st->lock);
+  mdp_capst_unlock();
 }
 
 void mdp_capture_worker_gone(uint64_t connection_id)
 {
-  pthread_mutex_lock(&st->lock);
-  if(!st->ready)
+  mdp_capst_lock();
+  if(!mdp_capst_ready())
     goto out;
-  mdp_run *r = mdp_run_find(connection_id);
+  mdp_run *r = mdp_capst_find(connection_id);
   if(r && r->stage == MDP_RUN_BEGUN) {
     mdp_actions_t acts = {.n = 0};
     mdp_run_dump_ended(r, "was not answered: the worker exited");
     mdp_plan_worker_gone(&r->plan, mdp_run_now_ms(), &acts);
     mdp_run_actions(r, &acts);
-    mdp_sched_finished(&st->sched, r->conn, mdp_run_dump_taken(&r->plan));
-    mdp_run_drop(r);
+    mdp_sched_finished(mdp_capst_sched(), r->conn, mdp_run_dump_taken(&r->plan));
+    mdp_capst_drop(r);
   } else if(r) {
     /* An opening run's folder job finds it gone, and removes the folder. */
     INFO("memdiag plugin: worker %s (pid %d) left before its %s capture began", r->who.name,
          (int)r->who.pid, r->stage == MDP_RUN_OPENING ? "starting" : "queued");
-    mdp_run_drop(r);
+    mdp_capst_drop(r);
   }
-  mdp_sched_gone(&st->sched, connection_id);
+  mdp_sched_gone(mdp_capst_sched(), connection_id);
   mdp_run_pump();
 out:
-  pthread_mutex_unlock(&st->lock);
+  mdp_capst_unlock();
 }
 
 /* ---------------------------------------------------------------- status */
@@ -356,10 +343,10 @@ static void describe_step(const mdp_run *r, char *buf, size_t len)
 size_t mdp_capture_list(mdp_capture_info_t *out, size_t max)
 {
   size_t n;
-  pthread_mutex_lock(&st->lock);
-  n = st->n_runs;
-  for(size_t i = 0; i < st->n_runs && i < max; i++) {
-    const mdp_run *r = st->runs[i];
+  mdp_capst_lock();
+  n = mdp_capst_n_runs();
+  for(size_t i = 0; i < n && i < max; i++) {
+    const mdp_run *r = mdp_capst_run(i);
     mdp_capture_info_t *o = &out[i];
     memset(o, 0, sizeof(*o));
     o->connection_id = r->conn;
@@ -369,36 +356,32 @@ size_t mdp_capture_list(mdp_capture_info_t *out, size_t max)
     describe_step(r, o->step, sizeof(o->step));
     o->started_at = r->stage == MDP_RUN_BEGUN ? (uint64_t)(r->plan.started_ms / 1000) : 0;
   }
-  pthread_mutex_unlock(&st->lock);
+  mdp_capst_unlock();
   return n;
 }
 
 void mdp_capture_evidence(uint64_t connection_id, mdp_capture_evidence_t *out)
 {
   memset(out, 0, sizeof(*out));
-  pthread_mutex_lock(&st->lock);
-  for(size_t i = 0; i < st->n_runs; i++) {
-    const mdp_run *r = st->runs[i];
+  mdp_capst_lock();
+  for(size_t i = 0; i < mdp_capst_n_runs(); i++) {
+    const mdp_run *r = mdp_capst_run(i);
     if(r->conn == connection_id && r->stage == MDP_RUN_BEGUN) {
       out->kind = MDP_EVIDENCE_RUNNING;
       snprintf(out->directory, sizeof(out->directory), "%s", r->dir);
       out->dumps = mdp_run_dumps_taken(&r->plan);
     }
   }
-  /* newest first */
-  for(unsigned i = 0; out->kind == MDP_EVIDENCE_NONE && i < MDP_CAPTURE_EVIDENCE_MAX; i++) {
-    unsigned k = (st->finished_next + MDP_CAPTURE_EVIDENCE_MAX - 1 - i) % MDP_CAPTURE_EVIDENCE_MAX;
-    if(i < st->finished_next && st->finished_conn[k] == connection_id)
-      *out = st->finished[k];
-  }
-  pthread_mutex_unlock(&st->lock);
+  if(out->kind == MDP_EVIDENCE_NONE)
+    mdp_capst_last_finished(connection_id, out);
+  mdp_capst_unlock();
 }
 
 void mdp_capture_get_counters(mdp_capture_counters_t *out)
 {
-  pthread_mutex_lock(&st->lock);
-  *out = st->counters;
-  pthread_mutex_unlock(&st->lock);
+  mdp_capst_lock();
+  *out = *mdp_capst_counters();
+  mdp_capst_unlock();
 }
 
 /* A worker that restarted has a new connection but its identity's cooldown. */
@@ -411,26 +394,27 @@ static bool cooled(const mdp_sched_conn_t *c, uint64_t connection_id)
     mdp_sched_identity(id, sizeof(id), (unsigned long)info.uid, info.certificate, info.name);
     name = id;
   }
-  return name && mdp_sched_cooldown_left(&st->sched, name, mdp_run_now_ms()) > 0;
+  return name && mdp_sched_cooldown_left(mdp_capst_sched(), name, mdp_run_now_ms()) > 0;
 }
 
 void mdp_capture_plan_state(uint64_t connection_id, char *buf, size_t len)
 {
-  pthread_mutex_lock(&st->lock);
-  const mdp_run *r = st->ready ? mdp_run_find(connection_id) : NULL;
-  const mdp_sched_conn_t *c = st->ready ? mdp_sched_find(&st->sched, connection_id) : NULL;
+  mdp_capst_lock();
+  const mdp_run *r = mdp_capst_ready() ? mdp_capst_find(connection_id) : NULL;
+  const mdp_sched_conn_t *c =
+      mdp_capst_ready() ? mdp_sched_find(mdp_capst_sched(), connection_id) : NULL;
   if(r) {
     char step[64];
     describe_step(r, step, sizeof(step));
     snprintf(buf, len, r->stage == MDP_RUN_BEGUN ? "running: %s" : "%s", step);
-  } else if(c && c->limit_seen && st->cfg.restart_after_capture) {
+  } else if(c && c->limit_seen && mdp_capst_cfg()->restart_after_capture) {
     snprintf(buf, len, "limit reached");
-  } else if(st->ready && cooled(c, connection_id)) {
+  } else if(mdp_capst_ready() && cooled(c, connection_id)) {
     snprintf(buf, len, "cooldown");
   } else {
     snprintf(buf, len, "idle");
   }
-  pthread_mutex_unlock(&st->lock);
+  mdp_capst_unlock();
 }
 
 int mdp_capture_read(void)

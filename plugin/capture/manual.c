@@ -4,7 +4,7 @@
  * without `path` is stored by the plugin, not the worker:
  * CaptureDirectory/manual/<worker>-<pid>-<UTC>/, root's, 0700, made and
  * opened relative to descriptors so that nothing a worker or local user
- * controls can redirect it, on the fs thread (fs_queue.h): the operator's
+ * controls can redirect it, on the fs thread (store/fsq.h): the operator's
  * request waits for the disk, the server thread does not. Manual folders
  * hold no capture.json: pruning never removes them (they are the
  * operator's).
@@ -30,7 +30,7 @@
 #include "store/capfs.h"
 #include "store/fsq.h"
 #include "md/text.h"
-#include "run.h"
+#include "capst.h"
 
 /* Open (making it if missing) the directory `name` in dir_fd: a real
  * directory owned by us and writable by nobody else. */
@@ -183,12 +183,13 @@ int mdp_capture_manual_folder(const mdp_capture_manual_t *m, char *err, size_t e
   j->pid = m->pid;
   j->rss = m->rss;
   snprintf(j->worker, sizeof(j->worker), "%s", m->worker);
-  pthread_mutex_lock(&mdp_capst.lock);
-  snprintf(j->root, sizeof(j->root), "%s", mdp_capst.cfg.directory);
-  j->level = mdp_capst.cfg.dump_compression ? mdp_capst.cfg.dump_compression_level : 0;
-  j->keep_free = mdp_capst.cfg.keep_free;
-  j->space_factor = mdp_capst.cfg.dump_space_factor;
-  pthread_mutex_unlock(&mdp_capst.lock);
+  mdp_capst_lock();
+  const mdp_capture_config_t *cfg = mdp_capst_cfg();
+  snprintf(j->root, sizeof(j->root), "%s", cfg->directory);
+  j->level = cfg->dump_compression ? cfg->dump_compression_level : 0;
+  j->keep_free = cfg->keep_free;
+  j->space_factor = cfg->dump_space_factor;
+  mdp_capst_unlock();
   j->job.work = manual_work;
   j->job.done = manual_done;
   rc = mdp_fsq_submit(&j->job);

@@ -20,12 +20,11 @@
 #include "md/text.h"
 #include "md/wire.h"
 #include "notify/notify.h"
+#include "capst.h"
 #include "run.h"
 #include "memmap.h"
 #include "relay/relay.h"
 #include "workers/registry.h"
-
-mdp_capture_state mdp_capst = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* Handed to the relay with a request and to the loop with a timer; the
  * callback (or, for a timer that never runs, the loop's finalizer) frees it. */
@@ -40,30 +39,7 @@ int64_t mdp_run_now_ms(void)
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-mdp_plan_params_t mdp_run_params(void)
-{
-  const mdp_capture_config_t *cfg = &mdp_capst.cfg;
-  mdp_plan_params_t p = {
-      .interval_ms = cfg->interval_ms,
-      .space_factor = cfg->dump_space_factor,
-      .zstd_dumps = cfg->dump_compression,
-      .keep_free = cfg->keep_free,
-      .max_use = cfg->max_use,
-      .trace_allocations = cfg->trace_allocations,
-      .heap_profiles = true,
-  };
-  return p;
-}
-
 /* ---------------------------------------------------------------- runs */
-
-mdp_run *mdp_run_find(uint64_t conn)
-{
-  for(size_t i = 0; i < mdp_capst.n_runs; i++)
-    if(mdp_capst.runs[i]->conn == conn)
-      return mdp_capst.runs[i];
-  return NULL;
-}
 
 static const char *const stage_names[] = {"queued", "opening", "begun"};
 
@@ -81,40 +57,6 @@ bool mdp_run_to(mdp_run *r, mdp_run_stage_t to)
         stage_names[r->stage], stage_names[to]);
   r->stage = to;
   return true;
-}
-
-mdp_run *mdp_run_add(uint64_t conn)
-{
-  mdp_capture_state *st = &mdp_capst;
-  if(st->n_runs == st->cap_runs) {
-    size_t cap = st->cap_runs ? st->cap_runs * 2 : 8;
-    mdp_run **n = realloc(st->runs, cap * sizeof(*n));
-    if(!n)
-      return NULL;
-    st->runs = n;
-    st->cap_runs = cap;
-  }
-  mdp_run *r = calloc(1, sizeof(*r));
-  if(!r)
-    return NULL;
-  r->conn = conn;
-  r->gen = ++st->next_gen;
-  r->dir_fd = -1;
-  st->runs[st->n_runs++] = r;
-  return r;
-}
-
-void mdp_run_drop(mdp_run *r)
-{
-  mdp_capture_state *st = &mdp_capst;
-  for(size_t i = 0; i < st->n_runs; i++) {
-    if(st->runs[i] == r) {
-      st->runs[i] = st->runs[--st->n_runs];
-      break;
-    }
-  }
-  mdp_run_release_fs(r);
-  free(r);
 }
 
 void mdp_run_identity(mdp_run *r, const mdp_capture_worker_t *w)
@@ -180,7 +122,7 @@ static void submit_command(const mdp_run *r, bool complete)
 void mdp_run_signal(mdp_run *r, const char *why)
 {
   mdp_worker_info info;
-  int sig = mdp_capst.cfg.restart_signal;
+  int sig = mdp_capst_cfg()->restart_signal;
   const char *abbrev = sigabbrev_np(sig);
   const char *name = abbrev ? abbrev : "?";
 
@@ -205,7 +147,7 @@ void mdp_run_signal(mdp_run *r, const char *why)
     return;
   }
   r->signalled_ms = mdp_run_now_ms();
-  mdp_capst.counters.restarts++;
+  mdp_capst_counters()->restarts++;
   mdp_run_notify(NOTIF_WARNING, r, "worker %s (pid %d) reached MemoryLimit: sent SIG%s (%s)",
                  r->who.name, (int)r->who.pid, name, why);
 }
@@ -214,7 +156,7 @@ void mdp_run_signal(mdp_run *r, const char *why)
 
 mdp_run *mdp_run_claim(uint64_t conn, uint64_t gen)
 {
-  mdp_run *r = mdp_run_find(conn);
+  mdp_run *r = mdp_capst_find(conn);
   return r && r->gen == gen && r->stage == MDP_RUN_BEGUN ? r : NULL;
 }
 
@@ -223,8 +165,8 @@ static mdp_run *claim(const token_t *t) { return mdp_run_claim(t->conn, t->gen);
 static void on_reply(const Memdiag__V1__Reply *reply, void *arg)
 {
   token_t *t = arg;
-  pthread_mutex_lock(&mdp_capst.lock);
-  mdp_run *r = mdp_capst.ready ? claim(t) : NULL;
+  mdp_capst_lock();
+  mdp_run *r = mdp_capst_ready() ? claim(t) : NULL;
   if(r) {
     char error[300];
     mdp_actions_t acts = {.n = 0};
@@ -269,22 +211,22 @@ static void on_reply(const Memdiag__V1__Reply *reply, void *arg)
     mdp_run_actions(r, &acts);
     mdp_run_settle(r);
   }
-  pthread_mutex_unlock(&mdp_capst.lock);
+  mdp_capst_unlock();
   free(t);
 }
 
 static void on_timer(void *arg)
 {
   token_t *t = arg;
-  pthread_mutex_lock(&mdp_capst.lock);
-  mdp_run *r = mdp_capst.ready ? claim(t) : NULL;
+  mdp_capst_lock();
+  mdp_run *r = mdp_capst_ready() ? claim(t) : NULL;
   if(r) {
     mdp_actions_t acts = {.n = 0};
     mdp_plan_timer(&r->plan, mdp_run_now_ms(), t->timer_id, &acts);
     mdp_run_actions(r, &acts);
     mdp_run_settle(r);
   }
-  pthread_mutex_unlock(&mdp_capst.lock);
+  mdp_capst_unlock();
   free(t);
 }
 
@@ -308,7 +250,7 @@ static bool plugin_stores(const mdp_run *r, const mdp_step_t *s)
  * its answer or its exit; returns that extra time (0 for other steps). */
 static uint32_t restart_wait(mdp_run *r, const mdp_request_t *cr, const mdp_step_t *s)
 {
-  const mdp_capture_config_t *cfg = &mdp_capst.cfg;
+  const mdp_capture_config_t *cfg = mdp_capst_cfg();
 
   r->dump_sent_ms = 0;
   if(!cfg->restart_after_capture || !mdp_step_is_dump(s->kind))
@@ -337,13 +279,13 @@ void mdp_run_dump_ended(mdp_run *r, const char *how)
            "the dump %s %.1f s after it was sent, past its timeout (%.0f s); RestartDeadline "
            "%.0f s",
            how, (double)took / 1000, (double)r->dump_told_ms / 1000,
-           (double)mdp_capst.cfg.restart_deadline_ms / 1000);
+           (double)mdp_capst_cfg()->restart_deadline_ms / 1000);
 }
 
 static int send_stored(mdp_run *r, mdp_request_t *cr, const mdp_step_t *s, token_t *t,
                        uint32_t extra)
 {
-  const mdp_capture_config_t *cfg = &mdp_capst.cfg;
+  const mdp_capture_config_t *cfg = mdp_capst_cfg();
   /* the plan named the dumps to compress (heap-1.json.zst) */
   size_t plain = mdp_step_plain_len(s);
   int level = plain < strlen(s->file) ? cfg->dump_compression_level : 0;
@@ -394,7 +336,7 @@ static int choose_mode(mdp_run *r)
     mdp_cgroup_room room = {.dir = mdp_cgroup_dir(cg),
                             .limit = st.limit,
                             .charge = charge,
-                            .margin = mdp_capst.cfg.fork_margin,
+                            .margin = mdp_capst_cfg()->fork_margin,
                             .rss = info.rss};
     bool fork = mdp_cgroup_fork_fits(&room, r->mode_reason, sizeof(r->mode_reason));
     mode = fork ? MEMDIAG__V1__DUMP_MODE__DUMP_MODE_FORK : MEMDIAG__V1__DUMP_MODE__DUMP_MODE_INLINE;
@@ -415,8 +357,9 @@ static void send_step(mdp_run *r, size_t idx)
   const mdp_step_t *s = &r->plan.steps[idx];
   uint32_t extra = 0;
 
-  mdp_request_opts ro = {
-      .dir = r->dir, .shapes = mdp_capst.cfg.dump_shapes, .dump_mode = mdp_capst.cfg.dump_mode};
+  mdp_request_opts ro = {.dir = r->dir,
+                         .shapes = mdp_capst_cfg()->dump_shapes,
+                         .dump_mode = mdp_capst_cfg()->dump_mode};
   if(s->kind == MDP_STEP_DUMP && ro.dump_mode == MEMDIAG__V1__DUMP_MODE__DUMP_MODE_AUTO)
     ro.dump_mode = choose_mode(r);
   if(mdp_request_build(&cr, s, &ro) != 0)
@@ -430,7 +373,8 @@ static void send_step(mdp_run *r, size_t idx)
         why = "the plugin could not open the capture folder to store the result";
     } else if(mdp_relay_request_with(
                   r->conn, &cr.req,
-                  &(mdp_relay_opts){.timeout_ms = mdp_capst.cfg.step_timeout_ms, .extra_ms = extra},
+                  &(mdp_relay_opts){.timeout_ms = mdp_capst_cfg()->step_timeout_ms,
+                                    .extra_ms = extra},
                   on_reply, t) != 0) {
       why = "the server could not send the request";
     }
@@ -448,7 +392,7 @@ static void send_step(mdp_run *r, size_t idx)
 static void space_answer(mdp_run *r, uint64_t avail, uint64_t used)
 {
   mdp_actions_t acts = {.n = 0};
-  const mdp_capture_config_t *cfg = &mdp_capst.cfg;
+  const mdp_capture_config_t *cfg = mdp_capst_cfg();
 
   r->room = avail > cfg->keep_free ? avail - cfg->keep_free : 0;
   if(cfg->max_use) {
@@ -461,20 +405,20 @@ static void space_answer(mdp_run *r, uint64_t avail, uint64_t used)
 
 static void on_space(uint64_t conn, uint64_t gen, uint64_t avail, uint64_t used)
 {
-  pthread_mutex_lock(&mdp_capst.lock);
-  mdp_run *r = mdp_capst.ready ? mdp_run_claim(conn, gen) : NULL;
+  mdp_capst_lock();
+  mdp_run *r = mdp_capst_ready() ? mdp_run_claim(conn, gen) : NULL;
   if(r) {
     space_answer(r, avail, used);
     mdp_run_settle(r);
   }
-  pthread_mutex_unlock(&mdp_capst.lock);
+  mdp_capst_unlock();
 }
 
 static void check_space(mdp_run *r, uint64_t need)
 {
   /* Out of memory, or the fs thread has stopped (shutdown): no space is
    * known, and the plan says the dump did not fit rather than wait. */
-  if(mdp_run_check_space(r, &mdp_capst.cfg, need, on_space) != 0)
+  if(mdp_run_check_space(r, mdp_capst_cfg(), need, on_space) != 0)
     space_answer(r, 0, 0);
 }
 
@@ -484,7 +428,7 @@ static int set_timer(mdp_run *r, uint64_t ms, uint64_t timer_id)
 
   if(!t)
     return -ENOMEM;
-  if(!mdp_loop_timer_add(mdp_capst.loop, ms, on_timer, free, t)) {
+  if(!mdp_loop_timer_add(mdp_capst_loop(), ms, on_timer, free, t)) {
     free(t); /* the loop is closed or out of memory: the caller aborts */
     return -ESHUTDOWN;
   }
@@ -494,13 +438,10 @@ static int set_timer(mdp_run *r, uint64_t ms, uint64_t timer_id)
 /* For mdp_capture_evidence: a report of the worker's death names it. */
 static void remember_finished(const mdp_run *r, bool complete)
 {
-  unsigned k = mdp_capst.finished_next++ % MDP_CAPTURE_EVIDENCE_MAX;
-  mdp_capture_evidence_t *e = &mdp_capst.finished[k];
-
-  e->kind = complete ? MDP_EVIDENCE_COMPLETE : MDP_EVIDENCE_INCOMPLETE;
-  snprintf(e->directory, sizeof(e->directory), "%s", r->dir);
-  e->dumps = mdp_run_dumps_taken(&r->plan);
-  mdp_capst.finished_conn[k] = r->conn;
+  mdp_capture_evidence_t e = {.kind = complete ? MDP_EVIDENCE_COMPLETE : MDP_EVIDENCE_INCOMPLETE,
+                              .dumps = mdp_run_dumps_taken(&r->plan)};
+  snprintf(e.directory, sizeof(e.directory), "%s", r->dir);
+  mdp_capst_remember(r->conn, &e);
 }
 
 /* Every manifest of one batch shows the plan's final state: one written
@@ -531,12 +472,12 @@ void mdp_run_actions(mdp_run *r, const mdp_actions_t *acts)
       break;
     case MDP_ACT_MANIFEST:
       if(!signal_follows(acts, i))
-        mdp_run_write_manifest(r, &mdp_capst.cfg);
+        mdp_run_write_manifest(r, mdp_capst_cfg());
       break;
     case MDP_ACT_NOTIFY:
       /* A completed capture is analysed first; the analysis sends the OKAY
        * notification, naming the suspect. */
-      if(a->severity == MDP_NOTIFY_OKAY && mdp_analyze_submit(r, &mdp_capst.cfg)) {
+      if(a->severity == MDP_NOTIFY_OKAY && mdp_analyze_submit(r, mdp_capst_cfg())) {
         r->analysing = true;
         break;
       }
@@ -545,14 +486,14 @@ void mdp_run_actions(mdp_run *r, const mdp_actions_t *acts)
       break;
     case MDP_ACT_SIGNAL:
       mdp_run_signal(r, "after its capture");
-      mdp_run_write_manifest(r, &mdp_capst.cfg);
+      mdp_run_write_manifest(r, mdp_capst_cfg());
       break;
     case MDP_ACT_DONE:
       remember_finished(r, a->complete);
       if(a->complete)
-        mdp_capst.counters.completed++;
+        mdp_capst_counters()->completed++;
       else
-        mdp_capst.counters.failed++;
+        mdp_capst_counters()->failed++;
       if(!r->analysing) /* else the analysis starts it, once analysis.json is there */
         submit_command(r, a->complete);
       break;
@@ -588,17 +529,17 @@ static void not_begun(mdp_run *r, begin_refusal how, const char *why)
   bool skipped = how == BEGIN_SKIPPED;
 
   if(skipped)
-    mdp_capst.counters.skipped++;
+    mdp_capst_counters()->skipped++;
   else
-    mdp_capst.counters.failed++;
+    mdp_capst_counters()->failed++;
   mdp_run_notify(NOTIF_FAILURE, r, "capture of worker %s (pid %d) %s: %s", r->who.name,
                  (int)r->who.pid, skipped ? "skipped" : "failed", why);
-  mdp_sched_give_back(&mdp_capst.sched, r->conn);
+  mdp_sched_give_back(mdp_capst_sched(), r->conn);
   /* No evidence can be taken; the restart that was asked for still
    * happens, or the worker would grow on. */
   if(r->limit_signal)
     mdp_run_signal(r, why);
-  mdp_run_drop(r);
+  mdp_capst_drop(r);
 }
 
 /* The folder job's answer (run_fs.c), on the loop thread. */
@@ -606,26 +547,26 @@ static mdp_capture_outcome on_folder(uint64_t conn, uint64_t gen, mdp_run_folder
 {
   mdp_capture_outcome rc = MDP_CAPTURE_FAILED;
 
-  pthread_mutex_lock(&mdp_capst.lock);
-  mdp_run *r = mdp_capst.ready ? mdp_run_find(conn) : NULL;
+  mdp_capst_lock();
+  mdp_run *r = mdp_capst_ready() ? mdp_capst_find(conn) : NULL;
   if(r && r->gen == gen && r->stage == MDP_RUN_OPENING) {
     rc = mdp_run_opened(r, f);
   } else {
     md_seterr(f->err, sizeof(f->err), "%s before its capture folder was made",
-              mdp_capst.ready ? "the worker left" : "the capture module stopped");
+              mdp_capst_ready() ? "the worker left" : "the capture module stopped");
     if(f->dir_fd >= 0) {
       close(f->dir_fd);
       mdp_run_discard(f->dir);
     }
   }
-  pthread_mutex_unlock(&mdp_capst.lock);
+  mdp_capst_unlock();
   return rc;
 }
 
 int mdp_run_begin(mdp_run *r, mdp_capture_started_fn cb, void *arg, char *err, size_t errlen)
 {
   mdp_run_open_t open = {.opened = on_folder, .started = cb, .arg = arg};
-  int rc = mdp_run_open_folder(r, &mdp_capst.cfg, &open, err, errlen);
+  int rc = mdp_run_open_folder(r, mdp_capst_cfg(), &open, err, errlen);
   if(rc == 0) {
     mdp_run_to(r, MDP_RUN_OPENING);
     return 0;
@@ -649,7 +590,7 @@ mdp_capture_outcome mdp_run_opened(mdp_run *r, mdp_run_folder *f)
   r->streams = f->streams;
   r->plan.p.streamed = r->streams; /* for the space check */
   mdp_run_to(r, MDP_RUN_BEGUN);
-  mdp_capst.counters.started++;
+  mdp_capst_counters()->started++;
   INFO("memdiag plugin: capturing worker %s (pid %d, connection %" PRIu64 ") into %s%s",
        r->who.name, (int)r->who.pid, r->conn, r->dir,
        r->streams ? " (streamed through the plugin)" : "");
@@ -668,8 +609,8 @@ void mdp_run_settle(mdp_run *r)
 {
   if(!mdp_plan_is_finished(&r->plan))
     return;
-  mdp_sched_finished(&mdp_capst.sched, r->conn, mdp_run_dump_taken(&r->plan));
-  mdp_run_drop(r);
+  mdp_sched_finished(mdp_capst_sched(), r->conn, mdp_run_dump_taken(&r->plan));
+  mdp_capst_drop(r);
   mdp_run_pump();
 }
 
@@ -678,18 +619,18 @@ void mdp_run_pump(void)
   char why[256], err[256];
   uint64_t conn;
   mdp_next_t got;
-  while((got = mdp_sched_next(&mdp_capst.sched, mdp_run_now_ms(), &conn, why, sizeof(why))) !=
+  while((got = mdp_sched_next(mdp_capst_sched(), mdp_run_now_ms(), &conn, why, sizeof(why))) !=
         MDP_NEXT_NONE) {
-    mdp_run *r = mdp_run_find(conn);
+    mdp_run *r = mdp_capst_find(conn);
     if(!r) {
-      mdp_sched_give_back(&mdp_capst.sched, conn);
+      mdp_sched_give_back(mdp_capst_sched(), conn);
       continue;
     }
     if(got == MDP_NEXT_DROPPED) {
-      mdp_capst.counters.skipped++;
+      mdp_capst_counters()->skipped++;
       mdp_run_notify(NOTIF_FAILURE, r, "capture of worker %s (pid %d) skipped: %s", r->who.name,
                      (int)r->who.pid, why);
-      mdp_run_drop(r);
+      mdp_capst_drop(r);
       continue;
     }
     mdp_run_begin(r, NULL, NULL, err, sizeof(err));

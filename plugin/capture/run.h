@@ -1,28 +1,28 @@
 /* memdiag plugin: the capture plans that run (prefix mdp_run_).
  *
- * Internal to plugin/capture/: the table of runs, and what carries a run's
- * plan out into the world: requests to its worker (relay), timers (loop),
+ * Internal to plugin/capture/: a run (one plan on one worker) and what
+ * carries its plan out into the world: requests to its worker (relay), timers (loop),
  * folders and manifest (capture_fs, through the fs thread: run_fs.c),
- * notifications, the restart signal. capture_glue.c implements capture.h
+ * notifications, the restart signal. capture.c implements capture.h
  * on top of it.
  *
  * A run the scheduler lets start is first `opening`: its folder is made on
- * the fs thread (fs_queue.h), and only when that answers, back on the loop
+ * the fs thread (store/fsq.h), and only when that answers, back on the loop
  * thread, does it begin (or fail). No step, timer or manifest exists before
  * that, so events keep their order; MemoryLimit reached meanwhile is kept
  * and told to the plan when it begins.
  *
- * Threading: every function here expects mdp_capst.lock held; reply, timer
- * and fs-thread callbacks take it themselves. The fs thread never takes it.
+ * Threading: every function here expects the module's lock (capst.h)
+ * held; reply, timer and fs-thread callbacks take it themselves. The fs
+ * thread never takes it.
  *
- * Ownership: the table owns every run (mdp_run_add to mdp_run_drop),
- * with its folder descriptor and its reference to its manifest slot;
- * mdp_capst is the module's one state.
+ * Ownership: the table of runs (capst.h: mdp_capst_add to mdp_capst_drop)
+ * owns every run, with its folder descriptor and its reference to its
+ * manifest slot.
  */
 #ifndef MDP_RUN_H
 #define MDP_RUN_H
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -74,40 +74,15 @@ typedef struct mdp_run {
   mdp_plan_t plan;
 } mdp_run;
 
-typedef struct mdp_capture_state {
-  pthread_mutex_t lock; /* guards everything below */
-  bool ready;
-  mdp_loop *loop;
-  mdp_capture_config_t cfg;
-  mdp_step_kind_t kinds[MDP_CAPTURE_PLAN_MAX];
-  size_t n_kinds;
-  mdp_sched_t sched;
-  mdp_capture_counters_t counters;
-  mdp_run **runs;
-  size_t n_runs, cap_runs;
-  uint64_t next_gen; /* never reset: a restarted module ignores old callbacks */
-  /* The last finished plans, for mdp_capture_evidence (ring). */
-  mdp_capture_evidence_t finished[MDP_CAPTURE_EVIDENCE_MAX];
-  uint64_t finished_conn[MDP_CAPTURE_EVIDENCE_MAX];
-  unsigned finished_next;
-} mdp_capture_state;
-
 /* Heap dumps of the plan that succeeded. */
 unsigned mdp_run_dumps_taken(const mdp_plan_t *p);
 
-extern mdp_capture_state mdp_capst;
-
 int64_t mdp_run_now_ms(void); /* wall clock, as manifests record it */
-mdp_plan_params_t mdp_run_params(void);
 
 /* The one place a run's stage changes: true when `to` follows the current
  * stage (QUEUED -> OPENING -> BEGUN); otherwise the stage stays, the
  * refusal is logged as a bug, and false is returned. */
 bool mdp_run_to(mdp_run *r, mdp_run_stage_t to);
-
-mdp_run *mdp_run_find(uint64_t conn);
-mdp_run *mdp_run_add(uint64_t conn); /* NULL when out of memory */
-void mdp_run_drop(mdp_run *r);
 
 /* The identity a run acts on: the registry's (SO_PEERCRED) while the worker
  * is connected, else the caller's. */
@@ -215,7 +190,7 @@ void mdp_run_record_of(mdp_run_record *rec, const mdp_run *r, const mdp_capture_
 /* The manifest's info, its strings borrowed from rec; analysis may be NULL. */
 mdp_manifest_info_t mdp_run_record_info(const mdp_run_record *rec, const char *analysis);
 
-/* Queue a write of r's manifest as it is now (coalesced: see fs_queue.h). */
+/* Queue a write of r's manifest as it is now (coalesced: see store/fsq.h). */
 void mdp_run_write_manifest(mdp_run *r, const mdp_capture_config_t *cfg);
 
 /* Check (and make) CaptureDirectory on the fs thread, keeping nothing
@@ -223,7 +198,7 @@ void mdp_run_write_manifest(mdp_run *r, const mdp_capture_config_t *cfg);
 void mdp_run_check_root(const char *root);
 
 /* Close the run's folder descriptor, drop its manifest slot (a queued write
- * still happens). mdp_run_drop calls it. */
+ * still happens). mdp_capst_drop calls it. */
 void mdp_run_release_fs(mdp_run *r);
 
 #endif

@@ -1,5 +1,5 @@
 /* Capture module: what a run does on CaptureDirectory, all of it on the fs
- * thread (fs_queue.h) with its answer back on the loop thread: making the
+ * thread (store/fsq.h) with its answer back on the loop thread: making the
  * capture folder, the space check before a dump, the manifest writes.
  * See run.h. Nothing here reaches into run.c (its state or functions):
  * what a job needs is passed in, and answers go to the callbacks given. */
