@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "capture/capture.h"
@@ -14,6 +16,7 @@
 #include "detector/detector.h"
 #include "notify/notify.h"
 #include "workers/cgroup.h"
+#include "workers/kmsg.h"
 
 #define MiB(x) ((double)(x) / 1048576.0)
 
@@ -213,6 +216,55 @@ void mdp_containers_limit(const mdp_worker *w, uint64_t v, mdp_containers_limits
   out->whole = w->cg_sharing > 1 ? lim.limit : limit;
 }
 
+/* Whether the kernel's OOM killer ended worker id, whose cgroup's own
+ * count rose (hit 1) or not (0) since the last kill accounted for. A kill
+ * is a SIGKILL: a worker that exited with a status, or by another signal,
+ * or still runs, was not killed by it, whatever its cgroup counted (another
+ * process's kill). The kernel's log, where it can answer, names the PID
+ * killed; elsewhere the cgroup's count is the evidence. Logs why a counted
+ * kill is not this worker's. */
+static bool oom_killed(uint64_t id, const mdp_worker_info *info, int hit, const mdp_cgroup *cg)
+{
+  mdp_exit_info ex = {0};
+  uint64_t since = 0;
+  int named;
+  char why[96];
+
+  if(mdp_registry_exit(id, &ex, &since) != 0)
+    ex.kind = MDP_EXIT_UNKNOWN;
+  if(ex.kind == MDP_EXIT_RUNNING)
+    snprintf(why, sizeof why, "it is still running or exited with status 0");
+  else if(ex.kind == MDP_EXIT_STATUS && WIFEXITED(ex.status))
+    snprintf(why, sizeof why, "it exited with status %d", WEXITSTATUS(ex.status));
+  else if(ex.kind == MDP_EXIT_STATUS && WIFSIGNALED(ex.status) && WTERMSIG(ex.status) != SIGKILL)
+    snprintf(why, sizeof why, "it ended by signal %d", WTERMSIG(ex.status));
+  else
+    why[0] = '\0';
+  if(!why[0]) {
+    /* SIGKILLed, or its end unknown: did the kernel log its OOM kill?
+     * (a worker registered in the same second as an earlier process of
+     * its PID was killed is the only one the margin could take for it) */
+    since = since > 2000000u ? since - 2000000u : 0;
+    named = mdp_kmsg_oom_killed(info->pid, since);
+    if(named == MDP_KMSG_NOT_NAMED && hit == 1) {
+      /* the log takes the kill's line right after its SIGKILL: once more */
+      struct timespec pause = {0, 50 * 1000 * 1000};
+      nanosleep(&pause, NULL);
+      named = mdp_kmsg_oom_killed(info->pid, since);
+    }
+    if(named == MDP_KMSG_NAMED)
+      return true;
+    if(named < 0)
+      return hit == 1; /* the log cannot tell: its cgroup's count does */
+    snprintf(why, sizeof why, "the kernel's log names no OOM kill of pid %ld", (long)info->pid);
+  }
+  if(hit == 1)
+    INFO("memdiag plugin: worker %" PRIu64 " ('%s' pid %ld) gone: not an OOM kill (%s); the OOM "
+         "kill counted in cgroup %s was another process's",
+         id, info->name, (long)info->pid, why, mdp_cgroup_dir(cg));
+  return false;
+}
+
 void mdp_containers_worker_gone(uint64_t id)
 {
   mdp_worker_info info;
@@ -221,16 +273,20 @@ void mdp_containers_worker_gone(uint64_t id)
   mdp_capture_evidence_t ev;
   char evidence[MDP_CAPTURE_PATH_MAX + 64], limit[64];
   char text[2 * MDP_CAPTURE_PATH_MAX + 512];
+  int hit;
 
   if(mdp_registry_info(id, &info) != 0)
     return;
   cg = mdp_registry_cgroup(id);
   if(!cg)
     return;
-  if(mdp_cgroup_oom_check(cg, &s) != 1) {
+  /* the count is taken (and a rise accounted) whoever was killed */
+  hit = mdp_cgroup_oom_check(cg, &s);
+  if(!oom_killed(id, &info, hit, cg)) {
     mdp_cgroup_release(cg);
     return;
   }
+  mdp_cgroup_count_kill();
   mdp_capture_evidence(id, &ev);
   switch(ev.kind) {
   case MDP_EVIDENCE_COMPLETE:

@@ -20,7 +20,8 @@ struct mdp_cgroup {
   char instance[128];
   int dir_fd;
   int charge_fd, stat_fd, events_fd, pressure_fd;
-  int limit_fd, failcnt_fd;                                        /* v1 */
+  int local_fd;             /* v2 memory.events.local (its own processes' events), -1 if none */
+  int limit_fd, failcnt_fd; /* v1 */
   int max_fd[MDP_CGROUP_DEPTH_MAX], high_fd[MDP_CGROUP_DEPTH_MAX]; /* v2: self first */
   size_t depth;
   int wd; /* inotify watch of v2 memory.events, -1 if none */
@@ -110,8 +111,8 @@ static int read_u64(int fd, uint64_t *out)
 
 static void cgroup_free(mdp_cgroup *cg)
 {
-  int *fds[] = {&cg->dir_fd,      &cg->charge_fd, &cg->stat_fd,   &cg->events_fd,
-                &cg->pressure_fd, &cg->limit_fd,  &cg->failcnt_fd};
+  int *fds[] = {&cg->dir_fd,      &cg->charge_fd, &cg->stat_fd,    &cg->events_fd,
+                &cg->pressure_fd, &cg->limit_fd,  &cg->failcnt_fd, &cg->local_fd};
 
   if(cg->wd >= 0 && ino_fd >= 0)
     inotify_rm_watch(ino_fd, cg->wd);
@@ -181,6 +182,7 @@ static void open_files(mdp_cgroup *cg)
   if(cg->version == MDP_CGROUP_V2) {
     cg->charge_fd = open_in(d, "memory.current");
     cg->events_fd = open_in(d, "memory.events");
+    cg->local_fd = open_in(d, "memory.events.local");
     cg->pressure_fd = open_in(d, "memory.pressure");
   } else {
     cg->charge_fd = open_in(d, "memory.usage_in_bytes");
@@ -220,6 +222,12 @@ static int read_oom(mdp_cgroup *cg, mdp_cgroup_stats *s)
     (void)mdp_cgroup_parse_key(buf, "max", &s->max_events);
     s->has_group_kill = mdp_cgroup_parse_key(buf, "oom_group_kill", &s->oom_group_kill) == 0;
   }
+  /* v2's memory.events counts the kills in its descendants too: whose
+   * processes were killed is memory.events.local's (Linux 5.2); v1's count
+   * is the cgroup's own */
+  s->own_oom_kill = s->oom_kill;
+  if(cg->local_fd >= 0 && read_at(cg->local_fd, buf, sizeof buf) == 0)
+    (void)mdp_cgroup_parse_key(buf, "oom_kill", &s->own_oom_kill);
   s->has_events = true;
   return 0;
 }
@@ -227,7 +235,7 @@ static int read_oom(mdp_cgroup *cg, mdp_cgroup_stats *s)
 static uint64_t oom_total(const mdp_cgroup_stats *s)
 {
   /* a group kill counts its processes in oom_kill too (each one killed) */
-  return s->oom_kill;
+  return s->own_oom_kill;
 }
 
 int mdp_cgroup_acquire_from(const mdp_cgroup_source *src, mdp_cgroup **out, char *err,
@@ -285,7 +293,7 @@ int mdp_cgroup_acquire_from(const mdp_cgroup_source *src, mdp_cgroup **out, char
     mdp_cgroup_instance(path, cg->instance, sizeof cg->instance);
   }
   cg->charge_fd = cg->stat_fd = cg->events_fd = cg->pressure_fd = -1;
-  cg->limit_fd = cg->failcnt_fd = cg->wd = -1;
+  cg->limit_fd = cg->failcnt_fd = cg->wd = cg->local_fd = -1;
   mount_fd = open(point, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if(mount_fd < 0) {
     rc = -errno;
@@ -375,6 +383,13 @@ uint64_t mdp_cgroup_oom_kills(void)
   n = oom_reported;
   pthread_mutex_unlock(&lock);
   return n;
+}
+
+void mdp_cgroup_count_kill(void)
+{
+  pthread_mutex_lock(&lock);
+  oom_reported++;
+  pthread_mutex_unlock(&lock);
 }
 
 void mdp_cgroup_release(mdp_cgroup *cg)
@@ -554,12 +569,12 @@ int mdp_cgroup_oom_check(mdp_cgroup *cg, mdp_cgroup_stats *now)
    * samples, the one with the higher charge is the one before. */
   *now = cg->before_last.t && cg->before_last.charge > cg->last.charge ? cg->before_last : cg->last;
   now->oom_kill = s.oom_kill;
+  now->own_oom_kill = s.own_oom_kill;
   now->oom_group_kill = s.oom_group_kill;
   now->has_group_kill = s.has_group_kill;
   now->has_events = true;
   if(oom_total(&s) > cg->oom_accounted) {
     cg->oom_accounted++;
-    oom_reported++;
     hit = 1;
   }
   pthread_mutex_unlock(&lock);

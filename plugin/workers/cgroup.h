@@ -19,7 +19,9 @@
  *   v2: memory.current, memory.max and memory.high of the cgroup and every
  *       ancestor up to the mount's root (the smallest wins: no file holds
  *       the effective value), memory.stat, memory.pressure (where present),
- *       memory.events only when inotify says it changed (IN_MODIFY).
+ *       memory.events only when inotify says it changed (IN_MODIFY), and
+ *       with it memory.events.local (its own processes' OOM kills, which
+ *       mdp_cgroup_oom_check counts: memory.events counts descendants').
  *   v1: memory.usage_in_bytes, memory.limit_in_bytes, memory.stat (its
  *       hierarchical_memory_limit covers the ancestors; total_* figures),
  *       memory.failcnt and memory.oom_control.
@@ -55,6 +57,7 @@ typedef struct mdp_cgroup_stats {
   uint64_t high;                    /* v2 tightest memory.high, MDP_CGROUP_NO_LIMIT if none (v1) */
   uint64_t high_events, max_events; /* v2 memory.events high/max; v1 max = failcnt */
   uint64_t oom_kill, oom_group_kill;
+  uint64_t own_oom_kill; /* its own processes' kills: v2 memory.events.local, else oom_kill */
   double psi_some10, psi_full10; /* memory.pressure avg10, percent */
   bool has_stat, has_events, has_group_kill, has_psi;
   double t; /* when sampled (caller's clock), 0 if never */
@@ -95,10 +98,11 @@ int mdp_cgroup_read_charge(mdp_cgroup *cg, uint64_t *charge);
 /* The last sample's figures (any thread); false when never sampled. */
 bool mdp_cgroup_last(mdp_cgroup *cg, mdp_cgroup_stats *out);
 
-/* A worker of this cgroup has vanished: were OOM kills counted since the
- * last one accounted for? Re-reads the OOM counts now; returns 1 (and
- * accounts one kill, with *now the figures) when the count rose, 0 when
- * not, or a negative errno. Server thread. */
+/* A worker of this cgroup has vanished: were OOM kills of its own
+ * processes counted since the last one accounted for? Re-reads the OOM
+ * counts now; returns 1 (and accounts one kill, whoever's it was, with
+ * *now the figures) when the count rose, 0 when not, or a negative errno.
+ * Server thread. */
 int mdp_cgroup_oom_check(mdp_cgroup *cg, mdp_cgroup_stats *now);
 
 /* Immutable after acquire. */
@@ -112,8 +116,11 @@ const char *mdp_cgroup_instance_of(const mdp_cgroup *cg); /* collectd plugin_ins
 mdp_detector *mdp_cgroup_detector(mdp_cgroup *cg, const mdp_detector_config *cfg);
 
 /* Workers reported as OOM-killed since the plugin started (the
- * mdp_cgroup_oom_check calls that returned 1). Any thread. */
+ * mdp_cgroup_count_kill calls). Any thread. */
 uint64_t mdp_cgroup_oom_kills(void);
+
+/* Count one worker reported as OOM-killed. Any thread. */
+void mdp_cgroup_count_kill(void);
 
 /* The inotify descriptor watching v2 memory.events files, or -1. */
 int mdp_cgroup_inotify_fd(void);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -93,4 +94,122 @@ int mdp_pidfd_open_started_before(pid_t pid, uint64_t boot_ms)
     return -ESRCH;
   }
   return fd;
+}
+
+/* PIDFD_GET_INFO (Linux 6.13; exit information 6.15): the first published
+ * layout of struct pidfd_info, 64 bytes; older headers lack it. */
+struct pidfd_info_v0 {
+  uint64_t mask;
+  uint64_t cgroupid;
+  uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
+  int32_t exit_code;
+};
+#define PIDFD_INFO_EXIT_BIT (1ull << 3)
+#define PIDFD_GET_INFO_V0   _IOWR(0xFF, 11, struct pidfd_info_v0)
+
+/* 1 with *status when the kernel kept the reaped process's exit status,
+ * 0 when it has not exited (or was not reaped yet), -1 when it cannot
+ * tell (no PIDFD_GET_INFO). */
+static int info_exit(int pidfd, int *status)
+{
+  struct pidfd_info_v0 info;
+
+  memset(&info, 0, sizeof info);
+  info.mask = PIDFD_INFO_EXIT_BIT;
+  if(ioctl(pidfd, PIDFD_GET_INFO_V0, &info) != 0)
+    return errno == ESRCH ? 0 : -1; /* ESRCH: reaped, no exit kept (< 6.15) */
+  if(!(info.mask & PIDFD_INFO_EXIT_BIT))
+    return 0;
+  *status = info.exit_code;
+  return 1;
+}
+
+int mdp_pidfd_parse_stat(const char *text, char *state, int *exit_code)
+{
+  /* comm (field 2) may hold spaces and parentheses: count from its end */
+  const char *p = strrchr(text, ')');
+  char *end;
+  long v;
+
+  if(!p || p[1] != ' ' || !p[2])
+    return -EINVAL;
+  *state = p[2];
+  for(int field = 2; field < 52; field++) {
+    p = strchr(p + 1, ' ');
+    if(!p)
+      return -EINVAL;
+  }
+  v = strtol(p + 1, &end, 10);
+  if(end == p + 1)
+    return -EINVAL;
+  *exit_code = (int)v;
+  return 0;
+}
+
+/* Whether /proc/PID/stat shows this reader the exit code: ptrace access,
+ * from CAP_SYS_PTRACE (bit 19 of CapEff) or the same user. */
+static int may_read_exit_code(uid_t uid)
+{
+  char buf[4096];
+  int fd;
+  ssize_t n;
+  const char *cap;
+
+  if(geteuid() == uid)
+    return 1;
+  fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  if(fd < 0)
+    return 0;
+  n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if(n <= 0)
+    return 0;
+  buf[n] = '\0';
+  cap = strstr(buf, "\nCapEff:");
+  if(!cap)
+    return 0;
+  return (strtoull(cap + 8, NULL, 16) >> 19) & 1u;
+}
+
+void mdp_pidfd_exit(int pidfd, pid_t pid, uid_t uid, mdp_exit_info *out)
+{
+  char path[64], buf[2048], state;
+  int fd, code, rc;
+  ssize_t n;
+
+  out->kind = MDP_EXIT_UNKNOWN;
+  out->status = 0;
+  if(pidfd < 0)
+    return;
+  rc = info_exit(pidfd, &code);
+  if(rc == 1) {
+    out->kind = MDP_EXIT_STATUS;
+    out->status = code;
+    return;
+  }
+  snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+  fd = open(path, O_RDONLY | O_CLOEXEC);
+  if(fd < 0)
+    goto reaped;
+  n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if(n <= 0)
+    goto reaped;
+  buf[n] = '\0';
+  /* still unreaped after the read: the PID was its own */
+  if(!mdp_pidfd_alive(pidfd) || mdp_pidfd_parse_stat(buf, &state, &code) != 0)
+    goto reaped;
+  if(code != 0) {
+    out->kind = MDP_EXIT_STATUS; /* set as it began to exit */
+    out->status = code;
+  } else if(may_read_exit_code(uid)) {
+    out->kind = state == 'Z' || state == 'X' ? MDP_EXIT_STATUS : MDP_EXIT_RUNNING;
+  }
+  return;
+reaped:
+  /* reaped meanwhile: the pidfd may hold it now */
+  if(info_exit(pidfd, &code) == 1) {
+    out->kind = MDP_EXIT_STATUS;
+    out->status = code;
+  }
 }

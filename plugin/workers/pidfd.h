@@ -45,4 +45,28 @@ int mdp_pidfd_alive(int pidfd);
  * exited, and nobody was signalled). */
 int mdp_pidfd_signal(int pidfd, int sig);
 
+/* How the process ended, as far as the kernel tells a process that is not
+ * its parent: after it was reaped, through the pidfd (PIDFD_GET_INFO with
+ * PIDFD_INFO_EXIT, Linux 6.15); while it exits or is a zombie, by
+ * /proc/PID/stat's exit code (field 52), read through the PID and kept
+ * only if the pidfd's process was still unreaped afterwards (so the PID
+ * was still its own). That field reads 0 unless the reader may ptrace the
+ * process (CAP_SYS_PTRACE, or its own user): pass the worker's uid. */
+typedef enum mdp_exit_kind {
+  MDP_EXIT_UNKNOWN = 0, /* cannot be told */
+  MDP_EXIT_RUNNING,     /* not exiting: no exit code, not a zombie */
+  MDP_EXIT_STATUS,      /* exiting or exited: status is its wait status */
+} mdp_exit_kind;
+
+typedef struct mdp_exit_info {
+  mdp_exit_kind kind;
+  int status; /* with MDP_EXIT_STATUS: WIFEXITED/WTERMSIG apply */
+} mdp_exit_info;
+
+void mdp_pidfd_exit(int pidfd, pid_t pid, uid_t uid, mdp_exit_info *out);
+
+/* /proc/PID/stat's text: its state (field 3) and exit code (field 52).
+ * Returns 0, or -EINVAL when the text has neither. */
+int mdp_pidfd_parse_stat(const char *text, char *state, int *exit_code);
+
 #endif

@@ -1,5 +1,6 @@
 /* memdiag plugin: the table of registered workers. */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,6 +128,11 @@ int mdp_registry_add(const mdp_worker_hello *h, uint64_t *id, int *proc_err)
   snprintf(w->cgroup, sizeof(w->cgroup), "%s", h->cgroup ? h->cgroup : "");
   w->same_mnt_ns = h->same_mnt_ns;
   w->connected_at = (uint64_t)time(NULL);
+  {
+    struct timespec mono;
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    w->registered_us = (uint64_t)mono.tv_sec * 1000000u + (uint64_t)mono.tv_nsec / 1000u;
+  }
   rc = copy_caps(w, h->capabilities, h->n_capabilities);
   if(rc)
     goto fail;
@@ -220,6 +226,30 @@ int mdp_registry_signal(uint64_t id, int sig)
     rc = mdp_pidfd_signal(w->pidfd, sig);
   pthread_mutex_unlock(&lock);
   return rc;
+}
+
+int mdp_registry_exit(uint64_t id, mdp_exit_info *out, uint64_t *registered_us)
+{
+  int pidfd = -1;
+  pid_t pid = 0;
+  uid_t uid = 0;
+
+  pthread_mutex_lock(&lock);
+  mdp_worker *w = find_locked(id, NULL);
+  if(w) {
+    /* a copy: the worker may be removed once the lock is left */
+    pidfd = w->pidfd >= 0 ? fcntl(w->pidfd, F_DUPFD_CLOEXEC, 0) : -1;
+    pid = w->pid;
+    uid = w->uid;
+    *registered_us = w->registered_us;
+  }
+  pthread_mutex_unlock(&lock);
+  if(!w)
+    return -ENOENT;
+  mdp_pidfd_exit(pidfd, pid, uid, out);
+  if(pidfd >= 0)
+    close(pidfd);
+  return 0;
 }
 
 int mdp_registry_remove(uint64_t id)

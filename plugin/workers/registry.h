@@ -24,6 +24,7 @@
 #include "workers/cgroup.h"
 #include "worker_id/worker_id.h"
 #include "sampler.h"
+#include "workers/pidfd.h"
 
 #define MDP_WORKER_HISTORY 32 /* samples kept for a capture manifest */
 
@@ -45,10 +46,11 @@ typedef struct mdp_worker {
   char **capabilities; /* owned */
   size_t n_capabilities;
   uint64_t connected_at;
-  int proc_fd;          /* mdp_sampler_open; -1 if it could not be opened */
-  int pidfd;            /* the registered process (pidfd.h); -1 if the kernel has none */
-  mdp_cgroup *cg;       /* its memory cgroup (a reference), NULL when none is known */
-  char cgroup_err[128]; /* why cg is NULL, "" otherwise */
+  uint64_t registered_us; /* CLOCK_MONOTONIC microseconds (the kernel log's clock) */
+  int proc_fd;            /* mdp_sampler_open; -1 if it could not be opened */
+  int pidfd;              /* the registered process (pidfd.h); -1 if the kernel has none */
+  mdp_cgroup *cg;         /* its memory cgroup (a reference), NULL when none is known */
+  char cgroup_err[128];   /* why cg is NULL, "" otherwise */
 
   /* Read thread only (collectd runs one read callback at a time). */
   mdp_detector detector;
@@ -122,6 +124,10 @@ int mdp_registry_add(const mdp_worker_hello *hello, uint64_t *id, int *proc_err)
  * signalled), -EBADF (no pidfd: the kernel has none; nothing is sent) or
  * what the kernel said. */
 int mdp_registry_signal(uint64_t id, int sig);
+
+/* How worker id's process ended (pidfd.h), and since when it was
+ * registered (CLOCK_MONOTONIC microseconds). Returns 0, or -ENOENT. */
+int mdp_registry_exit(uint64_t id, mdp_exit_info *out, uint64_t *registered_us);
 
 /* Forget a worker. Returns 0 or -ENOENT. */
 int mdp_registry_remove(uint64_t id);

@@ -341,6 +341,47 @@ static void test_limit_change_and_oom_count(void **state)
   assert_int_equal(system(cmd), 0);
 }
 
+/* v2's memory.events counts the OOM kills of the cgroup's descendants too:
+ * a kill in a child cgroup (another container of the pod, a process
+ * another runtime put below) is not one of this cgroup's own processes,
+ * which memory.events.local counts. */
+static void test_v2_kill_in_a_child_cgroup(void **state)
+{
+  char root[256], dir[512], mi[600], cmd[600];
+  mdp_cgroup *cg;
+  mdp_cgroup_stats s, now;
+  char err[256] = "";
+  (void)state;
+
+  tmp_tree(root, sizeof root, dir, sizeof dir);
+  put(dir, "memory.current", "1000\n");
+  put(dir, "memory.max", "300000\n");
+  put(dir, "memory.stat", "anon 900\nfile 100\ninactive_file 50\n");
+  put(dir, "memory.events", "high 0\nmax 0\noom 0\noom_kill 0\n");
+  put(dir, "memory.events.local", "high 0\nmax 0\noom 0\noom_kill 0\n");
+  snprintf(mi, sizeof mi, "26 25 0:24 / /cg rw - cgroup2 cgroup2 rw\n");
+  mdp_cgroup_source src = {.mountinfo = mi, .proc_cgroup = "0::/app\n", .root_prefix = root};
+  assert_int_equal(mdp_cgroup_acquire_from(&src, &cg, err, sizeof err), 0);
+  assert_int_equal(mdp_cgroup_sample(cg, 1.0, &s), 0);
+  /* a process of a child cgroup is killed: the hierarchical count rises */
+  put(dir, "memory.events", "high 0\nmax 2\noom 1\noom_kill 1\n");
+  assert_int_equal(mdp_cgroup_oom_check(cg, &now), 0);
+  assert_true(now.oom_kill == 1 && now.own_oom_kill == 0);
+  /* the values still show the kernel's memory.events */
+  assert_int_equal(mdp_cgroup_sample(cg, 2.0, &s), 0);
+  assert_true(s.oom_kill == 1 && s.own_oom_kill == 0);
+  /* then one of its own: both rise */
+  put(dir, "memory.events", "high 0\nmax 3\noom 2\noom_kill 2\n");
+  put(dir, "memory.events.local", "high 0\nmax 1\noom 1\noom_kill 1\n");
+  assert_int_equal(mdp_cgroup_oom_check(cg, &now), 1);
+  assert_true(now.oom_kill == 2 && now.own_oom_kill == 1);
+  assert_int_equal(mdp_cgroup_oom_check(cg, &now), 0);
+  mdp_cgroup_release(cg);
+  mdp_cgroup_shutdown();
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+  assert_int_equal(system(cmd), 0);
+}
+
 static void test_fork_fits_the_room(void **state)
 {
   char why[400];
@@ -374,6 +415,7 @@ int main(void)
       cmocka_unit_test(test_v2_missing_files),
       cmocka_unit_test(test_namespace_views),
       cmocka_unit_test(test_limit_change_and_oom_count),
+      cmocka_unit_test(test_v2_kill_in_a_child_cgroup),
       cmocka_unit_test(test_fork_fits_the_room),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,7 +1,9 @@
 /* pidfds for workers (issue 11, finding 2): the peer's pidfd from the
  * socket, and the fallback for kernels without SO_PEERPIDFD, which keeps a
  * pidfd only for a process that started before the connection was
- * accepted. */
+ * accepted. How a process ended, told to a reader that is not its parent
+ * (here its parent, which reads it the same way): running, a zombie's
+ * exit code, a reaped process's status from the pidfd (Linux 6.15). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -55,11 +57,102 @@ static void fallback_refuses_a_process_started_after_the_accept(void **state)
   assert_int_equal(mdp_pidfd_signal(-1, 0), -EBADF);
 }
 
+static void stat_fields(void **state)
+{
+  char st;
+  int code;
+  (void)state;
+
+  /* a comm with spaces and parentheses; exit code 9 (SIGKILL), field 52 */
+  const char *zombie = "4242 (a b) (c)) Z 1 1 1 0 -1 4228172 16 0 0 0 0 0 0 0 20 0 1 0 "
+                       "8996 0 0 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 "
+                       "0 0 0 0 0 9\n";
+  assert_int_equal(mdp_pidfd_parse_stat(zombie, &st, &code), 0);
+  assert_int_equal(st, 'Z');
+  assert_int_equal(code, 9);
+  /* a kernel before 3.5: no field 52 */
+  assert_int_equal(mdp_pidfd_parse_stat("1 (x) S 0 1 1 0 -1 0\n", &st, &code), -EINVAL);
+  assert_int_equal(mdp_pidfd_parse_stat("garbage", &st, &code), -EINVAL);
+}
+
+/* A child that exits as told once it reads a byte from fd. */
+static pid_t child(int *ctl, int how)
+{
+  int p[2];
+  assert_int_equal(pipe(p), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if(pid == 0) {
+    char c;
+    close(p[1]);
+    if(read(p[0], &c, 1) == 1 && how == 0)
+      _exit(3);
+    pause();
+    _exit(0);
+  }
+  close(p[0]);
+  *ctl = p[1];
+  return pid;
+}
+
+static void how_a_process_ended(void **state)
+{
+  (void)state;
+  int ctl, status;
+  mdp_exit_info ex;
+  struct timespec pause_ms = {0, 20 * 1000 * 1000};
+
+  /* running: no exit code */
+  pid_t pid = child(&ctl, 0);
+  int fd = mdp_pidfd_open_started_before(pid, mdp_pidfd_boot_ms());
+  assert_true(fd >= 0);
+  mdp_pidfd_exit(fd, pid, getuid(), &ex);
+  assert_int_equal(ex.kind, MDP_EXIT_RUNNING);
+  /* exit(3), a zombie: its exit code from /proc/PID/stat */
+  assert_int_equal(write(ctl, "x", 1), 1);
+  for(int i = 0; i < 250; i++) {
+    mdp_pidfd_exit(fd, pid, getuid(), &ex);
+    if(ex.kind == MDP_EXIT_STATUS)
+      break;
+    nanosleep(&pause_ms, NULL);
+  }
+  assert_int_equal(ex.kind, MDP_EXIT_STATUS);
+  assert_true(WIFEXITED(ex.status) && WEXITSTATUS(ex.status) == 3);
+  /* reaped: from the pidfd where the kernel keeps it (6.15), else unknown */
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  mdp_pidfd_exit(fd, pid, getuid(), &ex);
+  assert_true(ex.kind == MDP_EXIT_UNKNOWN ||
+              (ex.kind == MDP_EXIT_STATUS && WIFEXITED(ex.status) && WEXITSTATUS(ex.status) == 3));
+  close(fd);
+  close(ctl);
+
+  /* SIGKILLed: a zombie's code says so */
+  pid = child(&ctl, 1);
+  fd = mdp_pidfd_open_started_before(pid, mdp_pidfd_boot_ms());
+  assert_true(fd >= 0);
+  assert_int_equal(mdp_pidfd_signal(fd, SIGKILL), 0);
+  for(int i = 0; i < 250; i++) {
+    mdp_pidfd_exit(fd, pid, getuid(), &ex);
+    if(ex.kind == MDP_EXIT_STATUS)
+      break;
+    nanosleep(&pause_ms, NULL);
+  }
+  assert_int_equal(ex.kind, MDP_EXIT_STATUS);
+  assert_true(WIFSIGNALED(ex.status) && WTERMSIG(ex.status) == SIGKILL);
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  close(fd);
+  close(ctl);
+  mdp_pidfd_exit(-1, pid, getuid(), &ex);
+  assert_int_equal(ex.kind, MDP_EXIT_UNKNOWN);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(peer_of_a_socketpair_is_this_process),
       cmocka_unit_test(fallback_refuses_a_process_started_after_the_accept),
+      cmocka_unit_test(stat_fields),
+      cmocka_unit_test(how_a_process_ended),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,133 @@
+/* memdiag plugin: the kernel's log, read for OOM kills; see kmsg.h. */
+#include "workers/kmsg.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define KILLED "Killed process "
+
+uint64_t mdp_kmsg_now_us(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* An unsigned decimal at *p, moving *p past it; -1 when there is none. */
+static int64_t number(const char **p, const char *end)
+{
+  int64_t v = 0;
+  const char *s = *p;
+
+  if(s >= end || *s < '0' || *s > '9')
+    return -1;
+  while(s < end && *s >= '0' && *s <= '9') {
+    if(v > (INT64_MAX - 9) / 10)
+      return -1;
+    v = v * 10 + (*s++ - '0');
+  }
+  *p = s;
+  return v;
+}
+
+int mdp_kmsg_parse_oom(const char *rec, size_t len, pid_t *pid, uint64_t *ts_us)
+{
+  const char *end = rec + len, *p = rec, *msg, *line_end, *k;
+  int64_t ts, v;
+
+  /* prio,seq,usec,flags[,...];message */
+  for(int field = 0; field < 2; field++) {
+    if(number(&p, end) < 0 || p >= end || *p != ',')
+      return 0;
+    p++;
+  }
+  ts = number(&p, end);
+  if(ts < 0)
+    return 0;
+  msg = memchr(p, ';', (size_t)(end - p));
+  if(!msg)
+    return 0;
+  msg++;
+  line_end = memchr(msg, '\n', (size_t)(end - msg));
+  if(!line_end)
+    line_end = end;
+  /* the message only, not its continuation lines (" KEY=value") */
+  for(k = msg; (size_t)(line_end - k) >= sizeof KILLED - 1; k++) {
+    if(memcmp(k, KILLED, sizeof KILLED - 1) != 0)
+      continue;
+    p = k + sizeof KILLED - 1;
+    v = number(&p, line_end);
+    if(v <= 0 || v > INT32_MAX || line_end - p < 2 || p[0] != ' ' || p[1] != '(')
+      return 0;
+    *pid = (pid_t)v;
+    *ts_us = (uint64_t)ts;
+    return 1;
+  }
+  return 0;
+}
+
+/* Whether collectd's PIDs are the host's, the log's (one NSpid entry). */
+static int host_pid_ns(void)
+{
+  char buf[4096];
+  int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  ssize_t n;
+  const char *l;
+
+  if(fd < 0)
+    return 0;
+  n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if(n <= 0)
+    return 0;
+  buf[n] = '\0';
+  l = strstr(buf, "\nNSpid:");
+  if(!l)
+    return 1; /* a kernel before 4.1 has no PID namespace field: the host's */
+  l += 7;
+  while(*l == ' ' || *l == '\t')
+    l++;
+  while(*l >= '0' && *l <= '9')
+    l++;
+  while(*l == ' ' || *l == '\t')
+    l++;
+  return *l == '\n' || *l == '\0';
+}
+
+int mdp_kmsg_oom_killed(pid_t pid, uint64_t since_us)
+{
+  char rec[8192];
+  int fd, named = MDP_KMSG_NOT_NAMED;
+
+  if(!host_pid_ns())
+    return -EXDEV;
+  fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if(fd < 0)
+    return -errno;
+  for(;;) {
+    ssize_t n = read(fd, rec, sizeof rec);
+    pid_t p;
+    uint64_t ts;
+    if(n < 0 && (errno == EPIPE || errno == EINTR))
+      continue; /* a record overwritten while read: the next one */
+    if(n < 0 && errno == EAGAIN)
+      break; /* the end of the log */
+    if(n < 0) {
+      named = -errno;
+      break;
+    }
+    if(n == 0)
+      break;
+    if(mdp_kmsg_parse_oom(rec, (size_t)n, &p, &ts) && p == pid && ts >= since_us) {
+      named = MDP_KMSG_NAMED;
+      break;
+    }
+  }
+  close(fd);
+  return named;
+}
