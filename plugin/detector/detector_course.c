@@ -134,6 +134,80 @@ static void remove_steps(double *y, const unsigned char *have, unsigned m)
   }
 }
 
+/* A step that stands out of the local pace: a cache loaded at once on top
+ * of a warm-up that is still climbing. Its rise, less the pace of the rises
+ * around it (their median), lifts every one of the STEP_AFTER points from
+ * it on above every one of the STEP_BEFORE points before it, by more than
+ * STEP_MIN and LOCAL_SPREAD times how far rises usually stray from their
+ * local pace. A warm-up from start-up rises less at each bucket than at the
+ * one before, a leak alike at each, and a sawtooth's one-minute minima fall
+ * back within a period: none of them is taken out. Such a step is taken out
+ * of every later point, down to the local pace (at most STEP_MAX). */
+#define LOCAL_SPREAD 4.0
+#define STEP_BEFORE  3
+#define STEP_AFTER   3
+static void remove_local_steps(double *y, const unsigned char *have, unsigned m)
+{
+  double diff[CB], pace[CB], dev[CB], excess[CB];
+  unsigned at[CB], n = 0;
+  int prev = -1;
+  for(unsigned k = 0; k < m; k++) {
+    if(!have[k])
+      continue;
+    if(prev >= 0) {
+      diff[n] = y[k] - y[prev];
+      at[n++] = k;
+    }
+    prev = (int)k;
+  }
+  if(n < 5)
+    return;
+  /* The local pace at each rise: the median of the rises around it, without
+   * it; how far each rise strays from it is the noise a step must beat. */
+  for(unsigned i = 0; i < n; i++) {
+    double loc[8];
+    unsigned nl = 0;
+    for(int j = (int)i - 3; j <= (int)i + 3; j++)
+      if(j >= 0 && j < (int)n && j != (int)i)
+        loc[nl++] = diff[j];
+    sort_small(loc, nl);
+    pace[i] = loc[nl / 2];
+    dev[i] = fabs(diff[i] - pace[i]);
+  }
+  sort_small(dev, n);
+  double cut = LOCAL_SPREAD * dev[n / 2];
+  if(cut < STEP_MIN)
+    cut = STEP_MIN;
+  for(unsigned i = 0; i < n; i++) {
+    excess[i] = 0;
+    if(i + 1 < STEP_BEFORE || i + STEP_AFTER > n)
+      continue;
+    /* The lowest point from the step on, over the highest before it. */
+    double lo_after = INFINITY, hi_before = -INFINITY;
+    for(unsigned j = 0; j < STEP_AFTER; j++)
+      if(y[at[i + j]] < lo_after)
+        lo_after = y[at[i + j]];
+    for(unsigned j = 0; j < STEP_BEFORE; j++) {
+      double v = y[at[i - j]] - diff[i - j]; /* the point before rise i - j */
+      if(v > hi_before)
+        hi_before = v;
+    }
+    excess[i] = lo_after - hi_before - pace[i];
+  }
+  for(unsigned s = 0; s < STEP_MAX; s++) {
+    unsigned big = 0;
+    for(unsigned i = 1; i < n; i++)
+      if(excess[i] > excess[big])
+        big = i;
+    if(excess[big] <= cut)
+      return;
+    double shift = diff[big] - pace[big];
+    for(unsigned k = at[big]; k < m; k++)
+      y[k] -= shift;
+    excess[big] = 0;
+  }
+}
+
 int mdp_detector_course_view(const mdp_detector *d, double t, double level, double settle,
                              mdp_detector_course_look *v)
 {
@@ -154,6 +228,7 @@ int mdp_detector_course_view(const mdp_detector *d, double t, double level, doub
     have[k] = b->count > 0;
     y[k] = (double)b->min;
   }
+  remove_local_steps(y, have, m);
   remove_steps(y, have, m);
   mdp_course_fit(y, have, m, settle, &course);
   if(course.kind == MDP_COURSE_NONE)
@@ -240,6 +315,7 @@ int mdp_detector_course_early(mdp_detector *d, double t, mdp_decision *ev)
   double level = (double)c->memory_limit - exc;
   double settle =
       (c->near_limit > 0 && c->near_limit < 1 ? c->near_limit : 1) * (double)c->memory_limit - exc;
+  remove_local_steps(y, have, m);
   mdp_course_fit(y, have, m, settle, &course);
   if(course.kind == MDP_COURSE_NONE)
     return early_fail(d);
@@ -272,13 +348,16 @@ int mdp_detector_course_early(mdp_detector *d, double t, mdp_decision *ev)
                 mdp_course_ruled_out(&course) >= RULED_OUT &&
                 (c->min_growth_rate <= 0 || slope >= c->min_growth_rate);
 #ifdef MDP_URGENT_DEBUG
-  fprintf(stderr,
-          "early t=%.1f m=%u kind=%d tau=%.1f env=%.0f slope=%.1f reach=%.1f rise=%.0f sc=%.1f "
-          "jump=%.0f grown=%.0f need=%.0f F=%.2f\n",
-          (t - d->origin) / 60, m, course.kind,
-          course.q > 0 && course.q < 1 ? -1 / log(course.q) : 0, envelope / MIB, slope * 60 / MIB,
-          ev->time_to_limit / 60, rise / MIB, course.scatter / MIB, jump / MIB,
-          (envelope - lo) / MIB, URGENCY_SHARE * room / MIB, mdp_course_ruled_out(&course));
+  fprintf(
+      stderr,
+      "early t=%.1f m=%u kind=%d tau=%.1f env=%.0f slope=%.1f reach=%.1f rise=%.0f sc=%.1f "
+      "jump=%.0f grown=%.0f need=%.0f F=%.2f fails=%d%d%d%d%d%d%d\n",
+      (t - d->origin) / 60, m, course.kind, course.q > 0 && course.q < 1 ? -1 / log(course.q) : 0,
+      envelope / MIB, slope * 60 / MIB, ev->time_to_limit / 60, rise / MIB, course.scatter / MIB,
+      jump / MIB, (envelope - lo) / MIB, URGENCY_SHARE * room / MIB, mdp_course_ruled_out(&course),
+      !(slope > 0 && reach >= 0), !(ev->time_to_limit <= NEAR_SHARE * c->horizon),
+      !(rise >= MIN_RISE), !(rise >= RISE_SCATTER * course.scatter), !(jump <= STEP_SHARE * rise),
+      !(envelope - lo >= URGENCY_SHARE * room), !(mdp_course_ruled_out(&course) >= RULED_OUT));
 #endif
   if(!growing)
     return early_fail(d);
