@@ -419,7 +419,9 @@ int mdp_rstream_on_frame(uint64_t connection_id, const Memdiag__V1__Frame *f)
     if(rs->state != RS_OPEN)
       return 0; /* after a timeout, a failure or the end: dropped */
     if(rs->received > rs->granted) {
-      end_store(rs, "the worker sent more than the plugin allowed (flow control)");
+      /* a worker that ignores its credit is stopped as one past its
+       * budget: told so, and not waited for beyond the relay's grace */
+      cancel_stream(rs, "the worker sent more than the plugin allowed (flow control)");
       return 0;
     }
     if(rs->limits.max_raw && rs->received > rs->limits.max_raw) {

@@ -518,12 +518,15 @@ static void stream_setup(void)
   atexit(stream_cleanup);
 }
 
+static char last_error[512];
+
 static void stream_done(const Memdiag__V1__Reply *reply, void *arg)
 {
   char want[sizeof dir_path + 32];
 
   (void)arg;
   replies++;
+  snprintf(last_error, sizeof last_error, "%s", reply->error ? reply->error : "");
   snprintf(want, sizeof want, "%s/%s", dir_path, result_name);
   reply_names_result =
       reply->status == MEMDIAG__V1__STATUS__STATUS_OK && reply->path && !strcmp(reply->path, want);
@@ -541,6 +544,7 @@ uint64_t md_fuzz_stream_begin(md_fuzz_ask ask, uint32_t window, int zstd_level)
   mdp_rstream_init(loop, mdp_server_send_worker, store, window);
   asked = ask;
   replies = 0;
+  last_error[0] = '\0';
   worker_answered = 0;
   reply_names_result = 0;
   stream_request = 0;
@@ -576,6 +580,17 @@ void md_fuzz_stream_frame(const Memdiag__V1__Frame *f)
 }
 
 void md_fuzz_stream_worker_gone(void) { conn_free(worker_conn); }
+
+void md_fuzz_stream_wait(unsigned ms)
+{
+  uint64_t until = mdp_loop_now_ms() + ms;
+
+  for(uint64_t now; (now = mdp_loop_now_ms()) < until;)
+    mdp_loop_turn(loop, (int)(until - now));
+  md_fuzz_stream_turn();
+}
+
+const char *md_fuzz_stream_error(void) { return last_error; }
 
 /* Only before the worker answers, as the hook writes it: afterwards the
  * store's writer may be compressing it (the two would race). */

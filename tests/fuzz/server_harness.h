@@ -85,4 +85,11 @@ void md_fuzz_stream_worker_file(const uint8_t *data, size_t len);
  * when the result was stored and the reply names it, else 0. */
 int md_fuzz_stream_end(void);
 
+/* The loop turns for ms milliseconds by the clock (timers run), then as
+ * md_fuzz_stream_turn. */
+void md_fuzz_stream_wait(unsigned ms);
+
+/* The error of the last reply the request's caller got ("" if none). */
+const char *md_fuzz_stream_error(void);
+
 #endif

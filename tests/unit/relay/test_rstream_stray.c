@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "relay/relay.h"
 #include "server_harness.h"
 
 static FILE *log_file; /* stderr, redirected */
@@ -35,18 +36,22 @@ static int logged(const char *needle)
   return n;
 }
 
-static void chunk(uint64_t id)
+static void chunk_of(uint64_t id, size_t len)
 {
+  static uint8_t data[16384];
   Memdiag__V1__Frame f = MEMDIAG__V1__FRAME__INIT;
   Memdiag__V1__DumpChunk c = MEMDIAG__V1__DUMP_CHUNK__INIT;
+  memset(data, ' ', sizeof data);
   c.has_request_id = c.has_data = 1;
   c.request_id = id;
-  c.data.data = (uint8_t *)"{}\n";
-  c.data.len = 3;
+  c.data.data = data;
+  c.data.len = len < sizeof data ? len : sizeof data;
   f.body_case = MEMDIAG__V1__FRAME__BODY_DUMP_CHUNK;
   f.dump_chunk = &c;
   md_fuzz_stream_frame(&f);
 }
+
+static void chunk(uint64_t id) { chunk_of(id, 3); }
 
 static void end(uint64_t id)
 {
@@ -121,11 +126,50 @@ static void chunk_of_an_inline_request_logged_once_connection_kept(void **state)
   assert_int_equal(logged(conn), 1);
 }
 
+/* Issue 24: a worker that streams on after the plugin stopped its stream
+ * (here: past its credit, which cancels it as a budget does) kept the
+ * request's caller waiting until the request's time limit. Now the caller
+ * is answered a short grace (5 s) after the cancel, naming the cause; what
+ * the worker sends later is dropped and counted, and the connection
+ * stays. */
+static void a_worker_streaming_on_after_the_cancel_is_not_waited_for(void **state)
+{
+  (void)state;
+  uint64_t id = md_fuzz_stream_begin(MD_FUZZ_ASK_DUMP, 4096, 0);
+  mdp_rstream_dropped_t before = mdp_rstream_dropped();
+  uint64_t late_before = mdp_relay_late_replies();
+  int warned = logged("dropped a");
+
+  assert_true(id != 0);
+  chunk_of(id, 4000);
+  chunk_of(id, 4000); /* past the window: cancelled */
+  md_fuzz_stream_turn();
+  chunk_of(id, 4000); /* within the grace: dropped */
+  md_fuzz_stream_wait(1000);
+  assert_string_equal(md_fuzz_stream_error(), ""); /* not answered yet */
+  md_fuzz_stream_wait(4500);
+  assert_non_null(strstr(md_fuzz_stream_error(), "more than the plugin allowed (flow control)"));
+  assert_non_null(
+      strstr(md_fuzz_stream_error(), "did not end its stream within 5 s of the cancel"));
+  /* the worker goes on: its chunks, its end and its Reply are dropped */
+  chunk_of(id, 4000);
+  chunk_of(id, 4000);
+  end(id);
+  reply(id, MEMDIAG__V1__STATUS__STATUS_OK, NULL);
+  md_fuzz_stream_turn();
+  assert_int_equal(mdp_rstream_dropped().frames - before.frames, 3);
+  assert_int_equal(mdp_rstream_dropped().bytes - before.bytes, 8000);
+  assert_int_equal(mdp_relay_late_replies() - late_before, 1);
+  assert_int_equal(logged("dropped a"), warned);
+  assert_int_equal(md_fuzz_stream_end(), 0); /* one reply, no file, no stream left */
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(drained_stream_is_silent_unknown_request_logged_once),
       cmocka_unit_test(chunk_of_an_inline_request_logged_once_connection_kept),
+      cmocka_unit_test(a_worker_streaming_on_after_the_cancel_is_not_waited_for),
   };
   int saved = dup(2);
 
