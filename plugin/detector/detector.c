@@ -45,23 +45,24 @@
  * the limit T after it starts therefore fires about 0.29 T after it starts,
  * whatever its rate; a burst or a fill fires only if it lasts that long at a
  * rate that would reach the limit within URGENT_SHARE of Horizon. */
-#define URGENCY_SHARE 0.4
+#define URGENCY_SHARE   0.4
 /* A warm-up levelling off decelerates: the recent half of the short window
  * must grow at least this share as fast as its older half. */
-#define DECEL_SHARE   0.5
-/* Evaluations in a row (one per short bucket) that must agree. */
-#define SHORT_CONFIRM 2
+#define DECEL_SHARE     0.5
+/* Evaluations in a row (one per short bucket) that must agree: two when
+ * the course rules out every plateau below NearLimit at FIRM_RULED_OUT
+ * times the 99 % point (firm evidence), else one more (a GC sawtooth's
+ * ramp or a cache loaded at once can hold a warm-up's course up for two
+ * looks, rarely for three). */
+#define SHORT_CONFIRM   2
+#define FIRM_RULED_OUT  2.0
 /* A course that some plateau below NearLimit still fits (the data do not
  * rule every such plateau out at 99 %: SHORT_RULED_OUT) fires only when it
  * reaches the limit within WAIT_SHARE of Horizon (1 h at the default).
  * Until then waiting costs a leak nothing (it keeps its slope and is caught
  * with about 50 minutes left), and a warm-up shows that it levels off. */
-#ifndef SHORT_RULED_OUT
 #define SHORT_RULED_OUT 1.0
-#endif
-#ifndef WAIT_SHARE
-#define WAIT_SHARE (1.0 / 6)
-#endif
+#define WAIT_SHARE      (1.0 / 6)
 
 /* k-th smallest of v[0..n) (reorders v). Quickselect: the read callback
  * re-fits every worker's windows, and a full sort was most of its cost. */
@@ -529,7 +530,7 @@ static int evaluate_short(mdp_detector *d, double t, mdp_decision *ev)
   /* Fire only when the envelope's course reaches the limit within Horizon:
    * a warm-up that levels off below it (however steep it was) does not;
    * one that a plateau below NearLimit still fits, only when it is near. */
-  mdp_detector_course_look look;
+  mdp_detector_course_look look = {0, 0, 0};
   double settle =
       (c->near_limit > 0 && c->near_limit < 1 ? c->near_limit : 1) * (double)c->memory_limit -
       excursion;
@@ -556,7 +557,8 @@ static int evaluate_short(mdp_detector *d, double t, mdp_decision *ev)
   }
   d->sgrowing = 1;
   d->seval = *ev;
-  return ++d->sstreak >= SHORT_CONFIRM;
+  /* Less than firm evidence against a plateau: one look more. */
+  return ++d->sstreak >= (look.ruled >= FIRM_RULED_OUT ? SHORT_CONFIRM : SHORT_CONFIRM + 1);
 }
 
 /* Both this sample and the one before at or above the threshold: a single

@@ -9,11 +9,12 @@
 # 1 of the 120 standard warm-ups fires (1 does; 2 before the early path asked
 # for three evaluations in a row, 4 before level shifts were taken out of the
 # course, 30 before the urgent rule asked the course), at most 4 of the 120
-# held-out ones (3 do; 4, 5 and 7 before), and at most 17 of the 720
+# held-out ones (4 do; 4, 5 and 7 before), and at most 15 of the 720
 # warm-ups of six more draws nobody tuned against (seeds 31337, 11 and 12
-# with the standard ranges, 31338, 13 and 14 held-out: 17 do; 30 before the
-# short window's rule waited while a plateau still fits and steps that
-# stand out of the local pace were taken out of the course). It does not
+# with the standard ranges, 31338, 13 and 14 held-out: 15 do; 17 before the
+# short window's rule asked three looks on less than firm evidence, 30
+# before it waited while a plateau still fits and steps that stand out of
+# the local pace were taken out of the course). It does not
 # yet assert the issue's acceptance (no warm-up fires; every fast leak 50
 # minutes ahead).
 require "minitest/autorun"
@@ -75,6 +76,6 @@ class ReplayFamiliesTest < Minitest::Test
       report("fast-leak (#{extra.join(' ')})", leaks)
       leaks.each { |o| assert o.lead_s&.positive?, "#{extra[1]} #{o.name} #{o.params}: not captured in time" }
     end
-    assert_operator fired.size, :<=, 17, "warm-ups of the fresh draws that fire: #{fired.join(' ')}"
+    assert_operator fired.size, :<=, 15, "warm-ups of the fresh draws that fire: #{fired.join(' ')}"
   end
 end
