@@ -20,6 +20,9 @@
 
 #define MiB(x) ((double)(x) / 1048576.0)
 
+/* Every how many read passes each worker's /proc/PID/cgroup is re-read. */
+#define MDP_CONTAINERS_RECHECK 5
+
 static void dispatch(const mdp_cgroup *cg, const mdp_cgroup_stats *s, unsigned workers, uint64_t t,
                      uint64_t interval)
 {
@@ -155,6 +158,31 @@ static double thread_cpu_s(void)
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* Has worker w moved to another cgroup (a runtime or systemd writing its
+ * PID into another cgroup.procs)? Checked every MDP_CONTAINERS_RECHECK
+ * passes, and at once when its cgroup could not be read (removed: a v1 or
+ * v2 cgroup is removed only once empty). Logs each move once. */
+static void follow(mdp_worker *w, bool now)
+{
+  mdp_cgroup_move_info mv;
+  mdp_cgroup_move rc;
+
+  if(!now && w->cg_checks % MDP_CONTAINERS_RECHECK != 0) {
+    w->cg_checks++;
+    return;
+  }
+  rc = mdp_registry_follow_cgroup(w, &mv);
+  w->cg_unread = false;
+  if(rc == MDP_CGROUP_MOVED)
+    INFO("memdiag plugin: worker %" PRIu64 " ('%s' pid %ld) moved from cgroup %s to cgroup %s; "
+         "its charge and limit are now read from %s",
+         w->id, w->name, (long)w->pid, mv.from, mv.to, mdp_cgroup_dir(w->cg));
+  else if(rc == MDP_CGROUP_UNREADABLE)
+    WARNING("memdiag plugin: worker %" PRIu64 " ('%s' pid %ld) moved from cgroup %s to cgroup "
+            "%s, which cannot be read (%s): no cgroup limit or charge for it",
+            w->id, w->name, (long)w->pid, mv.from, mv.to, mv.err);
+}
+
 void mdp_containers_read(mdp_worker **w, size_t n, const mdp_config *cfg, uint64_t t,
                          uint64_t interval)
 {
@@ -162,6 +190,8 @@ void mdp_containers_read(mdp_worker **w, size_t n, const mdp_config *cfg, uint64
   double cpu0 = thread_cpu_s(), read_cpu = 0;
   size_t cgroups = 0;
 
+  for(size_t i = 0; i < n; i++)
+    follow(w[i], w[i]->cg_unread);
   for(size_t i = 0; i < n; i++) {
     mdp_cgroup *cg = w[i]->cg;
     mdp_cgroup_stats s;
@@ -182,6 +212,9 @@ void mdp_containers_read(mdp_worker **w, size_t n, const mdp_config *cfg, uint64
     double r0 = thread_cpu_s();
     int rc = mdp_cgroup_sample(cg, now, &s);
     read_cpu += thread_cpu_s() - r0;
+    for(j = i; j < n; j++)
+      if(w[j]->cg == cg)
+        w[j]->cg_unread = rc != 0;
     if(rc != 0)
       continue;
     cgroups++;

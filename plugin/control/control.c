@@ -83,6 +83,7 @@ typedef struct {
   Memdiag__V1__WorkerInfo **ptrs;
   char (*detector)[96];
   char (*plan)[96];
+  char (*limit_dir)[MDP_WORKER_LIMIT_DIR_MAX]; /* copies: a worker may move to another cgroup */
 } worker_list;
 
 static void list_free(worker_list *l)
@@ -93,6 +94,7 @@ static void list_free(worker_list *l)
   free(l->ptrs);
   free(l->detector);
   free(l->plan);
+  free(l->limit_dir);
   memset(l, 0, sizeof(*l));
 }
 
@@ -110,7 +112,8 @@ static int list_fill(worker_list *l)
   l->ptrs = calloc(n ? n : 1, sizeof(*l->ptrs));
   l->detector = calloc(n ? n : 1, sizeof(*l->detector));
   l->plan = calloc(n ? n : 1, sizeof(*l->plan));
-  if(!l->infos || !l->ptrs || !l->detector || !l->plan)
+  l->limit_dir = calloc(n ? n : 1, sizeof(*l->limit_dir));
+  if(!l->infos || !l->ptrs || !l->detector || !l->plan || !l->limit_dir)
     return -ENOMEM;
   for(size_t i = 0; i < n; i++) {
     mdp_worker *w = l->workers[i];
@@ -139,7 +142,8 @@ static int list_fill(worker_list *l)
       wi->memory_limit_source = lim.source == MDP_LIMIT_CONFIG   ? "config"
                                 : lim.source == MDP_LIMIT_CGROUP ? "cgroup"
                                                                  : NULL;
-      wi->limit_cgroup = lim.source == MDP_LIMIT_CGROUP ? (char *)lim.cgroup_dir : NULL;
+      snprintf(l->limit_dir[i], sizeof(l->limit_dir[i]), "%s", lim.cgroup_dir);
+      wi->limit_cgroup = lim.source == MDP_LIMIT_CGROUP ? l->limit_dir[i] : NULL;
       wi->has_cgroup_charge = lim.has_charge;
       wi->cgroup_charge = lim.charge;
     }

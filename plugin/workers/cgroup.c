@@ -342,6 +342,18 @@ int mdp_cgroup_acquire_from(const mdp_cgroup_source *src, mdp_cgroup **out, char
   return 0;
 }
 
+int mdp_cgroup_path_of(pid_t pid, mdp_cgroup_version v, char *out, size_t len)
+{
+  char path[64], procs[4096];
+  int rc;
+
+  snprintf(path, sizeof path, "/proc/%d/cgroup", (int)pid);
+  rc = slurp(path, procs, sizeof procs);
+  if(rc)
+    return rc == -ENOENT ? -ESRCH : rc;
+  return mdp_cgroup_parse_proc(procs, v, out, len);
+}
+
 int mdp_cgroup_acquire(pid_t pid, mdp_cgroup **out, char *err, size_t errlen)
 {
   enum { MOUNTINFO_MAX = 256 * 1024 };

@@ -82,6 +82,13 @@ typedef struct mdp_cgroup_source {
 int mdp_cgroup_acquire_from(const mdp_cgroup_source *src, mdp_cgroup **out, char *err,
                             size_t errlen);
 
+/* The path in the hierarchy of version v ("/a/b", as mdp_cgroup_path
+ * gives it) of the cgroup the process with host PID pid is in now, from
+ * /proc/PID/cgroup: the cheap check that a worker is still where it was
+ * (nothing is opened below the mount). Returns 0, -ESRCH when the process
+ * is gone, or a negative errno. */
+int mdp_cgroup_path_of(pid_t pid, mdp_cgroup_version v, char *out, size_t len);
+
 /* One more reference to cg (the caller holds one). */
 void mdp_cgroup_ref(mdp_cgroup *cg);
 

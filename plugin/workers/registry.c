@@ -140,6 +140,10 @@ int mdp_registry_add(const mdp_worker_hello *h, uint64_t *id, int *proc_err)
    * below tells that the PID was still this process's. */
   if(mdp_cgroup_acquire(h->pid, &w->cg, w->cgroup_err, sizeof w->cgroup_err) != 0)
     w->cg = NULL;
+  if(w->cg) {
+    w->cg_version = mdp_cgroup_version_of(w->cg);
+    snprintf(w->cg_path, sizeof w->cg_path, "%s", mdp_cgroup_path(w->cg));
+  }
   /* Opened by PID: if the process behind the pidfd is still alive after the
    * open, the PID was still its own, so the file is that process's. */
   w->proc_fd = mdp_sampler_open(h->pid, memory_kinds);
@@ -395,19 +399,23 @@ void mdp_registry_limit(const mdp_worker *w, mdp_worker_limit *out)
 {
   mdp_cgroup_stats s;
   uint64_t config;
+  bool have = false;
 
   memset(out, 0, sizeof *out);
   pthread_mutex_lock(&lock);
   config = detector_cfg.memory_limit;
+  /* under the lock: the read thread may move the worker to another
+   * cgroup and free the old one */
+  if(w->cg) {
+    snprintf(out->cgroup_dir, sizeof out->cgroup_dir, "%s", mdp_cgroup_dir(w->cg));
+    have = mdp_cgroup_last(w->cg, &s);
+  }
   pthread_mutex_unlock(&lock);
   if(config) {
     out->limit = config;
     out->source = MDP_LIMIT_CONFIG;
   }
-  if(!w->cg)
-    return;
-  out->cgroup_dir = mdp_cgroup_dir(w->cg);
-  if(!mdp_cgroup_last(w->cg, &s))
+  if(!have)
     return;
   out->charge = s.charge;
   out->has_charge = true;
@@ -415,6 +423,35 @@ void mdp_registry_limit(const mdp_worker *w, mdp_worker_limit *out)
     out->limit = s.limit;
     out->source = MDP_LIMIT_CGROUP;
   }
+}
+
+mdp_cgroup_move mdp_registry_follow_cgroup(mdp_worker *w, mdp_cgroup_move_info *out)
+{
+  char now[MDP_CGROUP_PATH_MAX];
+  mdp_cgroup *ncg = NULL, *old;
+
+  w->cg_checks++;
+  if(w->cg_version == MDP_CGROUP_NONE)
+    return MDP_CGROUP_STAYED;
+  if(mdp_cgroup_path_of(w->pid, w->cg_version, now, sizeof now) != 0 || !strcmp(now, w->cg_path))
+    return MDP_CGROUP_STAYED; /* there still, or gone (its connection closes) */
+  memset(out, 0, sizeof *out);
+  if(mdp_cgroup_acquire(w->pid, &ncg, out->err, sizeof out->err) != 0)
+    ncg = NULL;
+  /* still unreaped after the reads: the PID was its own */
+  if(w->pidfd >= 0 && !mdp_pidfd_alive(w->pidfd)) {
+    mdp_cgroup_release(ncg);
+    return MDP_CGROUP_STAYED;
+  }
+  snprintf(out->from, sizeof out->from, "%s", w->cg_path);
+  snprintf(w->cg_path, sizeof w->cg_path, "%s", ncg ? mdp_cgroup_path(ncg) : now);
+  snprintf(out->to, sizeof out->to, "%s", w->cg_path);
+  pthread_mutex_lock(&lock);
+  old = w->cg;
+  w->cg = ncg;
+  pthread_mutex_unlock(&lock);
+  mdp_cgroup_release(old);
+  return ncg ? MDP_CGROUP_MOVED : MDP_CGROUP_UNREADABLE;
 }
 
 mdp_cgroup *mdp_registry_cgroup(uint64_t id)

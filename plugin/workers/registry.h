@@ -49,8 +49,12 @@ typedef struct mdp_worker {
   uint64_t registered_us; /* CLOCK_MONOTONIC microseconds (the kernel log's clock) */
   int proc_fd;            /* mdp_sampler_open; -1 if it could not be opened */
   int pidfd;              /* the registered process (pidfd.h); -1 if the kernel has none */
-  mdp_cgroup *cg;         /* its memory cgroup (a reference), NULL when none is known */
-  char cgroup_err[128];   /* why cg is NULL, "" otherwise */
+  char cgroup_err[128];   /* why cg was NULL at registration, "" otherwise */
+  /* Its memory cgroup (a reference), NULL when none is known. Changed by
+   * the read thread only (mdp_registry_follow_cgroup, under the lock):
+   * the read thread reads it freely, other threads under the lock
+   * (mdp_registry_cgroup hands out a reference). */
+  mdp_cgroup *cg;
 
   /* Read thread only (collectd runs one read callback at a time). */
   mdp_detector detector;
@@ -58,6 +62,10 @@ typedef struct mdp_worker {
   uint64_t history_v[MDP_WORKER_HISTORY];
   unsigned history_head, history_n;
   unsigned cg_sharing; /* registered workers in cg (itself too), set by each containers pass */
+  mdp_cgroup_version cg_version;     /* of its first cgroup; NONE: it had none, never followed */
+  char cg_path[MDP_CGROUP_PATH_MAX]; /* the cgroup /proc/PID/cgroup last named */
+  unsigned cg_checks;                /* passes since registration (containers.c) */
+  bool cg_unread;                    /* its cgroup could not be sampled last pass */
 
   /* Locked. */
   unsigned refs;
@@ -161,15 +169,37 @@ typedef enum mdp_limit_source {
   MDP_LIMIT_CGROUP,
 } mdp_limit_source;
 
+#define MDP_WORKER_LIMIT_DIR_MAX (2 * MDP_CGROUP_PATH_MAX)
+
 typedef struct mdp_worker_limit {
   uint64_t limit; /* bytes; 0 with MDP_LIMIT_NONE */
   mdp_limit_source source;
-  const char *cgroup_dir; /* host directory of its cgroup, or NULL */
-  uint64_t charge;        /* the cgroup's charge at its last sample */
+  char cgroup_dir[MDP_WORKER_LIMIT_DIR_MAX]; /* host directory of its cgroup, "" if none */
+  uint64_t charge;                           /* the cgroup's charge at its last sample */
   bool has_charge;
 } mdp_worker_limit;
 
 void mdp_registry_limit(const mdp_worker *w, mdp_worker_limit *out);
+
+/* Read thread: is worker w still in the memory cgroup it was in? Every
+ * call re-reads /proc/PID/cgroup (one small read, nothing opened below
+ * the mount); when it names another cgroup, that one is acquired as at
+ * registration (mdp_cgroup_acquire: by descriptor, below the host's
+ * mount, from the kernel's answers only) and becomes w->cg, kept only if
+ * the worker's pidfd shows that the PID was still its own afterwards. A
+ * worker that had no cgroup at registration is not followed. */
+typedef enum mdp_cgroup_move {
+  MDP_CGROUP_STAYED = 0,
+  MDP_CGROUP_MOVED = 1,      /* w->cg is the new one */
+  MDP_CGROUP_UNREADABLE = 2, /* it moved to one the plugin cannot read: w->cg is NULL */
+} mdp_cgroup_move;
+
+typedef struct mdp_cgroup_move_info {
+  char from[MDP_CGROUP_PATH_MAX], to[MDP_CGROUP_PATH_MAX]; /* paths in the hierarchy */
+  char err[128];                                           /* with MDP_CGROUP_UNREADABLE */
+} mdp_cgroup_move_info;
+
+mdp_cgroup_move mdp_registry_follow_cgroup(mdp_worker *w, mdp_cgroup_move_info *out);
 
 /* A new reference to the cgroup of worker id (mdp_cgroup_release it), or
  * NULL when it is not registered or has none. */

@@ -34,9 +34,9 @@ static void oom_kill_lines(void **state)
   assert_int_equal(pid, 13829);
   assert_true(ts == 794271511u);
   /* the whole machine's; a comm with a space */
-  assert_int_equal(parse("3,7,12,c;Out of memory: Killed process 77 (puma: cluster) total-vm:1kB\n",
-                         &pid, &ts),
-                   1);
+  assert_int_equal(
+      parse("3,7,12,c;Out of memory: Killed process 77 (puma: cluster) total-vm:1kB\n", &pid, &ts),
+      1);
   assert_int_equal(pid, 77);
   /* 4.x's wording */
   assert_int_equal(parse("3,1,5,-;Killed process 5 (a) total-vm:1kB, anon-rss:1kB\n", &pid, &ts),
@@ -50,12 +50,11 @@ static void other_lines(void **state)
   uint64_t ts = 0;
   (void)state;
 
-  assert_int_equal(parse("6,2,9,-;oom_reaper: reaped process 13829 (ruby), now anon-rss:0kB\n",
-                         &pid, &ts),
-                   0);
-  assert_int_equal(parse("6,3,9,-;oom-kill:constraint=CONSTRAINT_MEMCG,task=ruby,pid=13829,uid=0\n",
-                         &pid, &ts),
-                   0);
+  assert_int_equal(
+      parse("6,2,9,-;oom_reaper: reaped process 13829 (ruby), now anon-rss:0kB\n", &pid, &ts), 0);
+  assert_int_equal(
+      parse("6,3,9,-;oom-kill:constraint=CONSTRAINT_MEMCG,task=ruby,pid=13829,uid=0\n", &pid, &ts),
+      0);
   /* only the message counts, not a continuation line */
   assert_int_equal(parse("6,4,9,-;hello\n Killed process 13829 (ruby)\n", &pid, &ts), 0);
   assert_int_equal(parse("6,5,9,-;Killed process 12x (ruby)\n", &pid, &ts), 0);

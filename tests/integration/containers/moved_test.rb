@@ -1,0 +1,68 @@
+# A worker that moves to another cgroup, as systemd or a container runtime
+# can do (its PID written into another cgroup's cgroup.procs), is followed:
+# within a few read passes its limit is the new cgroup's (workers --json:
+# memory_limit and limit_cgroup), the new cgroup's values appear in
+# collectd's csv output with the worker counted there, the old cgroup is no
+# longer sampled, and the move is logged once. Moved back, it is followed
+# back. (Before, the plugin kept the cgroup it saw at registration for the
+# worker's whole life: its charge and limit stayed the first cgroup's.)
+require_relative "helper"
+
+class ContainersMovedTest < Minitest::Test
+  include Containers::Test
+
+  def setup
+    start_bench("containers-moved", "HeartbeatInterval 1\n")
+  end
+
+  def test_a_worker_moved_to_another_cgroup_is_followed
+    a_limit = Containers.rand_mib(300..400)
+    b_limit = Containers.rand_mib(200..280)
+    a = cgroup(limit: a_limit)
+    b = cgroup(limit: b_limit)
+    site = @bench.site
+    w = @bench.start_worker("mover", cgroup: a, ballast: Containers.rand_mib(8..16))
+    wait_limit(w, a, a_limit)
+    a_pi = "memdiag-#{a.csv_instance}"
+    b_pi = "memdiag-#{b.csv_instance}"
+    site.wait_until("#{a_pi} counts the worker") { site.csv_last(a_pi, "count-workers") == 1.0 }
+
+    # systemd or a runtime moves it
+    File.write(b.file("cgroup.procs"), w.pid.to_s)
+    assert_equal [w.pid], b.procs
+    wait_limit(w, b, b_limit)
+    site.wait_until("#{b_pi} counts the worker") { site.csv_last(b_pi, "count-workers") == 1.0 }
+    assert_equal b_limit.to_f, site.csv_last(b_pi, "memory-limit")
+    # a cgroup with no registered worker left is not sampled: a's rows stop
+    # while b's go on (ten more passes: two re-reads of /proc/PID/cgroup)
+    a_rows = site.csv_rows(a_pi, "memory-charge").size
+    b_rows = site.csv_rows(b_pi, "memory-charge").size
+    site.wait_until("ten more passes on #{b_pi}") { site.csv_rows(b_pi, "memory-charge").size >= b_rows + 10 }
+    assert_operator site.csv_rows(a_pi, "memory-charge").size, :<=, a_rows + 1, "#{a_pi} is no longer sampled"
+    moves = move_lines(w)
+    assert_equal 1, moves.size, "logged once:\n#{site.plugin_log}"
+    assert_includes moves.first, "moved from cgroup #{a.relative} to cgroup #{b.relative}; " \
+                                 "its charge and limit are now read from #{b.path}"
+
+    # and back
+    File.write(a.file("cgroup.procs"), w.pid.to_s)
+    wait_limit(w, a, a_limit)
+    assert_equal 2, move_lines(w).size, site.plugin_log
+    assert_includes move_lines(w).last, "moved from cgroup #{b.relative} to cgroup #{a.relative}"
+    puts format("# %s: limit %d MiB -> %s limit %d MiB -> back", a.relative, a_limit / Containers::MiB,
+                b.relative, b_limit / Containers::MiB)
+  end
+
+  private
+
+  def wait_limit(w, cg, limit)
+    site = @bench.site
+    e = site.wait_until("workers --json gives #{w.name}'s limit from #{cg.path}") do
+      x = site.workers_json.find { |y| y["pid"] == w.pid }
+      x if x && x["limit_cgroup"] == cg.path && x["memory_limit"] == limit
+    end
+    assert_equal "cgroup", e["memory_limit_source"], e.inspect
+  end
+
+  def move_lines(w) = @bench.site.plugin_log.lines.grep(/worker \d+ \('#{w.name}' pid #{w.pid}\) moved from/)
+end
