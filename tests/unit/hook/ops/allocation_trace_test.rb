@@ -43,6 +43,43 @@ class AllocationTraceTest < Minitest::Test
     assert(things.all? { |t| t["file"] == __FILE__ && t["line"] == line })
   end
 
+  class Churned; end
+
+  # The application runs on while the plugin asks for the trace's dump
+  # (other threads between the request and the heap's snapshot: a fork, or
+  # dump_all's writes, which release the GVL): objects are freed and their
+  # slots taken by new ones. Once Ruby's tracing is stopped it no longer
+  # drops a freed object's record, so a new object at its address would show
+  # the freed one's generation and site: the analysis took such objects for
+  # ones that moved (analysis_struct_cache's "compacted" caveat) or credited
+  # them to the wrong line. The dump is taken while tracing still runs.
+  def test_objects_allocated_just_before_the_dump_carry_their_own_site
+    assert_ok(call("allocation_trace_start"))
+    @garbage = Array.new(20_000) { TracedThing.new }
+    heap = @ops.instance_variable_get(:@heap)
+    churn_line = nil
+    generation = nil
+    heap.define_singleton_method(:write) do |*args, **kw|
+      # what other threads do between the request and the snapshot
+      $churned = nil
+      @garbage = nil
+      GC.start
+      generation = GC.count
+      $churned = Array.new(20_000) { Churned.new }
+      churn_line = __LINE__ - 1
+      super(*args, **kw)
+    end
+    @garbage = nil
+    reply = assert_ok(call("allocation_trace_stop", path: "churn.json", mode: "inline"))
+    churned = instances_of(reply[:path], "AllocationTraceTest::Churned")
+    assert_operator churned.size, :>=, 20_000
+    stale = churned.reject { |c| c["file"] == __FILE__ && c["line"] == churn_line && c["generation"].to_i >= generation }
+    assert_equal [], stale.first(3), "#{stale.size} of #{churned.size} churned objects lack their own record " \
+                                     "(#{stale.count { |c| c["file"] }} show another object's)"
+  ensure
+    $churned = nil
+  end
+
   def test_stop_disables_tracing_and_clears_the_metadata
     assert_ok(call("allocation_trace_start"))
     allocate_things

@@ -63,9 +63,13 @@ module Memdiag
             end
           end
 
-          # Stops tracing (when memdiag started it), yields to dump the heap, then
-          # clears the metadata. When the block fails the metadata is kept and a
-          # later stop can dump it again.
+          # Yields to dump the heap while tracing still runs, then stops it (when
+          # memdiag started it) and clears the metadata. Stopped first, Ruby no
+          # longer drops a freed object's record, and an object that the
+          # application allocates at its address before the heap's snapshot (a
+          # fork, or dump_all's writes, let other threads run) would show the
+          # freed object's generation and site. When the block fails tracing is
+          # stopped, the metadata is kept and a later stop can dump it again.
           def stop
             @lock.synchronize do
               if @state == :idle
@@ -73,11 +77,14 @@ module Memdiag
                                     "nothing to stop (run allocation_trace_start first)")
               end
 
-              if @state == :tracing
-                ObjectSpace.trace_object_allocations_stop
-                @state = :undumped
+              result = begin
+                yield
+              ensure
+                if @state == :tracing
+                  ObjectSpace.trace_object_allocations_stop
+                  @state = :undumped
+                end
               end
-              result = yield
               ObjectSpace.trace_object_allocations_clear
               @state = :idle
               @started_at = nil
