@@ -100,11 +100,7 @@ static void trigger(mdp_worker *w, const mdp_cgroup *cg, const mdp_cgroup_stats 
 {
   mdp_plan_sample_t samples[MDP_WORKER_HISTORY];
   mdp_capture_worker_t cw = {
-      .connection_id = w->id,
-      .name = w->name,
-      .pid = w->pid,
-      .uid = w->uid,
-      .gid = w->gid,
+      .who = w->who,
       .rss = w->history_n
                  ? w->history_v[(w->history_head + MDP_WORKER_HISTORY - 1) % MDP_WORKER_HISTORY]
                  : 0,
@@ -121,11 +117,11 @@ static void trigger(mdp_worker *w, const mdp_cgroup *cg, const mdp_cgroup_stats 
            mdp_cgroup_dir(cg), MiB(s->working_set), MiB(s->limit), MiB(s->charge), growth);
   INFO("memdiag plugin: cgroup detector fired for %s; capture of worker %" PRIu64
        " ('%s' pid %ld), whose growth drives the charge: %s",
-       mdp_cgroup_dir(cg), w->id, w->name, (long)w->pid, reason);
+       mdp_cgroup_dir(cg), w->who.connection_id, w->who.name, (long)w->who.pid, reason);
   mdp_capture_opts_t o = {.reason = reason, .samples = samples, .n_samples = n_samples};
   rc = mdp_capture_start(&cw, &o, err, sizeof err);
   if(rc < 0)
-    INFO("memdiag plugin: no capture for worker %" PRIu64 ": %s", w->id,
+    INFO("memdiag plugin: no capture for worker %" PRIu64 ": %s", w->who.connection_id,
          err[0] ? err : mdp_capture_outcome_name(rc));
 }
 
@@ -278,23 +274,23 @@ static bool oom_killed(uint64_t id, const mdp_worker_info *info, int hit, const 
      * (a worker registered in the same second as an earlier process of
      * its PID was killed is the only one the margin could take for it) */
     since = since > 2000000u ? since - 2000000u : 0;
-    named = mdp_kmsg_oom_killed(info->pid, since);
+    named = mdp_kmsg_oom_killed(info->who.pid, since);
     if(named == MDP_KMSG_NOT_NAMED && hit == 1) {
       /* the log takes the kill's line right after its SIGKILL: once more */
       struct timespec pause = {0, 50 * 1000 * 1000};
       nanosleep(&pause, NULL);
-      named = mdp_kmsg_oom_killed(info->pid, since);
+      named = mdp_kmsg_oom_killed(info->who.pid, since);
     }
     if(named == MDP_KMSG_NAMED)
       return true;
     if(named < 0)
       return hit == 1; /* the log cannot tell: its cgroup's count does */
-    snprintf(why, sizeof why, "the kernel's log names no OOM kill of pid %ld", (long)info->pid);
+    snprintf(why, sizeof why, "the kernel's log names no OOM kill of pid %ld", (long)info->who.pid);
   }
   if(hit == 1)
     INFO("memdiag plugin: worker %" PRIu64 " ('%s' pid %ld) gone: not an OOM kill (%s); the OOM "
          "kill counted in cgroup %s was another process's",
-         id, info->name, (long)info->pid, why, mdp_cgroup_dir(cg));
+         id, info->who.name, (long)info->who.pid, why, mdp_cgroup_dir(cg));
   return false;
 }
 
@@ -343,7 +339,7 @@ void mdp_containers_worker_gone(uint64_t id)
    * first, the (long) cgroup path last, and the whole line in the log */
   snprintf(text, sizeof text,
            "worker %" PRIu64 " ('%s' pid %ld) killed by the kernel's OOM killer %s; %s; cgroup %s",
-           id, info.name, (long)info.pid, limit, evidence, mdp_cgroup_dir(cg));
+           id, info.who.name, (long)info.who.pid, limit, evidence, mdp_cgroup_dir(cg));
   mdp_notify(NOTIF_FAILURE, info.instance, "%s", text);
   if(strlen(text) >= NOTIF_MAX_MSG_LEN)
     WARNING("memdiag plugin: in full: %s", text);

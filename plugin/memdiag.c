@@ -74,11 +74,7 @@ static void remember(mdp_worker *w, double t, uint64_t v)
 static void trigger(mdp_worker *w, const mdp_decision *d, uint64_t v)
 {
   mdp_plan_sample_t samples[MDP_WORKER_HISTORY];
-  mdp_capture_worker_t cw = {.connection_id = w->id,
-                             .name = w->name,
-                             .pid = w->pid,
-                             .uid = w->uid,
-                             .gid = w->gid,
+  mdp_capture_worker_t cw = {.who = w->who,
                              .rss = v,
                              /* 0 there means "unknown": a limit already
                               * reached by the projection is 1 s away. */
@@ -92,12 +88,12 @@ static void trigger(mdp_worker *w, const mdp_decision *d, uint64_t v)
              d->slope * 60.0 / (1024.0 * 1024.0), d->window / 60.0);
   else
     snprintf(reason, sizeof(reason), "%s", d->reason);
-  INFO("memdiag plugin: detector fired for worker %" PRIu64 " ('%s' pid %ld): %s", w->id, w->name,
-       (long)w->pid, reason);
+  INFO("memdiag plugin: detector fired for worker %" PRIu64 " ('%s' pid %ld): %s",
+       w->who.connection_id, w->who.name, (long)w->who.pid, reason);
   mdp_capture_opts_t o = {.reason = reason, .samples = samples, .n_samples = n_samples};
   rc = mdp_capture_start(&cw, &o, err, sizeof(err));
   if(rc < 0)
-    INFO("memdiag plugin: no capture for worker %" PRIu64 ": %s", w->id,
+    INFO("memdiag plugin: no capture for worker %" PRIu64 ": %s", w->who.connection_id,
          err[0] ? err : mdp_capture_outcome_name(rc));
 }
 
@@ -131,12 +127,7 @@ static void sample_worker(mdp_worker *w, cdtime_t now, cdtime_t interval)
   mdp_detector_describe(&w->detector, text, sizeof(text));
   mdp_registry_store(w, &s, t, text);
   {
-    mdp_capture_worker_t cw = {.connection_id = w->id,
-                               .name = w->name,
-                               .pid = w->pid,
-                               .uid = w->uid,
-                               .gid = w->gid,
-                               .rss = v};
+    mdp_capture_worker_t cw = {.who = w->who, .rss = v};
     /* a near-limit that only the shared room's fullness made is the
      * cgroup detector's to act on (containers.h) */
     bool shared_room_only = fired == 1 && lim.whole != lim.project_to && d.reason &&

@@ -161,8 +161,8 @@ mdp_capture_outcome mdp_capture_start(const mdp_capture_worker_t *w, const mdp_c
     goto out;
   }
   mdp_worker_info info;
-  if(mdp_registry_info(w->connection_id, &info) != 0) {
-    md_seterr(err, errlen, "no worker with connection ID %" PRIu64, w->connection_id);
+  if(mdp_registry_info(w->who.connection_id, &info) != 0) {
+    md_seterr(err, errlen, "no worker with connection ID %" PRIu64, w->who.connection_id);
     rc = MDP_CAPTURE_NO_WORKER;
     goto out;
   }
@@ -170,28 +170,24 @@ mdp_capture_outcome mdp_capture_start(const mdp_capture_worker_t *w, const mdp_c
    * CaptureDirectory is asked on the fs thread (realpath): an OUTSIDE
    * refusal reaches cb. */
   char id[MDP_SCHED_ID_MAX];
-  mdp_sched_identity(id, sizeof(id), (unsigned long)info.uid, info.certificate, info.name);
-  mdp_sched_trigger_t t = {.conn = w->connection_id,
-                           .name = id,
-                           .now_ms = mdp_run_now_ms(),
-                           .manual = manual,
-                           .pid = (long)info.pid,
-                           .uid = (unsigned long)info.uid};
+  mdp_sched_identity(id, sizeof(id), &info.who, info.certificate);
+  mdp_sched_trigger_t t = {
+      .who = info.who, .name = id, .now_ms = mdp_run_now_ms(), .manual = manual};
   rc = admitted(mdp_sched_admit(mdp_capst_sched(), &t, why, sizeof(why)));
   if(rc < 0) {
     md_seterr(err, errlen, "%s", why);
     mdp_capst_counters()->skipped++;
-    mdp_run tmp = {.conn = w->connection_id};
+    mdp_run tmp = {.conn = w->who.connection_id};
     mdp_run_identity(&tmp, w);
     mdp_run_notify(NOTIF_FAILURE, &tmp, "capture of worker %s (pid %d) skipped (%s): %s",
                    tmp.who.name, (int)tmp.who.pid, reason ? reason : "", why);
     goto out;
   }
-  mdp_run *r = mdp_capst_add(w->connection_id);
+  mdp_run *r = mdp_capst_add(w->who.connection_id);
   if(!r) {
     /* Give the slot back: nothing will run. */
-    mdp_sched_give_back(mdp_capst_sched(), w->connection_id);
-    mdp_sched_gone(mdp_capst_sched(), w->connection_id);
+    mdp_sched_give_back(mdp_capst_sched(), w->who.connection_id);
+    mdp_sched_gone(mdp_capst_sched(), w->who.connection_id);
     md_seterr(err, errlen, "out of memory");
     rc = MDP_CAPTURE_NO_MEMORY;
     goto out;
@@ -223,9 +219,9 @@ static void limit_dump(mdp_run *r, const mdp_capture_worker_t *w)
   char err[256];
 
   if(!r) {
-    r = mdp_capst_add(w->connection_id);
+    r = mdp_capst_add(w->who.connection_id);
     if(!r) {
-      mdp_sched_give_back(mdp_capst_sched(), w->connection_id);
+      mdp_sched_give_back(mdp_capst_sched(), w->who.connection_id);
       return;
     }
     mdp_run_identity(r, w);
@@ -243,17 +239,12 @@ static void worker_identity(const mdp_capture_worker_t *w, char *id, size_t len,
                             mdp_sched_trigger_t *t)
 {
   mdp_worker_info info;
-  *t = (mdp_sched_trigger_t){.conn = w->connection_id,
-                             .name = id,
-                             .now_ms = mdp_run_now_ms(),
-                             .pid = (long)w->pid,
-                             .uid = (unsigned long)w->uid};
-  if(mdp_registry_info(w->connection_id, &info) == 0) {
-    mdp_sched_identity(id, len, (unsigned long)info.uid, info.certificate, info.name);
-    t->pid = (long)info.pid;
-    t->uid = (unsigned long)info.uid;
+  *t = (mdp_sched_trigger_t){.who = w->who, .name = id, .now_ms = mdp_run_now_ms()};
+  if(mdp_registry_info(w->who.connection_id, &info) == 0) {
+    mdp_sched_identity(id, len, &info.who, info.certificate);
+    t->who = info.who;
   } else {
-    mdp_sched_identity(id, len, (unsigned long)w->uid, "", w->name);
+    mdp_sched_identity(id, len, &w->who, "");
   }
 }
 
@@ -264,7 +255,7 @@ void mdp_capture_observe(const mdp_capture_worker_t *w, bool limit_reached)
   mdp_capst_lock();
   if(!mdp_capst_ready())
     goto out;
-  mdp_run *r = mdp_capst_find(w->connection_id);
+  mdp_run *r = mdp_capst_find(w->who.connection_id);
   if(r)
     mdp_plan_set_rss(&r->plan, w->rss);
   if(!limit_reached || !mdp_capst_cfg()->restart_after_capture)
@@ -290,7 +281,7 @@ void mdp_capture_observe(const mdp_capture_worker_t *w, bool limit_reached)
   }
   case MDP_LIMIT_DUMP: limit_dump(r, w); break;
   case MDP_LIMIT_SIGNAL: {
-    mdp_run tmp = {.conn = w->connection_id};
+    mdp_run tmp = {.conn = w->who.connection_id};
     mdp_run_identity(&tmp, w);
     if(r && r->stage != MDP_RUN_BEGUN)
       mdp_capst_drop(r); /* its queued trigger is moot: the worker restarts */
@@ -391,7 +382,7 @@ static bool cooled(const mdp_sched_conn_t *c, uint64_t connection_id)
   char id[MDP_SCHED_ID_MAX];
   const char *name = c ? c->name : NULL;
   if(!name && mdp_registry_info(connection_id, &info) == 0) {
-    mdp_sched_identity(id, sizeof(id), (unsigned long)info.uid, info.certificate, info.name);
+    mdp_sched_identity(id, sizeof(id), &info.who, info.certificate);
     name = id;
   }
   return name && mdp_sched_cooldown_left(mdp_capst_sched(), name, mdp_run_now_ms()) > 0;

@@ -29,6 +29,7 @@
 #include "capture/plan/request.h"
 #include "ship/ship.h"
 #include "store/store.h"
+#include "worker_id/worker_id.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -102,13 +103,11 @@ void mdp_capture_shutdown(void);
 
 /* ---------------------------------------------------------------- events */
 
-/* What the caller knows about a worker at the time of the call. */
+/* What the caller knows about a worker at the time of the call. While the
+ * worker is connected, the module acts on the registry's identity
+ * (mdp_registry_who), not on who. */
 typedef struct mdp_capture_worker {
-  uint64_t connection_id;
-  const char *name; /* from its hello */
-  pid_t pid;        /* SO_PEERCRED */
-  uid_t uid;        /* SO_PEERCRED: the capture folder is chowned to it */
-  gid_t gid;
+  mdp_worker_id who;  /* SO_PEERCRED; the capture folder is chowned to who.uid */
   uint64_t rss;       /* latest sample in bytes; 0 if unknown */
   double time_left_s; /* detector's projected time to MemoryLimit; <= 0: unknown */
 } mdp_capture_worker_t;

@@ -61,14 +61,8 @@ bool mdp_run_to(mdp_run *r, mdp_run_stage_t to)
 
 void mdp_run_identity(mdp_run *r, const mdp_capture_worker_t *w)
 {
-  if(mdp_registry_who(w->connection_id, &r->who) == 0)
-    return;
-  r->who = (mdp_worker_id){.connection_id = w->connection_id,
-                           .pid = w->pid,
-                           .ns_pid = w->pid,
-                           .uid = w->uid,
-                           .gid = w->gid};
-  snprintf(r->who.name, sizeof(r->who.name), "%s", w->name ? w->name : "");
+  if(mdp_registry_who(w->who.connection_id, &r->who) != 0)
+    r->who = w->who;
 }
 
 static token_t *token(const mdp_run *r, uint64_t timer_id)
@@ -128,7 +122,7 @@ void mdp_run_signal(mdp_run *r, const char *why)
 
   /* Only the process registered under this connection ID, through the
    * pidfd taken when it connected: never whoever holds its PID now. */
-  if(mdp_registry_info(r->conn, &info) != 0 || info.pid != r->who.pid) {
+  if(mdp_registry_info(r->conn, &info) != 0 || info.who.pid != r->who.pid) {
     snprintf(r->signal_error, sizeof(r->signal_error), "worker gone before the signal");
     return;
   }

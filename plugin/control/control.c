@@ -124,15 +124,15 @@ static int list_fill(worker_list *l)
     memdiag__v1__worker_info__init(wi);
     mdp_registry_last(w, &s, &t);
     mdp_registry_detector_text(w, l->detector[i], sizeof(l->detector[i]));
-    mdp_capture_plan_state(w->id, l->plan[i], sizeof(l->plan[i]));
+    mdp_capture_plan_state(w->who.connection_id, l->plan[i], sizeof(l->plan[i]));
     wi->has_connection_id = 1;
-    wi->connection_id = w->id;
+    wi->connection_id = w->who.connection_id;
     wi->has_pid = 1;
-    wi->pid = (uint32_t)w->pid;
+    wi->pid = (uint32_t)w->who.pid;
     wi->has_ppid = w->ppid != 0;
     wi->ppid = (uint32_t)w->ppid;
-    wi->has_ns_pid = w->ns_pid != 0 && w->ns_pid != w->pid;
-    wi->ns_pid = (uint32_t)w->ns_pid;
+    wi->has_ns_pid = w->who.ns_pid != 0 && w->who.ns_pid != w->who.pid;
+    wi->ns_pid = (uint32_t)w->who.ns_pid;
     wi->cgroup = w->cgroup[0] ? w->cgroup : NULL;
     {
       mdp_worker_limit lim;
@@ -147,7 +147,7 @@ static int list_fill(worker_list *l)
       wi->has_cgroup_charge = lim.has_charge;
       wi->cgroup_charge = lim.charge;
     }
-    wi->name = w->name;
+    wi->name = w->who.name;
     wi->instance = w->instance;
     wi->runtime = w->runtime;
     wi->runtime_version = w->runtime_version;
@@ -385,8 +385,11 @@ static void operate_stored(uint64_t serial, uint64_t request_id, const Memdiag__
   so->ctx = ctx;
   so->op = op->request->op_case;
   so->len = memdiag__v1__request__pack(op->request, so->req);
-  mdp_capture_manual_t m = {
-      .worker = info->name, .pid = info->pid, .rss = info->rss, .cb = stored_folder, .arg = so};
+  mdp_capture_manual_t m = {.worker = info->who.name,
+                            .pid = info->who.pid,
+                            .rss = info->rss,
+                            .cb = stored_folder,
+                            .arg = so};
   if(mdp_capture_manual_folder(&m, err, sizeof(err)) != 0) {
     free(so);
     free(ctx);
@@ -433,7 +436,7 @@ static void operate(uint64_t serial, const char *who, uint64_t request_id,
   /* A worker that announced what it can run is not sent anything else. */
   if(info.n_capabilities > 0 && !mdp_registry_can(op->connection_id, name)) {
     snprintf(err, sizeof(err), "worker %" PRIu64 " ('%s' pid %ld) does not offer %s",
-             op->connection_id, info.name, (long)info.pid, name);
+             op->connection_id, info.who.name, (long)info.who.pid, name);
     mdp_control_refuse(serial, request_id, MEMDIAG__V1__STATUS__STATUS_UNSUPPORTED, err);
     return;
   }
@@ -448,7 +451,7 @@ static void operate(uint64_t serial, const char *who, uint64_t request_id,
   ctx->inner_id = req->has_request_id ? req->request_id : request_id;
   ctx->connection_id = op->connection_id;
   INFO("memdiag plugin: %s runs %s on worker %" PRIu64 " ('%s' pid %ld)", who, name,
-       op->connection_id, info.name, (long)info.pid);
+       op->connection_id, info.who.name, (long)info.who.pid);
   if(stored_by_plugin(req)) {
     operate_stored(serial, request_id, op, &info, ctx);
     return;
@@ -516,17 +519,11 @@ static void capture_now(uint64_t serial, const char *who, uint64_t request_id,
     return;
   }
   *c = (capture_ctx){
-      .serial = serial, .request_id = request_id, .connection_id = info.connection_id};
-  snprintf(c->worker, sizeof(c->worker), "%s", info.name);
-  memset(&cw, 0, sizeof(cw));
-  cw.connection_id = info.connection_id;
-  cw.name = info.name;
-  cw.pid = info.pid;
-  cw.uid = info.uid;
-  cw.gid = info.gid;
-  cw.rss = info.rss;
+      .serial = serial, .request_id = request_id, .connection_id = info.who.connection_id};
+  snprintf(c->worker, sizeof(c->worker), "%s", info.who.name);
+  cw = (mdp_capture_worker_t){.who = info.who, .rss = info.rss};
   INFO("memdiag plugin: %s asks for a capture of worker %" PRIu64 " ('%s' pid %ld)", who,
-       info.connection_id, info.name, (long)info.pid);
+       info.who.connection_id, info.who.name, (long)info.who.pid);
   /* STARTED: the folder is being made, and capture_started answers. */
   mdp_capture_opts_t o = {
       .reason = "operator request", .flags = MDP_CAPTURE_MANUAL, .cb = capture_started, .arg = c};

@@ -112,19 +112,20 @@ int mdp_registry_add(const mdp_worker_hello *h, uint64_t *id, int *proc_err)
   }
   w->proc_fd = -1;
   w->pidfd = h->pidfd;
-  w->pid = h->pid;
+  w->who.pid = h->pid;
   w->ppid = h->ppid;
-  w->uid = h->uid;
-  w->gid = h->gid;
+  w->who.uid = h->uid;
+  w->who.gid = h->gid;
   /* The name is the peer's text and ends up in logs and notifications. */
-  md_printable(w->name, sizeof(w->name), h->name && h->name[0] ? h->name : "worker", MD_TEXT_PLAIN);
+  md_printable(w->who.name, sizeof(w->who.name), h->name && h->name[0] ? h->name : "worker",
+               MD_TEXT_PLAIN);
   md_printable(w->certificate, sizeof(w->certificate), h->certificate, MD_TEXT_PLAIN);
   snprintf(w->runtime, sizeof(w->runtime), "%s", h->runtime ? h->runtime : "");
   snprintf(w->runtime_version, sizeof(w->runtime_version), "%s",
            h->runtime_version ? h->runtime_version : "");
   snprintf(w->dump_directory, sizeof(w->dump_directory), "%s",
            h->dump_directory ? h->dump_directory : "");
-  w->ns_pid = h->ns_pid ? h->ns_pid : h->pid;
+  w->who.ns_pid = h->ns_pid ? h->ns_pid : h->pid;
   snprintf(w->cgroup, sizeof(w->cgroup), "%s", h->cgroup ? h->cgroup : "");
   w->same_mnt_ns = h->same_mnt_ns;
   w->connected_at = (uint64_t)time(NULL);
@@ -160,7 +161,7 @@ int mdp_registry_add(const mdp_worker_hello *h, uint64_t *id, int *proc_err)
     clock_gettime(CLOCK_REALTIME, &now);
     w->sampled_at = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
   }
-  mdp_registry_sanitise(w->name, base, sizeof(base));
+  mdp_registry_sanitise(w->who.name, base, sizeof(base));
   w->refs = 1;
 
   pthread_mutex_lock(&lock);
@@ -188,12 +189,12 @@ int mdp_registry_add(const mdp_worker_hello *h, uint64_t *id, int *proc_err)
     base[l + 7] = '\0';
   }
   if(name_taken_locked(base))
-    snprintf(w->instance, sizeof(w->instance), "%s-%ld", base, (long)w->pid);
+    snprintf(w->instance, sizeof(w->instance), "%s-%ld", base, (long)w->who.pid);
   else
     snprintf(w->instance, sizeof(w->instance), "%s", base);
-  w->id = next_id++;
+  w->who.connection_id = next_id++;
   table[count++] = w;
-  *id = w->id;
+  *id = w->who.connection_id;
   pthread_mutex_unlock(&lock);
   return 0;
 fail:
@@ -207,12 +208,12 @@ static mdp_worker *find_locked(uint64_t id, size_t *pos)
 
   while(lo < hi) {
     size_t mid = (lo + hi) / 2;
-    if(table[mid]->id < id)
+    if(table[mid]->who.connection_id < id)
       lo = mid + 1;
     else
       hi = mid;
   }
-  if(lo < count && table[lo]->id == id) {
+  if(lo < count && table[lo]->who.connection_id == id) {
     if(pos)
       *pos = lo;
     return table[lo];
@@ -243,8 +244,8 @@ int mdp_registry_exit(uint64_t id, mdp_exit_info *out, uint64_t *registered_us)
   if(w) {
     /* a copy: the worker may be removed once the lock is left */
     pidfd = w->pidfd >= 0 ? fcntl(w->pidfd, F_DUPFD_CLOEXEC, 0) : -1;
-    pid = w->pid;
-    uid = w->uid;
+    pid = w->who.pid;
+    uid = w->who.uid;
     *registered_us = w->registered_us;
   }
   pthread_mutex_unlock(&lock);
@@ -336,18 +337,13 @@ int mdp_registry_info(uint64_t id, mdp_worker_info *out)
   w = find_locked(id, NULL);
   if(w) {
     memset(out, 0, sizeof(*out));
-    out->connection_id = w->id;
-    out->pid = w->pid;
+    out->who = w->who;
     out->ppid = w->ppid;
-    out->uid = w->uid;
-    out->gid = w->gid;
-    snprintf(out->name, sizeof(out->name), "%s", w->name);
     snprintf(out->certificate, sizeof(out->certificate), "%s", w->certificate);
     snprintf(out->instance, sizeof(out->instance), "%s", w->instance);
     snprintf(out->runtime, sizeof(out->runtime), "%s", w->runtime);
     snprintf(out->runtime_version, sizeof(out->runtime_version), "%s", w->runtime_version);
     snprintf(out->dump_directory, sizeof(out->dump_directory), "%s", w->dump_directory);
-    out->ns_pid = w->ns_pid;
     snprintf(out->cgroup, sizeof(out->cgroup), "%s", w->cgroup);
     out->same_mnt_ns = w->same_mnt_ns;
     if(w->cg) {
@@ -372,11 +368,8 @@ int mdp_registry_who(uint64_t id, mdp_worker_id *out)
 
   pthread_mutex_lock(&lock);
   w = find_locked(id, NULL);
-  if(w) {
-    *out = (mdp_worker_id){
-        .connection_id = w->id, .pid = w->pid, .ns_pid = w->ns_pid, .uid = w->uid, .gid = w->gid};
-    snprintf(out->name, sizeof(out->name), "%s", w->name);
-  }
+  if(w)
+    *out = w->who;
   pthread_mutex_unlock(&lock);
   return w ? 0 : -ENOENT;
 }

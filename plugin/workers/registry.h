@@ -30,17 +30,13 @@
 
 typedef struct mdp_worker {
   /* Immutable after mdp_registry_add. */
-  uint64_t id;
-  pid_t pid, ppid;
-  uid_t uid;
-  gid_t gid;
-  char name[128];
+  mdp_worker_id who; /* who.connection_id is its ID */
+  pid_t ppid;
   char certificate[128]; /* CN of its TLS certificate */
   char instance[128];
   char runtime[32];
   char runtime_version[32];
   char dump_directory[512];
-  pid_t ns_pid;
   char cgroup[256];
   int same_mnt_ns;
   char **capabilities; /* owned */
@@ -76,18 +72,13 @@ typedef struct mdp_worker {
 
 /* A copy of what the registry knows about a connected worker. */
 typedef struct mdp_worker_info {
-  uint64_t connection_id;
-  pid_t pid; /* SO_PEERCRED (the hello had to agree) */
+  mdp_worker_id who; /* as mdp_registry_who hands it out */
   pid_t ppid;
-  uid_t uid; /* SO_PEERCRED */
-  gid_t gid;
-  char name[128];        /* from its hello */
   char certificate[128]; /* CN of its TLS certificate */
   char instance[128];    /* collectd plugin_instance of its values */
   char runtime[32];
   char runtime_version[32];
   char dump_directory[512]; /* from its hello, "" if none */
-  pid_t ns_pid;             /* PID in its own namespace (NSpid); == pid on the host */
   char cgroup[256];         /* its cgroup (names the container or pod), "" if unknown */
   int same_mnt_ns;          /* 1: shares collectd's mount namespace, 0: not, -1: unknown */
   bool cgroup_limited;      /* its memory cgroup has a limit (as last sampled) */

@@ -41,10 +41,10 @@ const mdp_sched_conn_t *mdp_sched_find(const mdp_sched_t *s, uint64_t conn)
  * trigger says (the kernel's, through the caller). */
 static mdp_sched_conn_t *get(mdp_sched_t *s, const mdp_sched_trigger_t *t)
 {
-  mdp_sched_conn_t *c = find(s, t->conn);
+  mdp_sched_conn_t *c = find(s, t->who.connection_id);
   if(c) {
-    c->pid = t->pid;
-    c->uid = t->uid;
+    c->pid = (long)t->who.pid;
+    c->uid = (unsigned long)t->who.uid;
     return c;
   }
   if(s->n_conns == s->cap_conns) {
@@ -57,9 +57,9 @@ static mdp_sched_conn_t *get(mdp_sched_t *s, const mdp_sched_trigger_t *t)
   }
   c = &s->conns[s->n_conns++];
   memset(c, 0, sizeof(*c));
-  c->connection_id = t->conn;
-  c->pid = t->pid;
-  c->uid = t->uid;
+  c->connection_id = t->who.connection_id;
+  c->pid = (long)t->who.pid;
+  c->uid = (unsigned long)t->who.uid;
   snprintf(c->name, sizeof(c->name), "%s", t->name ? t->name : "");
   return c;
 }
@@ -172,10 +172,9 @@ static int cool_mark(mdp_sched_t *s, const char *name, int64_t now_ms)
   return 0;
 }
 
-void mdp_sched_identity(char *out, size_t len, unsigned long uid, const char *certificate,
-                        const char *name)
+void mdp_sched_identity(char *out, size_t len, const mdp_worker_id *who, const char *certificate)
 {
-  snprintf(out, len, "'%.128s' (uid %lu, certificate '%.128s')", name ? name : "", uid,
+  snprintf(out, len, "'%.128s' (uid %lu, certificate '%.128s')", who->name, (unsigned long)who->uid,
            certificate ? certificate : "");
 }
 
@@ -206,7 +205,7 @@ mdp_admit_t mdp_sched_admit(mdp_sched_t *s, const mdp_sched_trigger_t *t, char *
   const char *name = t->name;
   int64_t now_ms = t->now_ms;
   bool manual = t->manual;
-  mdp_sched_conn_t *c = find(s, t->conn);
+  mdp_sched_conn_t *c = find(s, t->who.connection_id);
   if(c && c->state != MDP_CONN_IDLE) {
     snprintf(why, whylen, "a capture plan already %s for this worker",
              c->state == MDP_CONN_RUNNING ? "runs" : "waits");
@@ -214,12 +213,13 @@ mdp_admit_t mdp_sched_admit(mdp_sched_t *s, const mdp_sched_trigger_t *t, char *
   }
   /* One plan per process: names registered by one process are one worker's
    * memory, and would otherwise hold the queue one after the other. */
-  const mdp_sched_conn_t *other = process_plan(s, t->conn, t->pid);
+  const mdp_sched_conn_t *other = process_plan(s, t->who.connection_id, (long)t->who.pid);
   if(other) {
     snprintf(why, whylen,
              "a capture plan already %s for this process (pid %ld, connection %" PRIu64
              "): one plan per process",
-             other->state == MDP_CONN_RUNNING ? "runs" : "waits", t->pid, other->connection_id);
+             other->state == MDP_CONN_RUNNING ? "runs" : "waits", (long)t->who.pid,
+             other->connection_id);
     return MDP_ADMIT_BUSY;
   }
   if(!manual && mdp_sched_cooldown_left(s, name, now_ms)) {
@@ -319,7 +319,7 @@ mdp_limit_action_t mdp_sched_limit(mdp_sched_t *s, const mdp_sched_trigger_t *t,
   if(!s->restart_after_capture)
     return MDP_LIMIT_IGNORE;
   /* The process's plan on another connection takes its dump and restart. */
-  if(process_plan(s, t->conn, t->pid))
+  if(process_plan(s, t->who.connection_id, (long)t->who.pid))
     return MDP_LIMIT_IGNORE;
   mdp_sched_conn_t *c = get(s, t);
   if(!c || c->limit_seen)

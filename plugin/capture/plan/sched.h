@@ -28,6 +28,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "worker_id/worker_id.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -36,9 +38,9 @@ typedef enum { MDP_CONN_IDLE, MDP_CONN_QUEUED, MDP_CONN_RUNNING } mdp_conn_state
 
 #define MDP_SCHED_ID_MAX 320 /* an identity, as mdp_sched_identity writes it */
 
-/* "'billing-api' (uid 1000, certificate 'memdiag worker')" into out. */
-void mdp_sched_identity(char *out, size_t len, unsigned long uid, const char *certificate,
-                        const char *name);
+/* "'billing-api' (uid 1000, certificate 'memdiag worker')" into out: the
+ * name and uid of who, and the CN of its certificate. */
+void mdp_sched_identity(char *out, size_t len, const mdp_worker_id *who, const char *certificate);
 
 typedef struct mdp_sched_conn {
   uint64_t connection_id;
@@ -92,14 +94,13 @@ typedef enum mdp_admit {
   MDP_ADMIT_NO_MEMORY, /* nothing was changed */
 } mdp_admit_t;
 
-/* A trigger for a worker. */
+/* A trigger for a worker: who is, of its identity, its connection, its
+ * process (who.pid, SO_PEERCRED; 0: unknown) and its uid (SO_PEERCRED). */
 typedef struct mdp_sched_trigger {
-  uint64_t conn;
+  mdp_worker_id who;
   const char *name; /* its identity (mdp_sched_identity) */
   int64_t now_ms;
-  bool manual;       /* an operator's: CaptureCooldown does not apply */
-  long pid;          /* its process (SO_PEERCRED); 0: unknown */
-  unsigned long uid; /* SO_PEERCRED */
+  bool manual; /* an operator's: CaptureCooldown does not apply */
 } mdp_sched_trigger_t;
 
 /* Admit a trigger. The refusals (BUSY, COOLDOWN, NO_MEMORY) and QUEUE put
@@ -135,7 +136,7 @@ typedef enum {
   MDP_LIMIT_SIGNAL, /* signal now (dump already taken, or cooldown: why) */
 } mdp_limit_action_t;
 
-/* The worker t->conn reached MemoryLimit (t->manual is not used). When
+/* The worker t->who.connection_id reached MemoryLimit (t->manual is not used). When
  * another connection of its process has a plan, that plan handles the
  * process: IGNORE (asked again on the next sample). */
 mdp_limit_action_t mdp_sched_limit(mdp_sched_t *s, const mdp_sched_trigger_t *t, char *why,

@@ -78,7 +78,7 @@ static void ids_grow_and_are_never_reused(void **state)
   assert_int_equal(c, b + 1); /* b is gone for good */
   assert_int_equal(mdp_registry_info(b, &info), -ENOENT);
   assert_int_equal(mdp_registry_info(c, &info), 0);
-  assert_int_equal(info.connection_id, c);
+  assert_int_equal(info.who.connection_id, c);
   assert_int_equal(mdp_registry_remove(0), -ENOENT);
 }
 
@@ -94,13 +94,13 @@ static void hello_fields_are_copied(void **state)
   /* The hello is borrowed: the registry keeps its own copies. */
   memset(name, 'x', sizeof(name) - 1);
   assert_int_equal(mdp_registry_info(id, &info), 0);
-  assert_string_equal(info.name, "sidekiq");
+  assert_string_equal(info.who.name, "sidekiq");
   assert_string_equal(info.instance, "sidekiq");
   assert_string_equal(info.runtime, "ruby");
   assert_string_equal(info.runtime_version, "3.3.0");
   assert_string_equal(info.dump_directory, "/var/tmp/dumps");
-  assert_int_equal(info.pid, getpid());
-  assert_int_equal(info.uid, getuid());
+  assert_int_equal(info.who.pid, getpid());
+  assert_int_equal(info.who.uid, getuid());
   assert_true(info.connected_at > 0);
   /* sampled at registration (this process), not at the next interval */
   assert_true(info.sampled_at > 0);
@@ -118,21 +118,21 @@ static void peer_names_are_made_safe(void **state)
   id = add(&h);
   assert_int_equal(mdp_registry_info(id, &info), 0);
   /* Logs and notifications: control characters shown as '?'. */
-  assert_string_equal(info.name, "evil??[31mname?");
+  assert_string_equal(info.who.name, "evil??[31mname?");
   /* collectd's plugin_instance: only letters, digits and "._-". */
   assert_string_equal(info.instance, "evil___31mname_");
 
   h = hello("");
   id = add(&h);
   assert_int_equal(mdp_registry_info(id, &info), 0);
-  assert_string_equal(info.name, "worker");
+  assert_string_equal(info.who.name, "worker");
 
   memset(longname, 'n', sizeof(longname) - 1);
   longname[sizeof(longname) - 1] = '\0';
   h = hello(longname);
   id = add(&h);
   assert_int_equal(mdp_registry_info(id, &info), 0);
-  assert_int_equal(strlen(info.name), sizeof(info.name) - 1);
+  assert_int_equal(strlen(info.who.name), sizeof(info.who.name) - 1);
   assert_true(strlen(info.instance) < sizeof(info.instance));
 }
 
@@ -250,7 +250,7 @@ static void snapshot_outlives_removal(void **state)
   n = mdp_registry_snapshot(&w);
   assert_int_equal(n, 3);
   for(size_t i = 0; i < n; i++)
-    assert_int_equal(w[i]->id, ids[i]); /* connection ID order */
+    assert_int_equal(w[i]->who.connection_id, ids[i]); /* connection ID order */
   /* Removed while the read thread still holds it: the entry stays valid
    * (valgrind would see a use after free otherwise). */
   assert_int_equal(mdp_registry_remove(ids[1]), 0);
@@ -262,13 +262,13 @@ static void snapshot_outlives_removal(void **state)
   assert_true(t == 1790000000.5);
   mdp_registry_detector_text(w[1], text, sizeof(text));
   assert_string_equal(text, "growing");
-  assert_string_equal(w[1]->name, "a");
+  assert_string_equal(w[1]->who.name, "a");
   mdp_registry_release(w, n);
 
   n = mdp_registry_snapshot(&w);
   assert_int_equal(n, 2);
-  assert_int_equal(w[0]->id, ids[0]);
-  assert_int_equal(w[1]->id, ids[2]);
+  assert_int_equal(w[0]->who.connection_id, ids[0]);
+  assert_int_equal(w[1]->who.connection_id, ids[2]);
   mdp_registry_release(w, n);
 }
 
@@ -311,9 +311,9 @@ static void concurrent_snapshots(void **state)
     size_t n = mdp_registry_snapshot(&w), found = 0;
     assert_true(n != (size_t)-1);
     for(size_t k = 0; k < n; k++) {
-      assert_true(k == 0 || w[k - 1]->id < w[k]->id);
-      found += w[k]->id == steady;
-      assert_true(strcmp(w[k]->name, "churn") == 0 || strcmp(w[k]->name, "steady") == 0);
+      assert_true(k == 0 || w[k - 1]->who.connection_id < w[k]->who.connection_id);
+      found += w[k]->who.connection_id == steady;
+      assert_true(strcmp(w[k]->who.name, "churn") == 0 || strcmp(w[k]->who.name, "steady") == 0);
     }
     assert_int_equal(found, 1);
     mdp_registry_release(w, n);

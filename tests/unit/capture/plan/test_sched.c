@@ -16,7 +16,8 @@
 static mdp_admit_t admit(mdp_sched_t *sc, uint64_t conn, const char *name, int64_t now_ms,
                          bool manual)
 {
-  mdp_sched_trigger_t t = {.conn = conn, .name = name, .now_ms = now_ms, .manual = manual};
+  mdp_sched_trigger_t t = {
+      .who = {.connection_id = conn}, .name = name, .now_ms = now_ms, .manual = manual};
   return mdp_sched_admit(sc, &t, why, sizeof(why));
 }
 
@@ -27,7 +28,7 @@ static mdp_next_t next(mdp_sched_t *sc, int64_t now_ms, uint64_t *conn)
 
 static mdp_limit_action_t limit(mdp_sched_t *sc, uint64_t conn, const char *name, int64_t now_ms)
 {
-  mdp_sched_trigger_t t = {.conn = conn, .name = name, .now_ms = now_ms};
+  mdp_sched_trigger_t t = {.who = {.connection_id = conn}, .name = name, .now_ms = now_ms};
   return mdp_sched_limit(sc, &t, why, sizeof(why));
 }
 
@@ -90,6 +91,14 @@ static void cooldown_per_name(void **state)
   assert_int_equal(admit(&s, 2, "web", HOUR / 2 + HOUR, false), MDP_ADMIT_START);
 }
 
+/* The identity of a worker named "billing-api" of uid with this
+ * certificate into out (MDP_SCHED_ID_MAX bytes). */
+static void billing_api(char *out, uid_t uid, const char *certificate)
+{
+  mdp_worker_id who = {.name = "billing-api", .uid = uid};
+  mdp_sched_identity(out, MDP_SCHED_ID_MAX, &who, certificate);
+}
+
 /* Issue 11, finding 6: a worker that claims another's name under another
  * uid or certificate shares no cooldown (and no limit decision) with it. */
 static void cooldown_per_identity(void **state)
@@ -97,10 +106,10 @@ static void cooldown_per_identity(void **state)
   (void)state;
   char real[MDP_SCHED_ID_MAX], impostor[MDP_SCHED_ID_MAX], other_cert[MDP_SCHED_ID_MAX],
       again[MDP_SCHED_ID_MAX];
-  mdp_sched_identity(real, sizeof(real), 1000, "memdiag worker", "billing-api");
-  mdp_sched_identity(impostor, sizeof(impostor), 65534, "memdiag worker", "billing-api");
-  mdp_sched_identity(other_cert, sizeof(other_cert), 1000, "other app", "billing-api");
-  mdp_sched_identity(again, sizeof(again), 1000, "memdiag worker", "billing-api");
+  billing_api(real, 1000, "memdiag worker");
+  billing_api(impostor, 65534, "memdiag worker");
+  billing_api(other_cert, 1000, "other app");
+  billing_api(again, 1000, "memdiag worker");
   mdp_sched_init(&s, 4, HOUR, true);
   assert_int_equal(admit(&s, 1, impostor, 0, false), MDP_ADMIT_START);
   mdp_sched_finished(&s, 1, true);

@@ -20,7 +20,8 @@ static mdp_admit_t admit(uint64_t conn, long pid, unsigned long uid)
 {
   char name[32];
   snprintf(name, sizeof(name), "w%llu", (unsigned long long)conn);
-  mdp_sched_trigger_t t = {.conn = conn, .name = name, .now_ms = 0, .pid = pid, .uid = uid};
+  mdp_sched_trigger_t t = {.who = {.connection_id = conn, .pid = (pid_t)pid, .uid = (uid_t)uid},
+                           .name = name};
   return mdp_sched_admit(&s, &t, why, sizeof(why));
 }
 
@@ -137,7 +138,8 @@ static mdp_limit_action_t limit(uint64_t conn, long pid)
 {
   char name[32];
   snprintf(name, sizeof(name), "w%llu", (unsigned long long)conn);
-  mdp_sched_trigger_t t = {.conn = conn, .name = name, .now_ms = 0, .pid = pid, .uid = NOBODY};
+  mdp_sched_trigger_t t = {.who = {.connection_id = conn, .pid = (pid_t)pid, .uid = (uid_t)NOBODY},
+                           .name = name};
   return mdp_sched_limit(&s, &t, why, sizeof(why));
 }
 
