@@ -172,11 +172,12 @@ static void follow(mdp_worker *w, bool now)
   if(rc == MDP_CGROUP_MOVED)
     INFO("memdiag plugin: worker %" PRIu64 " ('%s' pid %ld) moved from cgroup %s to cgroup %s; "
          "its charge and limit are now read from %s",
-         w->id, w->name, (long)w->pid, mv.from, mv.to, mdp_cgroup_dir(w->cg));
+         w->who.connection_id, w->who.name, (long)w->who.pid, mv.from, mv.to,
+         mdp_cgroup_dir(w->cg));
   else if(rc == MDP_CGROUP_UNREADABLE)
     WARNING("memdiag plugin: worker %" PRIu64 " ('%s' pid %ld) moved from cgroup %s to cgroup "
             "%s, which cannot be read (%s): no cgroup limit or charge for it",
-            w->id, w->name, (long)w->pid, mv.from, mv.to, mv.err);
+            w->who.connection_id, w->who.name, (long)w->who.pid, mv.from, mv.to, mv.err);
 }
 
 void mdp_containers_read(mdp_worker **w, size_t n, const mdp_config *cfg, uint64_t t,

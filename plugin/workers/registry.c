@@ -426,10 +426,11 @@ mdp_cgroup_move mdp_registry_follow_cgroup(mdp_worker *w, mdp_cgroup_move_info *
   w->cg_checks++;
   if(w->cg_version == MDP_CGROUP_NONE)
     return MDP_CGROUP_STAYED;
-  if(mdp_cgroup_path_of(w->pid, w->cg_version, now, sizeof now) != 0 || !strcmp(now, w->cg_path))
+  if(mdp_cgroup_path_of(w->who.pid, w->cg_version, now, sizeof now) != 0 ||
+     !strcmp(now, w->cg_path))
     return MDP_CGROUP_STAYED; /* there still, or gone (its connection closes) */
   memset(out, 0, sizeof *out);
-  if(mdp_cgroup_acquire(w->pid, &ncg, out->err, sizeof out->err) != 0)
+  if(mdp_cgroup_acquire(w->who.pid, &ncg, out->err, sizeof out->err) != 0)
     ncg = NULL;
   /* still unreaped after the reads: the PID was its own */
   if(w->pidfd >= 0 && !mdp_pidfd_alive(w->pidfd)) {
