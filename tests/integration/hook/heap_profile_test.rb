@@ -66,11 +66,13 @@ class HookHeapProfileTest < Minitest::Test
     assert_match(/leak_a_little .*leaker\.rb:5\z/, top.first, top.join("\n"))
     # an estimate from a few dozen samples of 100000 strings of 1040 bytes
     # (104 MB); samples fall at random times, which favours slow
-    # allocations, so only within a factor of a few
+    # allocations, so only within a factor of a few: 19 runs at load 1.7-2.9
+    # gave 300-982 MB (2.9-9.4 times), and a bound of 8 failed one run in
+    # four (docs/hook.md)
     value, unit = top.first.match(/\A\s*([\d.]+)(kB|MB|GB)/).captures
     mb = value.to_f * { "kB" => 1.0 / 1024, "MB" => 1, "GB" => 1024 }.fetch(unit)
     assert_operator mb, :>, 104 / 8.0, top.first
-    assert_operator mb, :<, 104 * 8.0, top.first
+    assert_operator mb, :<, 104 * 16.0, top.first
     objects = pprof_top(reply["path"], "-lines", "-sample_index=inuse_objects")
     assert_match(/leaker\.rb:5\z/, objects.first, objects.join("\n"))
   end
@@ -102,6 +104,11 @@ class HookHeapProfileTest < Minitest::Test
   end
 
   def test_each_forked_puma_worker_profiles_its_own_allocations
+    # TSan's runtime runs no signal handler in the child of a threaded
+    # process (its fork support ends there: die_after_fork=0 only lets the
+    # child go on), and the sampler arms by a timer's signal: a Puma worker
+    # under TSan takes no sample. The tests below run under TSan.
+    skip "TSan runs no signal handler in a child forked from threads" if TestPreload::RUNTIME.include?("tsan")
     server = start_server(heartbeat_ms: 1000)
     rackup = File.join(@dir, "config.ru")
     File.write(rackup, <<~RUBY)
@@ -181,6 +188,79 @@ class HookHeapProfileTest < Minitest::Test
     worker_command(worker, "alive")
     worker.wait_out(/alive 100000/)
     assert_equal "ok", server.request(conn, "ping", payload: "x")["status"]
+  end
+
+  # Samples at most `rate` a second of CPU time, whatever the thread the
+  # timer's signal lands on: here the main thread, which sleeps in a
+  # Queue#pop while another thread allocates (as Puma's and Sidekiq's main
+  # threads do). The sampler used to arm only once that sleeper woke and
+  # got the GVL back: 13 samples where the CPU time allowed 80.
+  SLEEPING_MAIN = <<~RUBY
+    $stdout.sync = true
+    S = Memdiag::Hook::Sampler
+    S.start(1000)
+    KEEP = []
+    q = Queue.new
+    t0 = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID)
+    Thread.new do
+      40.times { 2_500.times { KEEP << ("x" * 1000) }; sleep 0.03 }
+      q << :done
+    end
+    q.pop
+    cpu = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID) - t0
+    puts "samples=\#{S.stats[:samples]} gated=\#{S.stats[:gated]} cpu_ms=\#{(cpu * 1000).round}"
+  RUBY
+
+  def test_a_sleeping_main_thread_does_not_hold_samples_back
+    worker = start_worker(SLEEPING_MAIN, env: { "RUBYOPT" => "-I#{HookTest::LIB} -rmemdiag/hook_native" })
+    m = worker.wait_out(/samples=(\d+) gated=(\d+) cpu_ms=(\d+)/)
+    samples, gated, cpu_ms = m.captures.map(&:to_i)
+    allowed = cpu_ms # 1000 a second of CPU time
+    assert_operator samples, :>=, allowed / 3, "#{m[0]}: the sampler took a third of what the CPU time allowed"
+    assert_operator gated, :>, 0, "#{m[0]}: the CPU time, not the sleeping thread, set the pace"
+  end
+
+  # A child forked while the sampler's tracepoint is armed: the tracepoint
+  # is the parent's memory and stays armed in the child until its next
+  # allocation. The child used to forget it was armed and never disarmed
+  # it: it sampled every allocation its finish jobs let through (3,119
+  # samples for 67 ms of CPU, 1 fork in 5). The parent samples at the
+  # highest rate, so that it is often armed when it forks; each of 60
+  # children, at 1000 a second (as a welcome's AllocationSampling sets),
+  # stays within its CPU time's share.
+  FORKS = <<~RUBY
+    $stdout.sync = true
+    S = Memdiag::Hook::Sampler
+    S.start(100_000)
+    KEEP = []
+    60.times do
+      2_000.times { KEEP << ("y" * 100) }
+      r, w = IO.pipe
+      pid = fork do
+        S.after_fork
+        S.start(1000)
+        t0 = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID)
+        mine = []
+        20_000.times { mine << ("x" * 1000) }
+        cpu = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID) - t0
+        w.puts "\#{S.stats[:samples]} \#{(cpu * 1000).round}"
+        exit!(0)
+      end
+      w.close
+      Process.wait(pid)
+      puts "child samples=\#{r.read.strip.sub(' ', ' cpu_ms=')}"
+    end
+    puts "done"
+  RUBY
+
+  def test_a_child_forked_while_armed_samples_at_its_rate
+    worker = start_worker(FORKS, env: { "RUBYOPT" => "-I#{HookTest::LIB} -rmemdiag/hook_native" })
+    worker.wait_out(/^done$/, timeout: 120)
+    children = worker.out.scan(/child samples=(\d+) cpu_ms=(\d+)/).map { |a| a.map(&:to_i) }
+    assert_equal 60, children.size, worker.out
+    children.each do |samples, cpu_ms|
+      assert_operator samples, :<=, 2 * cpu_ms + 10, "a child sampled #{samples} allocations in #{cpu_ms} ms of CPU"
+    end
   end
 
   private

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <sys/syscall.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 
 #include <ruby/debug.h>
 #include <ruby/version.h>
+#include <ruby/vm.h>
 
 #include "sample_table.h"
 #include "sampler_internal.h"
@@ -37,23 +39,50 @@ static rb_postponed_job_handle_t job_arm = POSTPONED_JOB_HANDLE_INVALID;
 /* The real-time signal the sampler's timer sends to arm the tracepoint. */
 #define ARM_SIGNAL (SIGRTMIN + 6)
 
+/* The kernel id of the thread last seen running Ruby code (at a sample,
+ * at an arming), 0 when none is known. The timer's signal lands on the
+ * thread that started it, often a main thread that sleeps while other
+ * threads work (Puma's and Sidekiq's do). A postponed job registered on a
+ * sleeping thread runs only once that thread has woken and taken the GVL
+ * back, and the next arming waited for it: 13 samples where the CPU time
+ * allowed 60-90. The handler passes the timer's signal on to this thread
+ * as well: the job runs at whichever of the two checks its interrupts
+ * first. Atomic: written by Ruby threads, read in the handler. (A GC_ENTER
+ * hook to learn the thread sooner was tried: any GC hook sends every
+ * allocation down Ruby's slow path, and the leak's estimate in
+ * hook_heap_profile came out 12 times too big.) */
+static atomic_int runner_tid;
+
+/* All the sampler state a signal handler reads, as a handler on another
+ * thread than the Ruby one that starts and stops the timer may: the rate
+ * while the timer runs (0 once it is stopped), and the timer, valid while
+ * the rate is not 0 (published by the rate's release store). */
+static atomic_uint tick_rate;
+static timer_t tick_timer;
+
 /* ---------------------------------------------------------------- helpers */
 
-static uint64_t next_random(void)
+static uint64_t xorshift(uint64_t *state)
 {
-  S.rng ^= S.rng >> 12;
-  S.rng ^= S.rng << 25;
-  S.rng ^= S.rng >> 27;
-  return S.rng * 0x2545F4914F6CDD1Dull;
+  *state ^= *state >> 12;
+  *state ^= *state << 25;
+  *state ^= *state >> 27;
+  return *state * 0x2545F4914F6CDD1Dull;
 }
+
+static uint64_t next_random(void) { return xorshift(&S.rng); }
+
+/* The timer's own draws: made by start_timer before the timer runs, then
+ * only by the timer's signal handler, on the one thread it is sent to. */
+static uint64_t timer_rng;
 
 /* The wait before the next arming, in microseconds: exponentially
  * distributed with mean 1/rate, so that no periodic pattern of the
  * application can hide between samples. */
-static long next_wait_us(void)
+static long next_wait_us(unsigned rate)
 {
-  double u = ((double)(next_random() >> 11) + 1.0) / 9007199254740993.0; /* (0, 1] */
-  double w = -log(u) * 1e6 / (double)(S.rate ? S.rate : 1);
+  double u = ((double)(xorshift(&timer_rng) >> 11) + 1.0) / 9007199254740993.0; /* (0, 1] */
+  double w = -log(u) * 1e6 / (double)(rate ? rate : 1);
   if(w < 100.0)
     return 100;
   if(w > 60e6)
@@ -80,6 +109,13 @@ static void seed(void)
           0x9E3779B97F4A7C15ull;
   if(!S.rng)
     S.rng = 1;
+}
+
+static int self_tid(void) { return (int)syscall(SYS_gettid); }
+
+static void note_runner(void)
+{
+  atomic_store_explicit(&runner_tid, self_tid(), memory_order_relaxed);
 }
 
 static void disarm(void)
@@ -111,6 +147,7 @@ static void fail(const char *why)
   if(S.failed)
     return;
   S.failed = 1;
+  atomic_store_explicit(&tick_rate, 0, memory_order_release); /* no more arming */
   snprintf(S.reason, sizeof S.reason, "%s", why);
   n = snprintf(line, sizeof line, "memdiag hook[%ld]: allocation sampling turned off: %s\n",
                (long)getpid(), why);
@@ -299,6 +336,7 @@ static void on_newobj(VALUE tpval, void *data)
   if(!sampled_type(obj))
     return; /* stay armed for the next one */
   disarm();
+  note_runner();
   if(!S.tab && !(S.tab = mdh_stab_new())) {
     fail("out of memory for the table");
     return;
@@ -323,19 +361,18 @@ static void on_newobj(VALUE tpval, void *data)
   POST_JOB(job_finish_sample, finish_sample);
 }
 
-/* The wait until the next arming: a one-shot timer, drawn again each
- * time. */
-static void schedule_next(void)
+/* The wait until the next arming: a one-shot timer, drawn again by the
+ * timer's signal handler each time it fires, so that the timer keeps its
+ * pace while the job waits for a thread to run it. Async-signal safe
+ * (timer_settime). */
+static void schedule_next(unsigned rate)
 {
   struct itimerspec it;
-  long us;
-  if(!S.have_timer || !S.rate || S.failed)
-    return;
-  us = next_wait_us();
+  long us = next_wait_us(rate);
   memset(&it, 0, sizeof it);
   it.it_value.tv_sec = us / 1000000;
   it.it_value.tv_nsec = (us % 1000000) * 1000;
-  timer_settime(S.timer, 0, &it, NULL);
+  timer_settime(tick_timer, 0, &it, NULL);
 }
 
 /* Whether the process has used the CPU time for one more sample: at most
@@ -372,24 +409,36 @@ static int cpu_allows(void)
 static void arm_job(void *unused)
 {
   (void)unused;
+  note_runner();
   if(S.rate && !S.failed && !S.busy && !S.pending.set && !S.armed && cpu_allows()) {
     S.countdown = spread();
     rb_tracepoint_enable(S.tp_new);
     S.armed = 1;
   }
-  schedule_next();
 }
 
-/* The timer's signal, on the main thread (a Ruby thread). Async-signal
- * safe: it only registers the postponed job. */
+/* The timer's signal, on the thread that started the timer, and the same
+ * signal passed on by it (SI_TKILL) to the thread last seen running Ruby
+ * code. Async-signal safe: it registers the postponed job, sets the
+ * timer's next wait and passes the timer's signal on once (a passed-on
+ * signal is not passed again). */
 static void on_arm_signal(int sig, siginfo_t *si, void *uc)
 {
   int saved = errno;
   (void)sig;
-  (void)si;
   (void)uc;
-  if(S.rate)
+  /* Not on a Ruby thread (a native one that got a passed-on signal, or the
+   * VM being torn down at exit): no job can be registered here. */
+  unsigned rate = atomic_load_explicit(&tick_rate, memory_order_acquire);
+  if(rate && ruby_native_thread_p()) {
     POST_JOB(job_arm, arm_job);
+    if(si && si->si_code == SI_TIMER) {
+      schedule_next(rate);
+      int t = atomic_load_explicit(&runner_tid, memory_order_relaxed);
+      if(t > 0 && t != self_tid() && syscall(SYS_tgkill, (long)getpid(), (long)t, (long)sig) != 0)
+        atomic_compare_exchange_strong(&runner_tid, &t, 0); /* that thread has ended */
+    }
+  }
   errno = saved;
 }
 
@@ -411,8 +460,10 @@ static const char *start_timer(void)
       return "cannot install the sampler's signal handler";
     S.signal_ok = 1;
   }
-  if(S.have_timer)
+  if(S.have_timer) {
+    atomic_store_explicit(&tick_rate, S.rate, memory_order_release); /* a new rate */
     return NULL;
+  }
   memset(&ev, 0, sizeof ev);
   ev.sigev_notify = SIGEV_THREAD_ID;
   ev.sigev_signo = ARM_SIGNAL;
@@ -420,15 +471,27 @@ static const char *start_timer(void)
   if(timer_create(CLOCK_MONOTONIC, &ev, &S.timer))
     return "cannot create the sampler's timer";
   S.have_timer = 1;
-  schedule_next();
+  timer_rng = next_random() | 1;
+  tick_timer = S.timer;
+  atomic_store_explicit(&tick_rate, S.rate, memory_order_release);
+  schedule_next(S.rate);
   return NULL;
 }
 
 static void stop_timer(void)
 {
+  atomic_store_explicit(&tick_rate, 0, memory_order_release);
   if(S.have_timer)
     timer_delete(S.timer);
   S.have_timer = 0;
+}
+
+/* At the VM's end: the timer would go on firing into a VM that is gone. */
+static void stop_at_exit(ruby_vm_t *vm)
+{
+  (void)vm;
+  S.rate = 0;
+  stop_timer();
 }
 
 /* ---------------------------------------------------------------- compaction */
@@ -486,7 +549,12 @@ static void after_fork_child(void)
   S.pruned_live = 0;
   S.busy = 0;
   S.have_timer = 0; /* timers are not inherited */
-  S.armed = 0;
+  atomic_store_explicit(&tick_rate, 0, memory_order_relaxed);
+  /* S.armed stays: the tracepoint's state is the parent's memory, so one
+   * armed at the fork is armed here too, and its next allocation disarms
+   * it. Clearing the flag left it enabled for good: the child sampled
+   * every allocation its finish jobs let through (99,998 of 100,000). */
+  atomic_store_explicit(&runner_tid, 0, memory_order_relaxed); /* the parent's threads */
   seed();
 }
 
@@ -640,6 +708,7 @@ void mdh_sampler_init(VALUE hook_module)
   S.holder = TypedData_Wrap_Struct(rb_cObject, &holder_type, &S);
   rb_gc_register_mark_object(S.holder);
   pthread_atfork(NULL, NULL, after_fork_child);
+  ruby_vm_at_exit(stop_at_exit);
 #ifdef MDH_JOB_HANDLES
   job_turn_off = rb_postponed_job_preregister(0, turn_off, NULL);
   job_finish_sample = rb_postponed_job_preregister(0, finish_sample, NULL);

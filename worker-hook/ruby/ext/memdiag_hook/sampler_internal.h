@@ -19,7 +19,7 @@ typedef struct {
 
 typedef struct {
   VALUE tp_new, holder;
-  timer_t timer; /* fires the arming signal at the main thread */
+  timer_t timer; /* fires the arming signal at the thread that made it */
   int have_timer;
   int signal_ok;      /* the arming signal's handler is ours */
   mdh_stab *tab;      /* NULL until the first sample */
