@@ -38,6 +38,9 @@ _Static_assert(CB <= MDP_COURSE_MAX_POINTS, "the course fit must hold the ring")
 #define URGENCY_SHARE 0.25
 #define STEP_SHARE    0.4
 #define CONFIRM       3
+/* ... or CONFIRM - 1 when every such plateau is ruled out at FIRM times the
+ * 99 % point: a leak whose course is plainly straight gains a minute. */
+#define FIRM          4.0
 #define RULED_OUT     0.4
 #define STEP_MIN      (8.0 * MIB)
 #define STEP_SPREAD   6.0
@@ -365,5 +368,5 @@ int mdp_detector_course_early(mdp_detector *d, double t, mdp_decision *ev)
   d->sgrowing = 1;
   d->sslope = slope;
   d->seval = *ev;
-  return ++d->cstreak >= CONFIRM;
+  return ++d->cstreak >= (mdp_course_ruled_out(&course) >= FIRM ? CONFIRM - 1 : CONFIRM);
 }
