@@ -32,7 +32,7 @@ class ContainersMovedTest < Minitest::Test
     assert_equal [w.pid], b.procs
     wait_limit(w, b, b_limit)
     site.wait_until("#{b_pi} counts the worker") { site.csv_last(b_pi, "count-workers") == 1.0 }
-    assert_equal b_limit.to_f, site.csv_last(b_pi, "memory-limit")
+    site.wait_until("#{b_pi} has its limit") { site.csv_last(b_pi, "memory-limit") == b_limit.to_f }
     # a cgroup with no registered worker left is not sampled: a's rows stop
     # while b's go on (ten more passes: two re-reads of /proc/PID/cgroup)
     a_rows = site.csv_rows(a_pi, "memory-charge").size
