@@ -12,6 +12,13 @@ module TestPreload
   # Environment entries for a spawn of collectd or of a hooked Ruby worker.
   def self.env = RUNTIME.empty? ? {} : { "LD_PRELOAD" => RUNTIME }
 
+  # Under TSan (make check-tsan). Its runtime does not follow a process
+  # forked from a threaded one: such a child runs no signal handler, and a
+  # fork in it may wait for good on the runtime's own locks ("starting new
+  # threads after multi-threaded fork is not supported"). A Puma worker is
+  # such a child: tests that need a signal or a fork inside one say so.
+  def self.tsan? = RUNTIME.include?("libtsan")
+
   # The same as words for a shell command that execs the worker (the shell
   # itself must not get it): ["env", "LD_PRELOAD=..."] or [].
   def self.env_words = RUNTIME.empty? ? [] : ["env", "LD_PRELOAD=#{RUNTIME}"]

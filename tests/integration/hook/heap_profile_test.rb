@@ -108,7 +108,7 @@ class HookHeapProfileTest < Minitest::Test
     # process (its fork support ends there: die_after_fork=0 only lets the
     # child go on), and the sampler arms by a timer's signal: a Puma worker
     # under TSan takes no sample. The tests below run under TSan.
-    skip "TSan runs no signal handler in a child forked from threads" if TestPreload::RUNTIME.include?("tsan")
+    skip "TSan runs no signal handler in a child forked from threads" if TestPreload.tsan?
     server = start_server(heartbeat_ms: 1000)
     rackup = File.join(@dir, "config.ru")
     File.write(rackup, <<~RUBY)
