@@ -63,12 +63,12 @@ static int64_t growth(const mdp_worker *w)
     return 0;
   newest = (w->history_head + MDP_WORKER_HISTORY - 1) % MDP_WORKER_HISTORY;
   oldest = (w->history_head + MDP_WORKER_HISTORY - w->history_n) % MDP_WORKER_HISTORY;
-  return (int64_t)w->history_v[newest] - (int64_t)w->history_v[oldest];
+  return (int64_t)w->history[newest].value - (int64_t)w->history[oldest].value;
 }
 
 static uint64_t last_rss(const mdp_worker *w)
 {
-  mdp_sample s;
+  mdp_sampler_reading s;
   double t;
 
   mdp_registry_last(w, &s, &t);
@@ -98,11 +98,11 @@ static mdp_worker *driver(mdp_worker **w, size_t n, const mdp_cgroup *cg)
 static void trigger(mdp_worker *w, const mdp_cgroup *cg, const mdp_cgroup_stats *s,
                     const mdp_decision *d)
 {
-  mdp_plan_sample_t samples[MDP_WORKER_HISTORY];
+  mdp_sample samples[MDP_WORKER_HISTORY];
   mdp_capture_worker_t cw = {
       .who = w->who,
       .rss = w->history_n
-                 ? w->history_v[(w->history_head + MDP_WORKER_HISTORY - 1) % MDP_WORKER_HISTORY]
+                 ? w->history[(w->history_head + MDP_WORKER_HISTORY - 1) % MDP_WORKER_HISTORY].value
                  : 0,
       .time_left_s = d->time_to_limit == 0 ? 1 : d->time_to_limit};
   char reason[512], err[256] = "";
@@ -138,7 +138,8 @@ static void detect(mdp_worker **w, size_t n, mdp_cgroup *cg, const mdp_cgroup_st
   dc.capture_size = 0; /* CaptureSize is a worker's size, not a cgroup's */
   d = mdp_cgroup_detector(cg, &dc);
   d->cfg.memory_limit = s->limit; /* a limit resized in place */
-  if(mdp_detector_feed(d, s->t, s->working_set, &dec) == 1) {
+  mdp_sample ws = {.time = s->t, .value = s->working_set};
+  if(mdp_detector_feed(d, &ws, &dec) == 1) {
     mdp_worker *target = driver(w, n, cg);
     if(target)
       trigger(target, cg, s, &dec);
@@ -347,14 +348,12 @@ void mdp_containers_worker_gone(uint64_t id)
   mdp_cgroup_release(cg);
 }
 
-unsigned mdp_containers_history(const mdp_worker *w, mdp_plan_sample_t *out)
+unsigned mdp_containers_history(const mdp_worker *w, mdp_sample *out)
 {
   unsigned start = (w->history_head + MDP_WORKER_HISTORY - w->history_n) % MDP_WORKER_HISTORY;
 
   for(unsigned i = 0; i < w->history_n; i++) {
-    unsigned k = (start + i) % MDP_WORKER_HISTORY;
-    out[i].time = w->history_t[k];
-    out[i].value = w->history_v[k];
+    out[i] = w->history[(start + i) % MDP_WORKER_HISTORY];
   }
   return w->history_n;
 }

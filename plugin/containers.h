@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "sample/sample.h"
 #include "workers/registry.h"
 
 /* Sample the cgroups of these workers (a snapshot the caller holds); t and
@@ -51,6 +52,6 @@ void mdp_containers_limit(const mdp_worker *w, uint64_t v, mdp_containers_limits
 
 /* w's recent samples, oldest first, into out (MDP_WORKER_HISTORY of
  * them at most), for a capture's fit of its waits. Returns how many. */
-unsigned mdp_containers_history(const mdp_worker *w, mdp_plan_sample_t *out);
+unsigned mdp_containers_history(const mdp_worker *w, mdp_sample *out);
 
 #endif

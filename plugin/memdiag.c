@@ -51,7 +51,7 @@ static int memdiag_config(oconfig_item_t *ci)
 
 /* The figure the detector watches: rss when sampled, else the first one
  * configured. */
-static uint64_t primary(const mdp_sample *s)
+static uint64_t primary(const mdp_sampler_reading *s)
 {
   if(cfg.sampler.memory & MDP_MEM_RSS)
     return s->rss;
@@ -62,10 +62,9 @@ static uint64_t primary(const mdp_sample *s)
   return s->swap;
 }
 
-static void remember(mdp_worker *w, double t, uint64_t v)
+static void remember(mdp_worker *w, const mdp_sample *s)
 {
-  w->history_t[w->history_head] = t;
-  w->history_v[w->history_head] = v;
+  w->history[w->history_head] = *s;
   w->history_head = (w->history_head + 1) % MDP_WORKER_HISTORY;
   if(w->history_n < MDP_WORKER_HISTORY)
     w->history_n++;
@@ -73,7 +72,7 @@ static void remember(mdp_worker *w, double t, uint64_t v)
 
 static void trigger(mdp_worker *w, const mdp_decision *d, uint64_t v)
 {
-  mdp_plan_sample_t samples[MDP_WORKER_HISTORY];
+  mdp_sample samples[MDP_WORKER_HISTORY];
   mdp_capture_worker_t cw = {.who = w->who,
                              .rss = v,
                              /* 0 there means "unknown": a limit already
@@ -99,7 +98,7 @@ static void trigger(mdp_worker *w, const mdp_decision *d, uint64_t v)
 
 static void sample_worker(mdp_worker *w, cdtime_t now, cdtime_t interval)
 {
-  mdp_sample s;
+  mdp_sampler_reading s;
   mdp_decision d;
   char text[96];
   double t = CDTIME_T_TO_DOUBLE(now);
@@ -118,12 +117,13 @@ static void sample_worker(mdp_worker *w, cdtime_t now, cdtime_t interval)
   if(cfg.sampler.memory & MDP_MEM_SWAP)
     mdp_notify_gauge(w->instance, "memory", "swap", (double)s.swap, now, interval);
   v = primary(&s);
-  remember(w, t, v);
+  mdp_sample sample = {.time = t, .value = v};
+  remember(w, &sample);
   /* MemoryLimit, or the worker's cgroup limit when lower (a pod resized in
    * place is seen at the next sample) */
   mdp_containers_limit(w, v, &lim);
   w->detector.cfg.memory_limit = lim.project_to;
-  fired = mdp_detector_feed(&w->detector, t, v, &d);
+  fired = mdp_detector_feed(&w->detector, &sample, &d);
   mdp_detector_describe(&w->detector, text, sizeof(text));
   mdp_registry_store(w, &s, t, text);
   {

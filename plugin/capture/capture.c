@@ -197,7 +197,7 @@ mdp_capture_outcome mdp_capture_start(const mdp_capture_worker_t *w, const mdp_c
   mdp_plan_trigger_t trig = {.reason = reason,
                              .samples = o->samples,
                              .n_samples = o->n_samples,
-                             .rss = w->rss ? w->rss : info.rss};
+                             .rss = w->rss ? w->rss : info.last.rss};
   mdp_capst_plan_init(&r->plan, &trig);
   mdp_plan_fit(&r->plan, mdp_run_now_ms(), w->time_left_s);
   if(rc == MDP_CAPTURE_QUEUED) {

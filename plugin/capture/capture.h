@@ -27,6 +27,7 @@
 
 #include "capture/plan/plan.h"
 #include "capture/plan/request.h"
+#include "sample/sample.h"
 #include "ship/ship.h"
 #include "store/store.h"
 #include "worker_id/worker_id.h"
@@ -156,7 +157,7 @@ typedef struct mdp_capture_opts {
   const char *reason;
   /* The series that caused the trigger (unix seconds, bytes; goes into the
    * manifest; borrowed for the call). NULL for an operator's capture. */
-  const mdp_plan_sample_t *samples;
+  const mdp_sample *samples;
   size_t n_samples;
   unsigned flags;            /* MDP_CAPTURE_MANUAL */
   mdp_capture_started_fn cb; /* may be NULL */

@@ -331,7 +331,7 @@ static int choose_mode(mdp_run *r)
                             .limit = st.limit,
                             .charge = charge,
                             .margin = mdp_capst_cfg()->fork_margin,
-                            .rss = info.rss};
+                            .rss = info.last.rss};
     bool fork = mdp_cgroup_fork_fits(&room, r->mode_reason, sizeof(r->mode_reason));
     mode = fork ? MEMDIAG__V1__DUMP_MODE__DUMP_MODE_FORK : MEMDIAG__V1__DUMP_MODE__DUMP_MODE_INLINE;
     snprintf(r->mode_chosen, sizeof(r->mode_chosen), "%s", fork ? "fork" : "inline");

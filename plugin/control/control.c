@@ -118,7 +118,7 @@ static int list_fill(worker_list *l)
   for(size_t i = 0; i < n; i++) {
     mdp_worker *w = l->workers[i];
     Memdiag__V1__WorkerInfo *wi = &l->infos[i];
-    mdp_sample s;
+    mdp_sampler_reading s;
     double t;
 
     memdiag__v1__worker_info__init(wi);
@@ -387,7 +387,7 @@ static void operate_stored(uint64_t serial, uint64_t request_id, const Memdiag__
   so->len = memdiag__v1__request__pack(op->request, so->req);
   mdp_capture_manual_t m = {.worker = info->who.name,
                             .pid = info->who.pid,
-                            .rss = info->rss,
+                            .rss = info->last.rss,
                             .cb = stored_folder,
                             .arg = so};
   if(mdp_capture_manual_folder(&m, err, sizeof(err)) != 0) {
@@ -521,7 +521,7 @@ static void capture_now(uint64_t serial, const char *who, uint64_t request_id,
   *c = (capture_ctx){
       .serial = serial, .request_id = request_id, .connection_id = info.who.connection_id};
   snprintf(c->worker, sizeof(c->worker), "%s", info.who.name);
-  cw = (mdp_capture_worker_t){.who = info.who, .rss = info.rss};
+  cw = (mdp_capture_worker_t){.who = info.who, .rss = info.last.rss};
   INFO("memdiag plugin: %s asks for a capture of worker %" PRIu64 " ('%s' pid %ld)", who,
        info.who.connection_id, info.who.name, (long)info.who.pid);
   /* STARTED: the folder is being made, and capture_started answers. */

@@ -7,6 +7,7 @@
 #include "ctl.h"
 #include "detector/detector.h"
 #include "detector/series_csv.h"
+#include "sample/sample.h"
 
 static const char usage[] =
     "usage: memdiagctl replay [--summary] [Key=Value ...] TRACE.csv\n"
@@ -108,27 +109,26 @@ int mdctl_replay(int argc, char **argv)
   }
   mdp_detector_init(&det, &cfg);
   for(;;) {
-    double t;
-    uint64_t v;
+    mdp_sample s;
     mdp_decision d;
 
-    rc = mdp_series_csv_next(&csv, &t, &v);
+    rc = mdp_series_csv_next(&csv, &s);
     if(rc < 0) {
       fprintf(stderr, "memdiagctl replay: %s\n", csv.err);
       goto out;
     }
     if(rc == 0)
       break;
-    rc = mdp_detector_feed(&det, t, v, &d);
+    rc = mdp_detector_feed(&det, &s, &d);
     if(rc < 0) {
       fprintf(stderr, "memdiagctl replay: %s:%lu: time %.15g goes backwards (previous %.15g)\n",
-              path, csv.line, t, det.last_t);
+              path, csv.line, s.time, det.last_t);
       goto out;
     }
     sum.samples++;
-    if(!sum.limit_reached && cfg.memory_limit && v >= cfg.memory_limit) {
+    if(!sum.limit_reached && cfg.memory_limit && s.value >= cfg.memory_limit) {
       sum.limit_reached = 1;
-      sum.limit_time = t;
+      sum.limit_time = s.time;
     }
     if(rc == 1) {
       if(!sum.captures++) {

@@ -584,8 +584,10 @@ static uint64_t bucket_index(double since, double len)
   return idx < 0x1p63 ? (uint64_t)idx : UINT64_MAX;
 }
 
-int mdp_detector_feed(mdp_detector *d, double t, uint64_t value, mdp_decision *out)
+int mdp_detector_feed(mdp_detector *d, const mdp_sample *s, mdp_decision *out)
 {
+  double t = s->time;
+  uint64_t value = s->value;
   mdp_decision ev;
   const mdp_detector_config *c = &d->cfg;
   const char *reason = NULL;

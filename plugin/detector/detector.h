@@ -32,6 +32,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sample/sample.h"
+
 #define MDP_DETECTOR_BUCKETS        12
 #define MDP_DETECTOR_SHORT_BUCKETS  10
 #define MDP_DETECTOR_COURSE_BUCKETS 40
@@ -175,10 +177,11 @@ typedef struct {
  * worker needs a fresh one), or per cgroup, each with its own limit. */
 void mdp_detector_init(mdp_detector *d, const mdp_detector_config *cfg);
 
-/* Feeds one sample (t in seconds, any epoch; value in bytes). Returns 1 and
- * fills out when a capture should start, 0 when not, -EINVAL when t goes
- * backwards or is not finite (the sample is ignored). out may be NULL. */
-int mdp_detector_feed(mdp_detector *d, double t, uint64_t value, mdp_decision *out);
+/* Feeds one sample (its time in seconds, any epoch; its value in bytes).
+ * Returns 1 and fills out when a capture should start, 0 when not, -EINVAL
+ * when the time goes backwards or is not finite (the sample is ignored).
+ * out may be NULL. */
+int mdp_detector_feed(mdp_detector *d, const mdp_sample *s, mdp_decision *out);
 
 /* Follows a new limit for the series (bytes; 0 = none), for example a
  * cgroup's memory.max changed in place. History and state are kept; the

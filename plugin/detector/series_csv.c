@@ -92,7 +92,7 @@ static int parse_number(const char *s, const char *end, double *out)
   return 0;
 }
 
-int mdp_series_csv_next(mdp_series_csv *r, double *t, uint64_t *value)
+int mdp_series_csv_next(mdp_series_csv *r, mdp_sample *out)
 {
   char buf[LINE_MAX_LEN];
   double v;
@@ -106,14 +106,14 @@ int mdp_series_csv_next(mdp_series_csv *r, double *t, uint64_t *value)
     char *comma = strchr(buf, ',');
     if(!comma || strchr(comma + 1, ','))
       return fail(r, -EINVAL, "expected \"epoch,value\", got \"%.40s\"", buf);
-    if(parse_number(buf, comma, t))
+    if(parse_number(buf, comma, &out->time))
       return fail(r, -EINVAL, "invalid time \"%.*s\"", (int)(comma - buf), buf);
     const char *val = comma + 1;
     if(strcasecmp(val, "nan") == 0 || strcasecmp(val, "-nan") == 0)
       continue;
     if(parse_number(val, val + strlen(val), &v) || v >= 18446744073709551616.0)
       return fail(r, -EINVAL, "invalid value \"%.40s\" (bytes expected)", val);
-    *value = (uint64_t)(v + 0.5);
+    out->value = (uint64_t)(v + 0.5);
     return 1;
   }
 }

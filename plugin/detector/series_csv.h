@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "sample/sample.h"
+
 typedef struct {
   FILE *f;
   const char *path;   /* points at the caller's string */
@@ -23,9 +25,9 @@ typedef struct {
  * r->err set (unreadable file, missing or wrong header). */
 int mdp_series_csv_open(mdp_series_csv *r, const char *path);
 
-/* Reads the next sample: 1 with *t and *value set, 0 at the end, or
- * -EINVAL for a malformed line (r->err names the line) or -EIO. */
-int mdp_series_csv_next(mdp_series_csv *r, double *t, uint64_t *value);
+/* Reads the next sample: 1 with *out set, 0 at the end, or -EINVAL for a
+ * malformed line (r->err names the line) or -EIO. */
+int mdp_series_csv_next(mdp_series_csv *r, mdp_sample *out);
 
 void mdp_series_csv_close(mdp_series_csv *r);
 

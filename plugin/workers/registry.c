@@ -304,7 +304,8 @@ void mdp_registry_release(mdp_worker **workers, size_t n)
   free(workers);
 }
 
-void mdp_registry_store(mdp_worker *w, const mdp_sample *s, double t, const char *detector_text)
+void mdp_registry_store(mdp_worker *w, const mdp_sampler_reading *s, double t,
+                        const char *detector_text)
 {
   pthread_mutex_lock(&lock);
   w->last = *s;
@@ -321,7 +322,7 @@ void mdp_registry_detector_text(const mdp_worker *w, char *buf, size_t len)
   pthread_mutex_unlock(&lock);
 }
 
-void mdp_registry_last(const mdp_worker *w, mdp_sample *s, double *t)
+void mdp_registry_last(const mdp_worker *w, mdp_sampler_reading *s, double *t)
 {
   pthread_mutex_lock(&lock);
   *s = w->last;
@@ -352,10 +353,7 @@ int mdp_registry_info(uint64_t id, mdp_worker_info *out)
     }
     out->connected_at = w->connected_at;
     out->n_capabilities = w->n_capabilities;
-    out->rss = w->last.rss;
-    out->pss = w->last.pss;
-    out->private_bytes = w->last.private_bytes;
-    out->swap = w->last.swap;
+    out->last = w->last;
     out->sampled_at = w->sampled_at;
   }
   pthread_mutex_unlock(&lock);

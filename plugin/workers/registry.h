@@ -22,6 +22,7 @@
 
 #include "detector/detector.h"
 #include "workers/cgroup.h"
+#include "sample/sample.h"
 #include "worker_id/worker_id.h"
 #include "sampler.h"
 #include "workers/pidfd.h"
@@ -54,8 +55,7 @@ typedef struct mdp_worker {
 
   /* Read thread only (collectd runs one read callback at a time). */
   mdp_detector detector;
-  double history_t[MDP_WORKER_HISTORY];
-  uint64_t history_v[MDP_WORKER_HISTORY];
+  mdp_sample history[MDP_WORKER_HISTORY]; /* a ring: the newest before history_head */
   unsigned history_head, history_n;
   unsigned cg_sharing; /* registered workers in cg (itself too), set by each containers pass */
   mdp_cgroup_version cg_version;     /* of its first cgroup; NONE: it had none, never followed */
@@ -65,7 +65,7 @@ typedef struct mdp_worker {
 
   /* Locked. */
   unsigned refs;
-  mdp_sample last;
+  mdp_sampler_reading last;
   double sampled_at;
   char detector_text[96];
 } mdp_worker;
@@ -84,9 +84,9 @@ typedef struct mdp_worker_info {
   bool cgroup_limited;      /* its memory cgroup has a limit (as last sampled) */
   uint64_t connected_at;    /* unix seconds */
   size_t n_capabilities;    /* operations announced in its hello */
-  /* Latest sample in bytes, 0 until sampled or when not configured. */
-  uint64_t rss, pss, private_bytes, swap;
-  double sampled_at; /* unix seconds of that sample, 0 if none yet */
+  /* Latest read of its figures, 0 until sampled or when not configured. */
+  mdp_sampler_reading last;
+  double sampled_at; /* unix seconds of that read, 0 if none yet */
 } mdp_worker_info;
 
 /* What the server learnt from a hello and SO_PEERCRED. Borrowed. */
@@ -138,7 +138,8 @@ size_t mdp_registry_snapshot(mdp_worker ***out);
 void mdp_registry_release(mdp_worker **workers, size_t n);
 
 /* Store a sample and the detector's description of the worker. */
-void mdp_registry_store(mdp_worker *w, const mdp_sample *s, double t, const char *detector_text);
+void mdp_registry_store(mdp_worker *w, const mdp_sampler_reading *s, double t,
+                        const char *detector_text);
 
 /* Locked copies for other threads. mdp_registry_info returns 0, or -ENOENT
  * for an unknown ID; mdp_registry_can is 1 when the worker announced this
@@ -148,7 +149,7 @@ int mdp_registry_info(uint64_t id, mdp_worker_info *out);
 int mdp_registry_who(uint64_t id, mdp_worker_id *out);
 int mdp_registry_can(uint64_t id, const char *op);
 void mdp_registry_detector_text(const mdp_worker *w, char *buf, size_t len);
-void mdp_registry_last(const mdp_worker *w, mdp_sample *s, double *t);
+void mdp_registry_last(const mdp_worker *w, mdp_sampler_reading *s, double *t);
 
 /* The memory limit that applies to a worker: the lower of MemoryLimit and
  * its cgroup's tightest limit (as last sampled), either alone when only

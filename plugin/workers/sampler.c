@@ -46,7 +46,7 @@ static int read_file(int fd, char *buf, size_t len)
   return used == 0 ? -ESRCH : 0;
 }
 
-static int read_statm(int fd, mdp_sample *out)
+static int read_statm(int fd, mdp_sampler_reading *out)
 {
   static long page;
   char buf[256];
@@ -64,7 +64,7 @@ static int read_statm(int fd, mdp_sample *out)
 }
 
 /* smaps_rollup lines look like "Pss:     1234 kB". */
-static int read_rollup(int fd, mdp_sample *out)
+static int read_rollup(int fd, mdp_sampler_reading *out)
 {
   char buf[4096];
   uint64_t priv = 0;
@@ -103,7 +103,7 @@ static int read_rollup(int fd, mdp_sample *out)
   return 0;
 }
 
-int mdp_sampler_read(int fd, unsigned memory, mdp_sample *out)
+int mdp_sampler_read(int fd, unsigned memory, mdp_sampler_reading *out)
 {
   memset(out, 0, sizeof(*out));
   return uses_rollup(memory) ? read_rollup(fd, out) : read_statm(fd, out);

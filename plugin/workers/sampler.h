@@ -47,9 +47,11 @@ int mdp_sampler_config_set(mdp_sampler_config *cfg, const mdp_key_value *v, char
 /* "rss pss" for logs and docs. */
 void mdp_sampler_memory_text(unsigned memory, char *buf, size_t len);
 
-typedef struct mdp_sample {
+/* One read of a worker's figures. The figure the detector watches becomes,
+ * with the time of the read, an mdp_sample (sample/sample.h). */
+typedef struct mdp_sampler_reading {
   uint64_t rss, pss, private_bytes, swap; /* bytes; 0 when not read */
-} mdp_sample;
+} mdp_sampler_reading;
 
 /* Open the /proc/PID file that gives the figures in `memory` (MDP_MEM_*
  * above). Returns the fd or a negative errno. */
@@ -58,6 +60,6 @@ int mdp_sampler_open(pid_t pid, unsigned memory);
 /* Read the figures in `memory` through an fd from mdp_sampler_open with the
  * same `memory`. Returns 0, or a negative errno: -ESRCH when the process is
  * gone, -EIO when the file does not parse. */
-int mdp_sampler_read(int fd, unsigned memory, mdp_sample *out);
+int mdp_sampler_read(int fd, unsigned memory, mdp_sampler_reading *out);
 
 #endif

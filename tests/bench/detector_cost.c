@@ -68,7 +68,7 @@ int main(int argc, char **argv)
   for(double t = 0; t < hours * 3600; t += 10) {
     double tick = now();
     for(unsigned w = 0; w < workers; w++) {
-      fires += mdp_detector_feed(&d[w], 1.79e9 + t, sample(w, t, &rng), NULL) == 1;
+      fires += mdp_detector_feed(&d[w], &(mdp_sample){1.79e9 + t, sample(w, t, &rng)}, NULL) == 1;
       feeds++;
     }
     double spent = now() - tick;

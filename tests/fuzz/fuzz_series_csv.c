@@ -41,13 +41,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
   rc = mdp_series_csv_open(&csv, path);
   if(rc == 0) {
-    double t;
-    uint64_t v;
+    mdp_sample s;
     char text[256];
     mdp_detector_init(&det, &cfg);
-    while((rc = mdp_series_csv_next(&csv, &t, &v)) == 1) {
+    while((rc = mdp_series_csv_next(&csv, &s)) == 1) {
       mdp_decision d;
-      mdp_detector_feed(&det, t, v, &d);
+      mdp_detector_feed(&det, &s, &d);
     }
     mdp_detector_describe(&det, text, sizeof text);
   }

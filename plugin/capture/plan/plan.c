@@ -222,7 +222,7 @@ static void init_common(mdp_plan_t *plan, const mdp_plan_params_t *p, const char
 void mdp_plan_init(mdp_plan_t *plan, const mdp_plan_params_t *p, const mdp_step_kind_t *kinds,
                    size_t n, const mdp_plan_trigger_t *t)
 {
-  const mdp_plan_sample_t *samples = t->samples;
+  const mdp_sample *samples = t->samples;
   size_t n_samples = t->n_samples;
 
   init_common(plan, p, t->reason, t->rss);

@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sample/sample.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -79,11 +81,6 @@ typedef struct mdp_plan_params {
   bool heap_profiles;     /* a heap_profile step after each dump */
 } mdp_plan_params_t;
 
-typedef struct mdp_plan_sample {
-  double time;
-  uint64_t value;
-} mdp_plan_sample_t;
-
 /* A plan's stage: exactly one at a time, changed only through mdp_plan_to.
  * READY: not begun, or between two steps (only inside the handling of an
  * event). A wait ends in READY (its answer came: move on) or in FINISHED
@@ -119,7 +116,7 @@ typedef struct mdp_plan {
   double time_left_s;
   char reason[256];
   char end[64]; /* "finished", "worker gone", "memory limit", ... */
-  mdp_plan_sample_t samples[MDP_PLAN_SAMPLES_MAX];
+  mdp_sample samples[MDP_PLAN_SAMPLES_MAX];
   size_t n_samples;
 } mdp_plan_t;
 
@@ -182,7 +179,7 @@ int mdp_plan_parse(const char *text, mdp_step_kind_t *kinds, size_t max, size_t 
  * MDP_PLAN_SAMPLES_MAX are kept; borrowed for the call) and the RSS then. */
 typedef struct mdp_plan_trigger {
   const char *reason;
-  const mdp_plan_sample_t *samples;
+  const mdp_sample *samples;
   size_t n_samples;
   uint64_t rss;
 } mdp_plan_trigger_t;

@@ -30,7 +30,7 @@ static int setup(void **s)
 static int feed(double t, uint64_t v)
 {
   memset(&dec, 0, sizeof(dec));
-  int rc = mdp_detector_feed(&det, T0 + t, v, &dec);
+  int rc = mdp_detector_feed(&det, &(mdp_sample){T0 + t, v}, &dec);
   assert_true(rc >= 0);
   return rc;
 }
@@ -136,7 +136,7 @@ static void test_time_backwards(void **s)
   (void)s;
   mdp_detector_init(&det, &cfg);
   assert_int_equal(feed(100, 400 * MIB), 0);
-  assert_int_equal(mdp_detector_feed(&det, T0 + 90, 400 * MIB, NULL), -EINVAL);
+  assert_int_equal(mdp_detector_feed(&det, &(mdp_sample){T0 + 90, 400 * MIB}, NULL), -EINVAL);
   assert_int_equal(feed(110, 400 * MIB), 0);
 }
 

@@ -62,7 +62,7 @@ static outcome run_cfg(shape_fn f, double duration, const mdp_detector_config *c
       if(++gem_count == 20)
         o.gem_t = t;
     }
-    int rc = mdp_detector_feed(&d, T0 + t, value, &dec);
+    int rc = mdp_detector_feed(&d, &(mdp_sample){T0 + t, value}, &dec);
     assert_true(rc >= 0);
     if(rc == 1 && o.fires++ == 0) {
       o.first_t = t;

@@ -36,8 +36,8 @@ static outcome replay(const char *path)
   mdp_decision dec;
   mdp_series_csv csv;
   outcome o = {0, -1, -1, -1, -1, 0, NULL};
-  double t, gem_max = -1;
-  uint64_t v;
+  double gem_max = -1;
+  mdp_sample s;
   int rc, gem_count = 0;
 
   mdp_detector_config_init(&cfg);
@@ -46,7 +46,9 @@ static outcome replay(const char *path)
   rc = mdp_series_csv_open(&csv, path);
   if(rc)
     fail_msg("%s", csv.err);
-  while((rc = mdp_series_csv_next(&csv, &t, &v)) == 1) {
+  while((rc = mdp_series_csv_next(&csv, &s)) == 1) {
+    double t = s.time;
+    uint64_t v = s.value;
     if(o.start < 0)
       o.start = t;
     if(o.limit_t < 0 && v >= LIMIT)
@@ -58,7 +60,7 @@ static outcome replay(const char *path)
       if(++gem_count == 20)
         o.gem_t = t;
     }
-    int f = mdp_detector_feed(&d, t, v, &dec);
+    int f = mdp_detector_feed(&d, &s, &dec);
     assert_true(f >= 0);
     if(f == 1 && o.fires++ == 0) {
       o.first_t = t;

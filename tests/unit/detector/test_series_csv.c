@@ -31,12 +31,11 @@ static int read_all(const char *text, mdp_series_csv *r, double *ts, uint64_t *v
   int n = 0, rc = mdp_series_csv_open(r, write_file(text));
   if(rc)
     return rc;
-  double t;
-  uint64_t v;
-  while((rc = mdp_series_csv_next(r, &t, &v)) == 1) {
+  mdp_sample s;
+  while((rc = mdp_series_csv_next(r, &s)) == 1) {
     if(n < max) {
-      ts[n] = t;
-      vs[n] = v;
+      ts[n] = s.time;
+      vs[n] = s.value;
     }
     n++;
   }

@@ -153,7 +153,7 @@ static void make_plan(mdp_plan_t *plan, bool finish)
 {
   mdp_step_kind_t kinds[] = {MDP_STEP_DUMP, MDP_STEP_SCHEDULER, MDP_STEP_WAIT, MDP_STEP_DUMP};
   mdp_plan_params_t p = {.interval_ms = 1000, .space_factor = 3, .keep_free = 1};
-  mdp_plan_sample_t samples[] = {{1795000000.5, 1000}, {1795000010.25, 2000}};
+  mdp_sample samples[] = {{1795000000.5, 1000}, {1795000010.25, 2000}};
   mdp_plan_trigger_t t = {.reason = "capture-size \"quoted\"\nline2\x01",
                           .samples = samples,
                           .n_samples = 2,

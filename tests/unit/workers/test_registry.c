@@ -104,7 +104,7 @@ static void hello_fields_are_copied(void **state)
   assert_true(info.connected_at > 0);
   /* sampled at registration (this process), not at the next interval */
   assert_true(info.sampled_at > 0);
-  assert_true(info.rss > 0);
+  assert_true(info.last.rss > 0);
 }
 
 static void peer_names_are_made_safe(void **state)
@@ -240,7 +240,7 @@ static void snapshot_outlives_removal(void **state)
   mdp_worker **w;
   uint64_t ids[3];
   size_t n;
-  mdp_sample s = {.rss = 1000, .pss = 0, .private_bytes = 0, .swap = 0}, got;
+  mdp_sampler_reading s = {.rss = 1000, .pss = 0, .private_bytes = 0, .swap = 0}, got;
   double t;
   char text[96];
 

@@ -85,7 +85,7 @@ void setup_world(world_t *w, const char *plan_text, bool trace)
                          .keep_free = GiB,
                          .max_use = 0,
                          .trace_allocations = trace};
-  mdp_plan_sample_t samples[] = {{100.0, 100 * MiB}, {110.0, 120 * MiB}};
+  mdp_sample samples[] = {{100.0, 100 * MiB}, {110.0, 120 * MiB}};
   mdp_plan_trigger_t t = {
       .reason = "capture-size", .samples = samples, .n_samples = 2, .rss = 120 * MiB};
   mdp_plan_init(&w->plan, &p, kinds, n, &t);
