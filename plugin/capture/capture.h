@@ -198,9 +198,8 @@ typedef void (*mdp_capture_folder_fn)(void *arg, int rc, const mdp_capture_folde
 
 /* Who the manual dump is of, and whom to tell. */
 typedef struct mdp_capture_manual {
-  const char *worker; /* its name (borrowed for the call) */
-  pid_t pid;
-  uint64_t rss; /* its latest sample in bytes; 0: not known */
+  mdp_worker_id who; /* its name and pid name the folder */
+  uint64_t rss;      /* its latest sample in bytes; 0: not known */
   mdp_capture_folder_fn cb;
   void *arg;
 } mdp_capture_manual_t;

@@ -65,9 +65,9 @@ typedef struct {
   mdp_fsq_job job;
   mdp_capture_folder_fn cb;
   void *arg;
-  char worker[128], root[MDP_CAPTURE_PATH_MAX], err[600];
+  mdp_worker_id who;
+  char root[MDP_CAPTURE_PATH_MAX], err[600];
   char dir[MDP_CAPTURE_PATH_MAX + 200]; /* root, "/manual/" and the name */
-  pid_t pid;
   int level, rc, dir_fd;
   uint64_t rss, keep_free;
   double space_factor;
@@ -132,8 +132,8 @@ static void manual_work(mdp_fsq_job *job)
     goto out;
   clock_gettime(CLOCK_REALTIME, &ts);
   gmtime_r(&ts.tv_sec, &tm);
-  mdp_capfs_sanitize(j->worker, safe, sizeof(safe));
-  snprintf(name, sizeof(name), "%s-%ld-%04d%02d%02dT%02d%02d%02d.%03ldZ", safe, (long)j->pid,
+  mdp_capfs_sanitize(j->who.name, safe, sizeof(safe));
+  snprintf(name, sizeof(name), "%s-%ld-%04d%02d%02dT%02d%02d%02d.%03ldZ", safe, (long)j->who.pid,
            tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
            ts.tv_nsec / 1000000);
   if(mkdirat(manual_fd, name, 0700) < 0) {
@@ -180,9 +180,8 @@ int mdp_capture_manual_folder(const mdp_capture_manual_t *m, char *err, size_t e
   }
   j->cb = m->cb;
   j->arg = m->arg;
-  j->pid = m->pid;
+  j->who = m->who;
   j->rss = m->rss;
-  snprintf(j->worker, sizeof(j->worker), "%s", m->worker);
   mdp_capst_lock();
   const mdp_capture_config_t *cfg = mdp_capst_cfg();
   snprintf(j->root, sizeof(j->root), "%s", cfg->directory);

@@ -385,11 +385,8 @@ static void operate_stored(uint64_t serial, uint64_t request_id, const Memdiag__
   so->ctx = ctx;
   so->op = op->request->op_case;
   so->len = memdiag__v1__request__pack(op->request, so->req);
-  mdp_capture_manual_t m = {.worker = info->who.name,
-                            .pid = info->who.pid,
-                            .rss = info->last.rss,
-                            .cb = stored_folder,
-                            .arg = so};
+  mdp_capture_manual_t m = {
+      .who = info->who, .rss = info->last.rss, .cb = stored_folder, .arg = so};
   if(mdp_capture_manual_folder(&m, err, sizeof(err)) != 0) {
     free(so);
     free(ctx);

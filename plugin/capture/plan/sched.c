@@ -27,7 +27,7 @@ void mdp_sched_free(mdp_sched_t *s)
 static mdp_sched_conn_t *find(const mdp_sched_t *s, uint64_t conn)
 {
   for(size_t i = 0; i < s->n_conns; i++)
-    if(s->conns[i].connection_id == conn)
+    if(s->conns[i].who.connection_id == conn)
       return &s->conns[i];
   return NULL;
 }
@@ -43,8 +43,7 @@ static mdp_sched_conn_t *get(mdp_sched_t *s, const mdp_sched_trigger_t *t)
 {
   mdp_sched_conn_t *c = find(s, t->who.connection_id);
   if(c) {
-    c->pid = (long)t->who.pid;
-    c->uid = (unsigned long)t->who.uid;
+    c->who = t->who;
     return c;
   }
   if(s->n_conns == s->cap_conns) {
@@ -57,9 +56,7 @@ static mdp_sched_conn_t *get(mdp_sched_t *s, const mdp_sched_trigger_t *t)
   }
   c = &s->conns[s->n_conns++];
   memset(c, 0, sizeof(*c));
-  c->connection_id = t->who.connection_id;
-  c->pid = (long)t->who.pid;
-  c->uid = (unsigned long)t->who.uid;
+  c->who = t->who;
   snprintf(c->name, sizeof(c->name), "%s", t->name ? t->name : "");
   return c;
 }
@@ -70,7 +67,7 @@ static const mdp_sched_conn_t *process_plan(const mdp_sched_t *s, uint64_t conn,
 {
   for(size_t i = 0; pid && i < s->n_conns; i++) {
     const mdp_sched_conn_t *c = &s->conns[i];
-    if(c->pid == pid && c->connection_id != conn && c->state != MDP_CONN_IDLE)
+    if(c->who.pid == pid && c->who.connection_id != conn && c->state != MDP_CONN_IDLE)
       return c;
   }
   return NULL;
@@ -96,7 +93,7 @@ static uint64_t uid_last(const mdp_sched_t *s, unsigned long uid)
 static bool uid_active(const mdp_sched_t *s, unsigned long uid)
 {
   for(size_t i = 0; i < s->n_conns; i++)
-    if(s->conns[i].uid == uid && s->conns[i].state != MDP_CONN_IDLE)
+    if(s->conns[i].who.uid == uid && s->conns[i].state != MDP_CONN_IDLE)
       return true;
   return false;
 }
@@ -190,7 +187,7 @@ static void cooldown_why(const mdp_sched_t *s, const char *name, int64_t now_ms,
 
 static int start(mdp_sched_t *s, mdp_sched_conn_t *c, int64_t now_ms)
 {
-  int rc = uid_mark(s, c->uid);
+  int rc = uid_mark(s, c->who.uid);
   if(!rc)
     rc = cool_mark(s, c->name, now_ms);
   if(rc)
@@ -219,7 +216,7 @@ mdp_admit_t mdp_sched_admit(mdp_sched_t *s, const mdp_sched_trigger_t *t, char *
              "a capture plan already %s for this process (pid %ld, connection %" PRIu64
              "): one plan per process",
              other->state == MDP_CONN_RUNNING ? "runs" : "waits", (long)t->who.pid,
-             other->connection_id);
+             other->who.connection_id);
     return MDP_ADMIT_BUSY;
   }
   if(!manual && mdp_sched_cooldown_left(s, name, now_ms)) {
@@ -278,7 +275,7 @@ mdp_next_t mdp_sched_next(mdp_sched_t *s, int64_t now_ms, uint64_t *conn, char *
     mdp_sched_conn_t *c = &s->conns[i];
     if(c->state != MDP_CONN_QUEUED)
       continue;
-    uint64_t last = uid_last(s, c->uid);
+    uint64_t last = uid_last(s, c->who.uid);
     if(!oldest || last < oldest_last || (last == oldest_last && c->seq < oldest->seq)) {
       oldest = c;
       oldest_last = last;
@@ -286,7 +283,7 @@ mdp_next_t mdp_sched_next(mdp_sched_t *s, int64_t now_ms, uint64_t *conn, char *
   }
   if(!oldest)
     return MDP_NEXT_NONE;
-  *conn = oldest->connection_id;
+  *conn = oldest->who.connection_id;
   if(!oldest->manual && mdp_sched_cooldown_left(s, oldest->name, now_ms)) {
     oldest->state = MDP_CONN_IDLE;
     cooldown_why(s, oldest->name, now_ms, why, whylen);

@@ -43,10 +43,11 @@ typedef enum { MDP_CONN_IDLE, MDP_CONN_QUEUED, MDP_CONN_RUNNING } mdp_conn_state
 void mdp_sched_identity(char *out, size_t len, const mdp_worker_id *who, const char *certificate);
 
 typedef struct mdp_sched_conn {
-  uint64_t connection_id;
+  /* who.connection_id; who.pid, its process (SO_PEERCRED; 0: unknown,
+   * shares with none); who.uid (SO_PEERCRED: the queue's round robin is
+   * per uid), as its last trigger said */
+  mdp_worker_id who;
   char name[MDP_SCHED_ID_MAX]; /* identity */
-  long pid;                    /* the process (SO_PEERCRED); 0: unknown, shares with none */
-  unsigned long uid;           /* SO_PEERCRED: the queue's round robin is per uid */
   mdp_conn_state_t state;
   bool manual;     /* queued by an operator: cooldown does not apply */
   bool dump_taken; /* a heap dump of this connection succeeded */
