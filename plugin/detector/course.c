@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "course.h"
+#include "robust.h"
 
 /* exp(-1/tau) for tau = 1.5, 2, 3, 4, 6, 8, 11, 16, 22, 32, 45, 64, 90,
  * 128, 180 and 256 points (levelling off), then exp(1/tau) for tau = 24,
@@ -252,18 +253,6 @@ static int fit_once(const double *y, const unsigned char *w, unsigned n, double 
   return 1;
 }
 
-/* Median of v[0..n) (reorders v; n small). */
-static double small_median(double *v, unsigned n)
-{
-  for(unsigned i = 1; i < n; i++)
-    for(unsigned j = i; j > 0 && v[j - 1] > v[j]; j--) {
-      double t = v[j];
-      v[j] = v[j - 1];
-      v[j - 1] = t;
-    }
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static double scatter_of(const double *y, const unsigned char *w, unsigned n, const curve *c)
 {
   double d[MDP_COURSE_MAX_POINTS];
@@ -271,7 +260,7 @@ static double scatter_of(const double *y, const unsigned char *w, unsigned n, co
   for(unsigned i = 0; i < n; i++)
     if(w[i])
       d[k++] = fabs(y[i] - curve_at(c, i));
-  return k ? small_median(d, k) : 0;
+  return k ? mdp_robust_median(d, k) : 0;
 }
 
 void mdp_course_fit(const double *y, const unsigned char *have, unsigned n, double level,

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "detector_internal.h"
+#include "robust.h"
 
 #define NB    MDP_DETECTOR_BUCKETS
 #define RING  (MDP_DETECTOR_BUCKETS + 1)
@@ -64,49 +65,6 @@
 #define SHORT_RULED_OUT 1.0
 #define WAIT_SHARE      (1.0 / 6)
 
-/* k-th smallest of v[0..n) (reorders v). Quickselect: the read callback
- * re-fits every worker's windows, and a full sort was most of its cost. */
-static double select_kth(double *v, int n, int k)
-{
-  int lo = 0, hi = n - 1;
-  while(lo < hi) {
-    double pivot = v[lo + (hi - lo) / 2];
-    int i = lo, j = hi;
-    while(i <= j) {
-      while(v[i] < pivot)
-        i++;
-      while(v[j] > pivot)
-        j--;
-      if(i <= j) {
-        double tmp = v[i];
-        v[i++] = v[j];
-        v[j--] = tmp;
-      }
-    }
-    /* v[lo..j] <= pivot <= v[i..hi], and what lies between equals it. */
-    if(k <= j)
-      hi = j;
-    else if(k >= i)
-      lo = i;
-    else
-      break;
-  }
-  return v[k];
-}
-
-static double median(double *v, unsigned n)
-{
-  double hi = select_kth(v, (int)n, (int)(n / 2));
-  if(n % 2)
-    return hi;
-  /* The lower middle is the largest of what quickselect left below. */
-  double lo = v[0];
-  for(unsigned i = 1; i < n / 2; i++)
-    if(v[i] > lo)
-      lo = v[i];
-  return (lo + hi) / 2.0;
-}
-
 /* Median of pairwise slopes: a few outlying points (a bucket that missed
  * the trough of a sawtooth) cannot tilt it. */
 static double theil_sen(const double *x, const double *y, unsigned n)
@@ -118,7 +76,7 @@ static double theil_sen(const double *x, const double *y, unsigned n)
     for(unsigned j = i + 1; j < n; j++)
       if(x[j] != x[i])
         slopes[k++] = (y[j] - y[i]) / (x[j] - x[i]);
-  return k ? median(slopes, k) : 0.0;
+  return k ? mdp_robust_median(slopes, k) : 0.0;
 }
 
 void mdp_detector_init(mdp_detector *d, const mdp_detector_config *cfg)
@@ -335,11 +293,11 @@ static void window_fit_points(window_points *w, window_fit *f)
   f->slope_new = theil_sen(w->xr, w->yr, w->nr);
   for(unsigned i = 0; i < n; i++)
     resid[i] = w->y[i] - f->slope * w->x[i];
-  f->intercept = median(resid, n);
+  f->intercept = mdp_robust_median(resid, n);
   for(unsigned i = 0; i < n; i++)
     resid[i] = fabs(w->y[i] - (f->intercept + f->slope * w->x[i]));
-  f->scatter = median(resid, n);
-  f->excursion = median(w->spread, n);
+  f->scatter = mdp_robust_median(resid, n);
+  f->excursion = mdp_robust_median(w->spread, n);
   f->recent_low = w->y[n - 1];
   for(unsigned i = n - 1; i > n - MDP_DETECTOR_FOLD; i--)
     if(w->y[i - 1] < f->recent_low)
@@ -472,7 +430,7 @@ static double ring_excursion(const mdp_detector *d)
     if(b->count)
       spread[n++] = (double)(b->max - b->min);
   }
-  return n >= 3 ? median(spread, n) : 0;
+  return n >= 3 ? mdp_robust_median(spread, n) : 0;
 }
 
 /* The urgent rule over the short window; fills ev and returns 1 when it

@@ -40,17 +40,11 @@ static rb_postponed_job_handle_t job_arm = POSTPONED_JOB_HANDLE_INVALID;
 #define ARM_SIGNAL (SIGRTMIN + 6)
 
 /* The kernel id of the thread last seen running Ruby code (at a sample,
- * at an arming), 0 when none is known. The timer's signal lands on the
- * thread that started it, often a main thread that sleeps while other
- * threads work (Puma's and Sidekiq's do). A postponed job registered on a
- * sleeping thread runs only once that thread has woken and taken the GVL
- * back, and the next arming waited for it: 13 samples where the CPU time
- * allowed 60-90. The handler passes the timer's signal on to this thread
- * as well: the job runs at whichever of the two checks its interrupts
- * first. Atomic: written by Ruby threads, read in the handler. (A GC_ENTER
- * hook to learn the thread sooner was tried: any GC hook sends every
- * allocation down Ruby's slow path, and the leak's estimate in
- * hook_heap_profile came out 12 times too big.) */
+ * at an arming), 0 when none is known: the handler passes the timer's
+ * signal on to it, as the thread that started the timer may sleep while
+ * others work (docs/hook.md). Atomic: written by Ruby threads, read in the
+ * handler. A GC_ENTER hook to learn it sooner was tried: any GC hook sends
+ * every allocation down Ruby's slow path (and skewed the weights). */
 static atomic_int runner_tid;
 
 /* All the sampler state a signal handler reads, as a handler on another
@@ -550,10 +544,8 @@ static void after_fork_child(void)
   S.busy = 0;
   S.have_timer = 0; /* timers are not inherited */
   atomic_store_explicit(&tick_rate, 0, memory_order_relaxed);
-  /* S.armed stays: the tracepoint's state is the parent's memory, so one
-   * armed at the fork is armed here too, and its next allocation disarms
-   * it. Clearing the flag left it enabled for good: the child sampled
-   * every allocation its finish jobs let through (99,998 of 100,000). */
+  /* S.armed stays, as the tracepoint's state does (docs/hook.md): cleared,
+   * the child sampled every allocation it could. */
   atomic_store_explicit(&runner_tid, 0, memory_order_relaxed); /* the parent's threads */
   seed();
 }
@@ -634,26 +626,11 @@ static VALUE sampler_after_fork(VALUE self)
   return Qnil;
 }
 
-static VALUE sym(const char *s) { return ID2SYM(rb_intern(s)); }
-
-/* Sampler.stats -> Hash */
+/* Sampler.stats -> Hash (sampler_profile.c) */
 static VALUE sampler_stats(VALUE self)
 {
-  VALUE h = rb_hash_new();
   (void)self;
-  rb_hash_aset(h, sym("state"), rb_str_new_cstr(S.failed ? "failed" : S.rate ? "on" : "off"));
-  rb_hash_aset(h, sym("reason"), S.failed ? rb_str_new_cstr(S.reason) : Qnil);
-  rb_hash_aset(h, sym("rate"), UINT2NUM(S.rate));
-  rb_hash_aset(h, sym("live"), ULL2NUM(S.tab ? mdh_stab_live(S.tab) : 0));
-  rb_hash_aset(h, sym("sites"), ULL2NUM(S.tab ? mdh_stab_n_sites(S.tab) : 0));
-  rb_hash_aset(h, sym("samples"), ULL2NUM(S.samples));
-  rb_hash_aset(h, sym("dropped"), ULL2NUM(S.dropped));
-  rb_hash_aset(h, sym("freed"), ULL2NUM(S.freed));
-  rb_hash_aset(h, sym("compactions"), ULL2NUM(S.compactions));
-  rb_hash_aset(h, sym("moved"), ULL2NUM(S.moved));
-  rb_hash_aset(h, sym("gated"), ULL2NUM(S.gated));
-  rb_hash_aset(h, sym("table_bytes"), ULL2NUM(S.tab ? mdh_stab_bytes(S.tab) : 0));
-  return h;
+  return mdh_sampler_stats();
 }
 
 /* Sampler.prune -> Integer: drop freed objects now; how many remain. */

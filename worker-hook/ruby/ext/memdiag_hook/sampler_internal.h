@@ -46,4 +46,8 @@ extern mdh_sampler_state mdh_sampler_g;
  * empty one while sampling is off. The caller prunes freed entries first. */
 VALUE mdh_sampler_profile(void);
 
+/* Sampler.stats: the state, the rate, the table's and the counters'
+ * figures, as a new Hash (sampler_profile.c). */
+VALUE mdh_sampler_stats(void);
+
 #endif

@@ -129,3 +129,23 @@ VALUE mdh_sampler_profile(void)
   free(j.gz);
   return out;
 }
+
+static VALUE sym(const char *s) { return ID2SYM(rb_intern(s)); }
+
+VALUE mdh_sampler_stats(void)
+{
+  VALUE h = rb_hash_new();
+  rb_hash_aset(h, sym("state"), rb_str_new_cstr(S.failed ? "failed" : S.rate ? "on" : "off"));
+  rb_hash_aset(h, sym("reason"), S.failed ? rb_str_new_cstr(S.reason) : Qnil);
+  rb_hash_aset(h, sym("rate"), UINT2NUM(S.rate));
+  rb_hash_aset(h, sym("live"), ULL2NUM(S.tab ? mdh_stab_live(S.tab) : 0));
+  rb_hash_aset(h, sym("sites"), ULL2NUM(S.tab ? mdh_stab_n_sites(S.tab) : 0));
+  rb_hash_aset(h, sym("samples"), ULL2NUM(S.samples));
+  rb_hash_aset(h, sym("dropped"), ULL2NUM(S.dropped));
+  rb_hash_aset(h, sym("freed"), ULL2NUM(S.freed));
+  rb_hash_aset(h, sym("compactions"), ULL2NUM(S.compactions));
+  rb_hash_aset(h, sym("moved"), ULL2NUM(S.moved));
+  rb_hash_aset(h, sym("gated"), ULL2NUM(S.gated));
+  rb_hash_aset(h, sym("table_bytes"), ULL2NUM(S.tab ? mdh_stab_bytes(S.tab) : 0));
+  return h;
+}
