@@ -93,15 +93,12 @@ static void sort_small(double *v, unsigned n)
     }
 }
 
-/* A level shift is not growth: a rise between two neighbouring buckets of
- * more than STEP_MIN and STEP_SPREAD times the usual spread of the rises
- * (a cache loaded at once) is taken out of every later point, down to the
- * usual rise, before the course is fitted. At most STEP_MAX shifts, the
- * largest first. */
-static void remove_steps(double *y, const unsigned char *have, unsigned m)
+/* The rises between the buckets that have a value (diff[i], ending at
+ * bucket at[i]); how many. */
+static unsigned rises(const double *y, const unsigned char *have, unsigned m, double *diff,
+                      unsigned *at)
 {
-  double diff[CB], sorted[CB], dev[CB];
-  unsigned at[CB], n = 0;
+  unsigned n = 0;
   int prev = -1;
   for(unsigned k = 0; k < m; k++) {
     if(!have[k])
@@ -112,6 +109,18 @@ static void remove_steps(double *y, const unsigned char *have, unsigned m)
     }
     prev = (int)k;
   }
+  return n;
+}
+
+/* A level shift is not growth: a rise between two neighbouring buckets of
+ * more than STEP_MIN and STEP_SPREAD times the usual spread of the rises
+ * (a cache loaded at once) is taken out of every later point, down to the
+ * usual rise, before the course is fitted. At most STEP_MAX shifts, the
+ * largest first. */
+static void remove_steps(double *y, const unsigned char *have, unsigned m)
+{
+  double diff[CB], sorted[CB], dev[CB];
+  unsigned at[CB], n = rises(y, have, m, diff, at);
   if(n < 5)
     return;
   memcpy(sorted, diff, n * sizeof(diff[0]));
@@ -152,17 +161,7 @@ static void remove_steps(double *y, const unsigned char *have, unsigned m)
 static void remove_local_steps(double *y, const unsigned char *have, unsigned m)
 {
   double diff[CB], pace[CB], dev[CB], excess[CB];
-  unsigned at[CB], n = 0;
-  int prev = -1;
-  for(unsigned k = 0; k < m; k++) {
-    if(!have[k])
-      continue;
-    if(prev >= 0) {
-      diff[n] = y[k] - y[prev];
-      at[n++] = k;
-    }
-    prev = (int)k;
-  }
+  unsigned at[CB], n = rises(y, have, m, diff, at);
   if(n < 5)
     return;
   /* The local pace at each rise: the median of the rises around it, without
