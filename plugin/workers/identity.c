@@ -69,6 +69,22 @@ void mdp_identity_parse_cgroup(const char *text, char *out, size_t outlen)
   }
 }
 
+int mdp_identity_self_status(char *buf, size_t len)
+{
+  int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  ssize_t n;
+  if(fd < 0)
+    return -errno;
+  n = read(fd, buf, len - 1);
+  if(n < 0)
+    n = -errno;
+  close(fd);
+  if(n <= 0)
+    return n < 0 ? (int)n : -EIO;
+  buf[n] = '\0';
+  return 0;
+}
+
 /* Read a small /proc file whole (NUL-terminated). */
 static int slurp(const char *path, char *buf, size_t len, char *err, size_t errlen)
 {

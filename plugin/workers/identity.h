@@ -29,6 +29,10 @@ typedef struct mdp_identity {
  * err naming the file (-ESRCH when the process is gone). */
 int mdp_identity_read(pid_t pid, mdp_identity *out, char *err, size_t errlen);
 
+/* This process's own /proc/self/status into buf (len > 1), NUL-terminated
+ * and cut at len - 1 bytes. 0, or a negative errno (-EIO when empty). */
+int mdp_identity_self_status(char *buf, size_t len);
+
 /* True when a hello claiming `claimed` comes from this process: its host PID
  * or, in a PID namespace, the PID the kernel maps it to there. */
 bool mdp_identity_matches(const mdp_identity *id, pid_t claimed);

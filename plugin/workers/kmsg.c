@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "workers/identity.h"
+
 #define KILLED "Killed process "
 
 uint64_t mdp_kmsg_now_us(void)
@@ -75,17 +77,10 @@ int mdp_kmsg_parse_oom(const char *rec, size_t len, pid_t *pid, uint64_t *ts_us)
 static int host_pid_ns(void)
 {
   char buf[4096];
-  int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-  ssize_t n;
   const char *l;
 
-  if(fd < 0)
+  if(mdp_identity_self_status(buf, sizeof buf))
     return 0;
-  n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if(n <= 0)
-    return 0;
-  buf[n] = '\0';
   l = strstr(buf, "\nNSpid:");
   if(!l)
     return 1; /* a kernel before 4.1 has no PID namespace field: the host's */

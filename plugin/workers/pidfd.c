@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "workers/identity.h"
+
 #ifndef SO_PEERPIDFD
 #define SO_PEERPIDFD 77 /* Linux 6.5; older headers lack it */
 #endif
@@ -151,20 +153,12 @@ int mdp_pidfd_parse_stat(const char *text, char *state, int *exit_code)
 static int may_read_exit_code(uid_t uid)
 {
   char buf[4096];
-  int fd;
-  ssize_t n;
   const char *cap;
 
   if(geteuid() == uid)
     return 1;
-  fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-  if(fd < 0)
+  if(mdp_identity_self_status(buf, sizeof buf))
     return 0;
-  n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if(n <= 0)
-    return 0;
-  buf[n] = '\0';
   cap = strstr(buf, "\nCapEff:");
   if(!cap)
     return 0;
