@@ -290,6 +290,17 @@ static void tmp_tree(char *root, size_t len, char *dir, size_t dlen)
   assert_int_equal(mkdir(dir, 0700), 0);
 }
 
+/* A v2 tree with one cgroup, /app: 1000 bytes charged, limit 300000,
+ * working set 950, no event yet. */
+static void v2_app(char *root, size_t rlen, char *dir, size_t dlen)
+{
+  tmp_tree(root, rlen, dir, dlen);
+  put(dir, "memory.current", "1000\n");
+  put(dir, "memory.max", "300000\n");
+  put(dir, "memory.stat", "anon 900\nfile 100\ninactive_file 50\n");
+  put(dir, "memory.events", "high 0\nmax 0\noom 0\noom_kill 0\n");
+}
+
 static void test_limit_change_and_oom_count(void **state)
 {
   char root[256], dir[512], mi[600];
@@ -298,11 +309,7 @@ static void test_limit_change_and_oom_count(void **state)
   char err[256] = "";
   (void)state;
 
-  tmp_tree(root, sizeof root, dir, sizeof dir);
-  put(dir, "memory.current", "1000\n");
-  put(dir, "memory.max", "300000\n");
-  put(dir, "memory.stat", "anon 900\nfile 100\ninactive_file 50\n");
-  put(dir, "memory.events", "high 0\nmax 0\noom 0\noom_kill 0\n");
+  v2_app(root, sizeof root, dir, sizeof dir);
   {
     char parent[600];
     snprintf(parent, sizeof parent, "%s/cg", root);
@@ -353,11 +360,7 @@ static void test_v2_kill_in_a_child_cgroup(void **state)
   char err[256] = "";
   (void)state;
 
-  tmp_tree(root, sizeof root, dir, sizeof dir);
-  put(dir, "memory.current", "1000\n");
-  put(dir, "memory.max", "300000\n");
-  put(dir, "memory.stat", "anon 900\nfile 100\ninactive_file 50\n");
-  put(dir, "memory.events", "high 0\nmax 0\noom 0\noom_kill 0\n");
+  v2_app(root, sizeof root, dir, sizeof dir);
   put(dir, "memory.events.local", "high 0\nmax 0\noom 0\noom_kill 0\n");
   snprintf(mi, sizeof mi, "26 25 0:24 / /cg rw - cgroup2 cgroup2 rw\n");
   mdp_cgroup_source src = {.mountinfo = mi, .proc_cgroup = "0::/app\n", .root_prefix = root};

@@ -95,12 +95,23 @@ static pid_t child(int *ctl, int how)
   return pid;
 }
 
+/* Polls the exit of pid until it has a status (at most 5 s). */
+static void wait_for_status(int fd, pid_t pid, mdp_exit_info *ex)
+{
+  struct timespec pause_ms = {0, 20 * 1000 * 1000};
+  for(int i = 0; i < 250; i++) {
+    mdp_pidfd_exit(fd, pid, getuid(), ex);
+    if(ex->kind == MDP_EXIT_STATUS)
+      return;
+    nanosleep(&pause_ms, NULL);
+  }
+}
+
 static void how_a_process_ended(void **state)
 {
   (void)state;
   int ctl, status;
   mdp_exit_info ex;
-  struct timespec pause_ms = {0, 20 * 1000 * 1000};
 
   /* running: no exit code */
   pid_t pid = child(&ctl, 0);
@@ -110,12 +121,7 @@ static void how_a_process_ended(void **state)
   assert_int_equal(ex.kind, MDP_EXIT_RUNNING);
   /* exit(3), a zombie: its exit code from /proc/PID/stat */
   assert_int_equal(write(ctl, "x", 1), 1);
-  for(int i = 0; i < 250; i++) {
-    mdp_pidfd_exit(fd, pid, getuid(), &ex);
-    if(ex.kind == MDP_EXIT_STATUS)
-      break;
-    nanosleep(&pause_ms, NULL);
-  }
+  wait_for_status(fd, pid, &ex);
   assert_int_equal(ex.kind, MDP_EXIT_STATUS);
   assert_true(WIFEXITED(ex.status) && WEXITSTATUS(ex.status) == 3);
   /* reaped: from the pidfd where the kernel keeps it (6.15), else unknown */
@@ -131,12 +137,7 @@ static void how_a_process_ended(void **state)
   fd = mdp_pidfd_open_started_before(pid, mdp_pidfd_boot_ms());
   assert_true(fd >= 0);
   assert_int_equal(mdp_pidfd_signal(fd, SIGKILL), 0);
-  for(int i = 0; i < 250; i++) {
-    mdp_pidfd_exit(fd, pid, getuid(), &ex);
-    if(ex.kind == MDP_EXIT_STATUS)
-      break;
-    nanosleep(&pause_ms, NULL);
-  }
+  wait_for_status(fd, pid, &ex);
   assert_int_equal(ex.kind, MDP_EXIT_STATUS);
   assert_true(WIFSIGNALED(ex.status) && WTERMSIG(ex.status) == SIGKILL);
   assert_int_equal(waitpid(pid, &status, 0), pid);
