@@ -19,7 +19,7 @@
 # be reached. MDTX_ONLY=NAME[,NAME] runs only those hook tests (and no gem
 # test unless "gem" is named).
 # Environment (tests/integration/trixie/CMakeLists.txt): MDTX_SRC MDTX_BUILD
-# MDTX_PROTOC_C MDTX_VERSION MDTX_HOMEPAGE MDTX_TEST_SERVER MDTX_CORE_WORKER
+# MDTX_PROTOC_C MDTX_VERSION MDTX_HOMEPAGE MDTX_TEST_SERVER MDTX_CORE_WORKER MDTX_JE_PREFIXED
 # MDTX_PLUGIN MDTX_CTL MDTX_RAWCLIENT MDTX_TEST_WORKER; MDTX_CACHE,
 # MDTX_MIRROR (default: the first Debian mirror in /etc/apt/sources.list*).
 set -euo pipefail
@@ -159,6 +159,7 @@ failed=""
 cd "$IN"
 export PATH=${MDTX_GOROOT:+$MDTX_GOROOT/bin:}/usr/sbin:/usr/bin:/sbin:/bin HOME=$IN LANG=C.UTF-8
 export MEMDIAG_TEST_SERVER="$MDTX_TEST_SERVER" MEMDIAG_CORE_WORKER="$MDTX_CORE_WORKER"
+export MEMDIAG_TEST_JE_PREFIXED="$MDTX_JE_PREFIXED"
 export MEMDIAG_HOOK_LIB="$HOOK_LIB" MEMDIAG_CERTS_TOOL="$MDTX_SRC/conf/memdiag-certs"
 for t in $(cd "$MDTX_SRC/tests/integration/hook" && ls ./*_test.rb | sed 's|^\./||; s|_test\.rb$||' | while read -r n; do want "$n" && echo "$n"; done | tr '\n' ' '); do
   s=\$(date +%s)
