@@ -10,13 +10,17 @@ class CaptureStreamTimeoutTest < Capture::Test
     @bench = StreamCapture.bench("stream-timeout", <<~KEYS)
       DumpMode "inline"
       StepTimeout "1s"
+      DumpSpaceFactor 100
     KEYS
   end
 
   def test_timed_out_stream_leaves_nothing_and_the_worker_answers_again
     site = @bench.site
     # Twice the usual ballast: a 750 MB dump outlives 1 s (plus the plugin's
-    # grace of 1 s) on any machine.
+    # grace of 1 s) on any machine. DumpSpaceFactor 100: the stream's budget
+    # (RSS x factor x 2) must not stop it first, since a cancelled stream is
+    # answered within seconds (security_manual_budget): at the default 3 the
+    # budget (130 MB) ended it as "over its budget" before the timeout.
     w = StreamCapture.start_worker(@bench, "streamslow", ballast: 2 * StreamCapture::BALLAST)
     id = @bench.connection_id(w)
     dir, = StreamCapture.start_and_wait_streaming(@bench, w)
