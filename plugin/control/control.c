@@ -84,6 +84,7 @@ typedef struct {
   char (*detector)[96];
   char (*plan)[96];
   char (*limit_dir)[MDP_WORKER_LIMIT_DIR_MAX]; /* copies: a worker may move to another cgroup */
+  char (*cgroup)[sizeof(((mdp_worker *)0)->cgroup)];
 } worker_list;
 
 static void list_free(worker_list *l)
@@ -95,6 +96,7 @@ static void list_free(worker_list *l)
   free(l->detector);
   free(l->plan);
   free(l->limit_dir);
+  free(l->cgroup);
   memset(l, 0, sizeof(*l));
 }
 
@@ -113,7 +115,8 @@ static int list_fill(worker_list *l)
   l->detector = calloc(n ? n : 1, sizeof(*l->detector));
   l->plan = calloc(n ? n : 1, sizeof(*l->plan));
   l->limit_dir = calloc(n ? n : 1, sizeof(*l->limit_dir));
-  if(!l->infos || !l->ptrs || !l->detector || !l->plan || !l->limit_dir)
+  l->cgroup = calloc(n ? n : 1, sizeof(*l->cgroup));
+  if(!l->infos || !l->ptrs || !l->detector || !l->plan || !l->limit_dir || !l->cgroup)
     return -ENOMEM;
   for(size_t i = 0; i < n; i++) {
     mdp_worker *w = l->workers[i];
@@ -133,7 +136,8 @@ static int list_fill(worker_list *l)
     wi->ppid = (uint32_t)w->ppid;
     wi->has_ns_pid = w->who.ns_pid != 0 && w->who.ns_pid != w->who.pid;
     wi->ns_pid = (uint32_t)w->who.ns_pid;
-    wi->cgroup = w->cgroup[0] ? w->cgroup : NULL;
+    mdp_registry_cgroup_text(w, l->cgroup[i], sizeof(l->cgroup[i]));
+    wi->cgroup = l->cgroup[i][0] ? l->cgroup[i] : NULL;
     {
       mdp_worker_limit lim;
       mdp_registry_limit(w, &lim);

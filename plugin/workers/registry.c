@@ -144,6 +144,9 @@ int mdp_registry_add(const mdp_worker_hello *h, uint64_t *id, int *proc_err)
   if(w->cg) {
     w->cg_version = mdp_cgroup_version_of(w->cg);
     snprintf(w->cg_path, sizeof w->cg_path, "%s", mdp_cgroup_path(w->cg));
+    /* named by its memory cgroup (v1: not the v2 line, "/" there); a
+     * delegated cgroup's name is anyone's text: clean */
+    md_printable(w->cgroup, sizeof w->cgroup, w->cg_path, MD_TEXT_UTF8);
   }
   /* Opened by PID: if the process behind the pidfd is still alive after the
    * open, the PID was still its own, so the file is that process's. */
@@ -322,6 +325,13 @@ void mdp_registry_detector_text(const mdp_worker *w, char *buf, size_t len)
   pthread_mutex_unlock(&lock);
 }
 
+void mdp_registry_cgroup_text(const mdp_worker *w, char *buf, size_t len)
+{
+  pthread_mutex_lock(&lock);
+  snprintf(buf, len, "%s", w->cgroup);
+  pthread_mutex_unlock(&lock);
+}
+
 void mdp_registry_last(const mdp_worker *w, mdp_sampler_reading *s, double *t)
 {
   pthread_mutex_lock(&lock);
@@ -441,6 +451,7 @@ mdp_cgroup_move mdp_registry_follow_cgroup(mdp_worker *w, mdp_cgroup_move_info *
   pthread_mutex_lock(&lock);
   old = w->cg;
   w->cg = ncg;
+  md_printable(w->cgroup, sizeof w->cgroup, w->cg_path, MD_TEXT_UTF8);
   pthread_mutex_unlock(&lock);
   mdp_cgroup_release(old);
   return ncg ? MDP_CGROUP_MOVED : MDP_CGROUP_UNREADABLE;

@@ -38,7 +38,6 @@ typedef struct mdp_worker {
   char runtime[32];
   char runtime_version[32];
   char dump_directory[512];
-  char cgroup[256];
   int same_mnt_ns;
   char **capabilities; /* owned */
   size_t n_capabilities;
@@ -64,6 +63,10 @@ typedef struct mdp_worker {
   bool cg_unread;                    /* its cgroup could not be sampled last pass */
 
   /* Locked. */
+  /* Its memory cgroup's path in the hierarchy (cg_path: at registration,
+   * then after each move), or, with none, what /proc/PID/cgroup names
+   * first (the v2 line) at registration. */
+  char cgroup[256];
   unsigned refs;
   mdp_sampler_reading last;
   double sampled_at;
@@ -149,6 +152,7 @@ int mdp_registry_info(uint64_t id, mdp_worker_info *out);
 int mdp_registry_who(uint64_t id, mdp_worker_id *out);
 int mdp_registry_can(uint64_t id, const char *op);
 void mdp_registry_detector_text(const mdp_worker *w, char *buf, size_t len);
+void mdp_registry_cgroup_text(const mdp_worker *w, char *buf, size_t len); /* w->cgroup */
 void mdp_registry_last(const mdp_worker *w, mdp_sampler_reading *s, double *t);
 
 /* The memory limit that applies to a worker: the lower of MemoryLimit and
@@ -178,7 +182,8 @@ void mdp_registry_limit(const mdp_worker *w, mdp_worker_limit *out);
  * the mount); when it names another cgroup, that one is acquired as at
  * registration (mdp_cgroup_acquire: by descriptor, below the host's
  * mount, from the kernel's answers only) and becomes w->cg, kept only if
- * the worker's pidfd shows that the PID was still its own afterwards. A
+ * the worker's pidfd shows that the PID was still its own afterwards; the
+ * new path is then w->cgroup too (the CGROUP of `memdiagctl workers`). A
  * worker that had no cgroup at registration is not followed. */
 typedef enum mdp_cgroup_move {
   MDP_CGROUP_STAYED = 0,

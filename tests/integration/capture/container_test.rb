@@ -70,7 +70,9 @@ class CaptureContainerTest < Minitest::Test
     refute_equal 1, host_pid
     assert_equal 1, entry["ns_pid"], entry.inspect
     assert_kind_of String, entry["cgroup"], entry.inspect
-    assert_equal File.read("/proc/#{host_pid}/cgroup")[/^0::(.*)$/, 1], entry["cgroup"]
+    # its memory cgroup (v1: the memory line, not the v2 one)
+    text = File.read("/proc/#{host_pid}/cgroup")
+    assert_equal text[/^\d+:(?:[^:]*,)?memory(?:,[^:]*)?:(.*)$/, 1] || text[/^0::(.*)$/, 1], entry["cgroup"]
     table = site.ctl("workers")
     assert table.ok?, table.to_s
     assert_match(/NS_PID/, table.out)

@@ -3,9 +3,12 @@
 # within a few read passes its limit is the new cgroup's (workers --json:
 # memory_limit and limit_cgroup), the new cgroup's values appear in
 # collectd's csv output with the worker counted there, the old cgroup is no
-# longer sampled, and the move is logged once. Moved back, it is followed
+# longer sampled, the move is logged once, and `memdiagctl workers` names
+# the new cgroup (CGROUP, and cgroup in --json). Moved back, it is followed
 # back. (Before, the plugin kept the cgroup it saw at registration for the
-# worker's whole life: its charge and limit stayed the first cgroup's.)
+# worker's whole life: its charge and limit stayed the first cgroup's until
+# f91f944, the CGROUP column until 2026-12-02; on cgroup v1 that column
+# named the v2 line, "/", not the memory cgroup.)
 require_relative "helper"
 
 class ContainersMovedTest < Minitest::Test
@@ -62,6 +65,13 @@ class ContainersMovedTest < Minitest::Test
       x if x && x["limit_cgroup"] == cg.path && x["memory_limit"] == limit
     end
     assert_equal "cgroup", e["memory_limit_source"], e.inspect
+    # the same pass moved its cgroup's name
+    assert_equal cg.relative, e["cgroup"], e.inspect
+    table = site.ctl("workers")
+    assert table.ok?, table.to_s
+    row = table.out.lines.find { |l| l.split[1] == w.pid.to_s }
+    refute_nil row, table.out
+    assert_equal cg.relative, row.split.last, "the CGROUP column:\n#{table.out}"
   end
 
   def move_lines(w) = @bench.site.plugin_log.lines.grep(/worker \d+ \('#{w.name}' pid #{w.pid}\) moved from/)
