@@ -193,7 +193,7 @@ static void add_sample(mdp_detector *d, double t, uint64_t v)
   bucket_add(&d->ring[d->head], t, v);
   if(d->sbucket_len > 0)
     bucket_add(&d->sring[d->shead], t, v);
-  mdp_detector_course_add(d, v);
+  mdp_detector_course_add(d, t, v);
   d->samples++;
 }
 
@@ -609,6 +609,7 @@ int mdp_detector_feed(mdp_detector *d, const mdp_sample *s, mdp_decision *out)
   }
 
   d->last_t = t;
+  d->prev_v = d->last_v;
   d->last_v = value;
   d->have_last = 1;
   if(!fire)

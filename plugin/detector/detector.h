@@ -19,7 +19,7 @@
  * accelerating, or levelling off to a plateau: course.h): the urgent rule
  * fires only when that course reaches the limit within Horizon, so a
  * warm-up that levels off below it stays quiet however steep. Memory per
- * detector is therefore fixed whatever the sampling rate (about 3.2 KiB).
+ * detector is therefore fixed whatever the sampling rate (about 3.5 KiB).
  *
  * Threading: none inside; a detector is used by one thread at a time.
  * Ownership: mdp_detector and mdp_detector_config are caller-owned plain
@@ -129,7 +129,13 @@ typedef struct {
 /* A bucket of the course ring. */
 typedef struct {
   uint64_t min, max;
-  uint32_t count; /* 0 = no sample fell in this bucket */
+  uint32_t count;   /* 0 = no sample fell in this bucket */
+  uint16_t min_at;  /* when the minimum was seen, in 65536ths of the bucket */
+  uint16_t fall_at; /* when the largest fall was seen, likewise */
+  float fall;       /* the largest fall of a sample below both samples before
+                       it, bytes: a GC sawtooth's drop (a one-sample spike
+                       falls only back to the sample before it) */
+  float trough;     /* the sample that fell so, bytes */
 } mdp_detector_point;
 
 typedef struct {
@@ -142,6 +148,7 @@ typedef struct {
   double origin;    /* time of the first sample of the episode */
   double last_t;
   uint64_t last_v;
+  uint64_t prev_v;  /* the sample before last_v */
   uint64_t samples; /* since the episode began */
   int have_last;
   mdp_detector_levels held;

@@ -10,6 +10,7 @@
 
 #include "course.h"
 #include "detector_internal.h"
+#include "robust.h"
 
 #define CB      MDP_DETECTOR_COURSE_BUCKETS
 #define CRING   (MDP_DETECTOR_COURSE_BUCKETS + 1)
@@ -71,15 +72,36 @@ int mdp_detector_course_advance(mdp_detector *d, uint64_t idx)
   return 1;
 }
 
-void mdp_detector_course_add(mdp_detector *d, uint64_t v)
+/* Where t falls in the open bucket, in 65536ths of it. */
+static uint16_t bucket_at(const mdp_detector *d, double t)
+{
+  double f = (t - d->origin) / d->cbucket_len - (double)d->cnbucket;
+  return f <= 0 ? 0 : f >= 1 ? UINT16_MAX : (uint16_t)(f * 65536);
+}
+
+void mdp_detector_course_add(mdp_detector *d, double t, uint64_t v)
 {
   mdp_detector_point *p = &d->cring[d->chead];
   if(d->cbucket_len <= 0)
     return;
-  if(!p->count || v < p->min)
+  uint16_t at = bucket_at(d, t);
+  if(!p->count || v < p->min) {
     p->min = v;
+    p->min_at = at;
+  }
   if(!p->count || v > p->max)
     p->max = v;
+  /* A fall below both samples before it (a spike falls back only to the
+   * sample before it). */
+  if(d->samples >= 2) {
+    uint64_t before = d->last_v < d->prev_v ? d->last_v : d->prev_v;
+    double fall = before > v ? (double)(before - v) : 0;
+    if(fall > p->fall) {
+      p->fall = (float)fall;
+      p->fall_at = at;
+      p->trough = (float)v;
+    }
+  }
   p->count++;
 }
 
@@ -91,6 +113,186 @@ static void sort_small(double *v, unsigned n)
       v[j] = v[j - 1];
       v[j - 1] = x;
     }
+}
+
+/* A GC sawtooth in the course ring: each drop (a bucket whose largest fall
+ * is at least DROP_MIN and DROP_SHARE of the largest) starts a tooth, and
+ * between drops the minima ride the tooth's ramp, not the envelope. */
+#define DROP_MIN       (8.0 * MIB)
+#define DROP_SHARE     0.5
+#define DROP_NOISE     3.0
+#define SAW_CONSISTENT 0.5
+
+typedef struct {
+  unsigned drops;   /* drops found */
+  double period;    /* mean spacing of the drops, buckets; 0 if fewer than 2 */
+  double ramp;      /* the sawtooth's own rise per bucket, taken out; 0 if none */
+  double last_drop; /* x of the last drop; -1 if none */
+  int stands;       /* the largest drop stands out of the usual falls */
+} saw_info;
+
+/* Solves the 3x3 symmetric system m x = r by Cramer's rule; 0 if singular. */
+static int solve3(const double m[3][3], const double r[3], double x[3])
+{
+  double det = m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1]) -
+               m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0]) +
+               m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]);
+  if(!(fabs(det) > 1e-9 * fabs(m[0][0] * m[1][1] * m[2][2])))
+    return 0;
+  for(int c = 0; c < 3; c++) {
+    double a[3][3];
+    memcpy(a, m, sizeof(a));
+    for(int i = 0; i < 3; i++)
+      a[i][c] = r[i];
+    x[c] = (a[0][0] * (a[1][1] * a[2][2] - a[1][2] * a[2][1]) -
+            a[0][1] * (a[1][0] * a[2][2] - a[1][2] * a[2][0]) +
+            a[0][2] * (a[1][0] * a[2][1] - a[1][1] * a[2][0])) /
+           det;
+  }
+  return 1;
+}
+
+/* The buckets of the course ring as a sawtooth sees them: where each
+ * point lies (x, in buckets from the first), its value (a drop's trough,
+ * else the minimum), whether it holds a drop, and its phase in its tooth. */
+typedef struct {
+  double x[CB], y[CB], phase[CB], falls[CB];
+  unsigned char drop[CB];
+  double first_drop, dt; /* x of the first drop; the sampling interval */
+} saw_points;
+
+static const mdp_detector_point *course_bucket(const mdp_detector *d, unsigned m, unsigned k)
+{
+  return &d->cring[(d->chead + CRING - m + k) % CRING];
+}
+
+/* Finds the drops of the m closed buckets (fills sp and si->drops,
+ * si->last_drop, si->stands); the raw minima go to y and have. */
+static void find_drops(const mdp_detector *d, unsigned m, double *y, unsigned char *have,
+                       saw_points *sp, saw_info *si)
+{
+  double biggest = 0, usual[CB];
+  unsigned nu = 0, nd = 0;
+
+  sp->dt = 0;
+  sp->first_drop = -1;
+  for(unsigned k = 0; k < m; k++) {
+    const mdp_detector_point *b = course_bucket(d, m, k);
+    have[k] = b->count > 0;
+    y[k] = sp->y[k] = (double)b->min;
+    sp->x[k] = k + b->min_at / 65536.0;
+    sp->drop[k] = 0;
+    if(!have[k])
+      continue;
+    usual[nu++] = b->fall;
+    sp->dt += 1.0 / b->count;
+    if(b->fall > biggest)
+      biggest = b->fall;
+  }
+  if(nu)
+    sp->dt /= nu;
+  if(biggest < DROP_MIN)
+    return;
+  for(unsigned k = 0; k < m; k++) {
+    const mdp_detector_point *b = course_bucket(d, m, k);
+    if(!have[k] || b->fall < DROP_SHARE * biggest || b->fall < DROP_MIN)
+      continue;
+    sp->drop[k] = 1;
+    sp->y[k] = b->trough;
+    sp->x[k] = k + b->fall_at / 65536.0;
+    sp->falls[nd++] = b->fall;
+    if(nd == 1)
+      sp->first_drop = sp->x[k];
+    si->last_drop = sp->x[k];
+  }
+  si->drops = nd;
+  /* A drop that stands out of how far the buckets' samples usually fall
+   * (noise falls about as far in every bucket). */
+  si->stands = nu >= 3 && biggest >= DROP_NOISE * mdp_robust_median(usual, nu);
+}
+
+/* Each point's phase in its tooth (-1 when unknown): since the last drop
+ * at or before it (a drop's own bucket holds the trough: phase 0); before
+ * the first drop, since one period before it, if that is not after the
+ * point. Returns the ramp per bucket that a least-squares fit of level,
+ * slope and ramp * phase finds in the points (0 when it cannot say). */
+static double tooth_phases(saw_points *sp, const unsigned char *have, unsigned m, double period)
+{
+  double last = -1, m3[3][3] = {{0}}, r3[3] = {0}, coef[3];
+  for(unsigned k = 0; k < m; k++) {
+    if(sp->drop[k])
+      last = sp->x[k];
+    sp->phase[k] = -1;
+    if(!have[k])
+      continue;
+    if(last >= 0)
+      sp->phase[k] = sp->x[k] - last;
+    else if(sp->x[k] >= sp->first_drop - period)
+      sp->phase[k] = sp->x[k] - (sp->first_drop - period);
+    if(sp->phase[k] < 0)
+      continue;
+    double v[3] = {1, sp->x[k], sp->phase[k]};
+    for(int i = 0; i < 3; i++) {
+      r3[i] += v[i] * sp->y[k];
+      for(int j = 0; j < 3; j++)
+        m3[i][j] += v[i] * v[j];
+    }
+  }
+  return m3[0][0] >= 5 && solve3(m3, r3, coef) ? coef[2] : 0;
+}
+
+/* The course points of the last m closed buckets, oldest first: each
+ * bucket's minimum (have[k] 0 for an empty one). Under a sawtooth (two
+ * drops or more, docs/detector.md "The early path") a drop's trough, and
+ * every other minimum less the ramp its tooth climbed since its drop; the
+ * ramp is what the drops gave back over the teeth between them (each drop
+ * returns what its ramp climbed over the tooth, less the ramp of the two
+ * samples the fall is measured over, whatever the envelope did), and is
+ * used only if the minima do climb it between drops. Each point is then
+ * moved from where it was seen to its bucket's start along the points'
+ * slope. */
+static void course_points(const mdp_detector *d, unsigned m, double *y, unsigned char *have,
+                          saw_info *si)
+{
+  saw_points sp;
+
+  memset(si, 0, sizeof(*si));
+  si->last_drop = -1;
+  find_drops(d, m, y, have, &sp, si);
+  if(si->drops < 2)
+    return;
+  unsigned nd = si->drops;
+  si->period = (si->last_drop - sp.first_drop) / (nd - 1);
+  double fitted = tooth_phases(&sp, have, m, si->period);
+  double climbed = 0;
+  for(unsigned i = 1; i < nd; i++)
+    climbed += sp.falls[i];
+  double teeth = si->last_drop - sp.first_drop - 2 * sp.dt * (nd - 1);
+  if(!(teeth > 0))
+    return;
+  double ramp = climbed / teeth;
+  /* Noise falls as far as it rises: its minima climb no ramp. */
+  if(!(fitted > 0 && fitted >= SAW_CONSISTENT * ramp))
+    return;
+  si->ramp = ramp;
+  double sx = 0, sy = 0, sxx = 0, sxy = 0, n = 0;
+  for(unsigned k = 0; k < m; k++) {
+    if(!have[k] || sp.phase[k] < 0)
+      continue;
+    sp.y[k] -= ramp * sp.phase[k];
+    sx += sp.x[k];
+    sy += sp.y[k];
+    sxx += sp.x[k] * sp.x[k];
+    sxy += sp.x[k] * sp.y[k];
+    n++;
+  }
+  double slope = n * sxx - sx * sx > 0 ? (n * sxy - sx * sy) / (n * sxx - sx * sx) : 0;
+  for(unsigned k = 0; k < m; k++) {
+    if(have[k] && sp.phase[k] < 0)
+      have[k] = 0;
+    else if(have[k])
+      y[k] = sp.y[k] - slope * (sp.x[k] - k);
+  }
 }
 
 /* The rises between the buckets that have a value (diff[i], ending at
@@ -293,11 +495,14 @@ int mdp_detector_course_early(mdp_detector *d, double t, mdp_decision *ev)
     return early_fail(d);
   if(m > CB)
     m = CB;
+  saw_info si;
+  course_points(d, m, y, have, &si);
+  /* One drop: a sawtooth whose period the ring has not seen yet, whose ramp
+   * may be all there is. */
+  if(si.drops == 1 && si.stands)
+    return early_fail(d);
   double lo = -1, first = -1, last = -1, jump = 0, prev = -1;
   for(unsigned k = 0; k < m; k++) {
-    const mdp_detector_point *b = &d->cring[(d->chead + CRING - m + k) % CRING];
-    have[k] = b->count > 0;
-    y[k] = (double)b->min;
     if(!have[k])
       continue;
     if(lo < 0 || y[k] < lo)
@@ -350,16 +555,18 @@ int mdp_detector_course_early(mdp_detector *d, double t, mdp_decision *ev)
                 mdp_course_ruled_out(&course) >= RULED_OUT &&
                 (c->min_growth_rate <= 0 || slope >= c->min_growth_rate);
 #ifdef MDP_URGENT_DEBUG
-  fprintf(
-      stderr,
-      "early t=%.1f m=%u kind=%d tau=%.1f env=%.0f slope=%.1f reach=%.1f rise=%.0f sc=%.1f "
-      "jump=%.0f grown=%.0f need=%.0f F=%.2f fails=%d%d%d%d%d%d%d\n",
-      (t - d->origin) / 60, m, course.kind, course.q > 0 && course.q < 1 ? -1 / log(course.q) : 0,
-      envelope / MIB, slope * 60 / MIB, ev->time_to_limit / 60, rise / MIB, course.scatter / MIB,
-      jump / MIB, (envelope - lo) / MIB, URGENCY_SHARE * room / MIB, mdp_course_ruled_out(&course),
-      !(slope > 0 && reach >= 0), !(ev->time_to_limit <= NEAR_SHARE * c->horizon),
-      !(rise >= MIN_RISE), !(rise >= RISE_SCATTER * course.scatter), !(jump <= STEP_SHARE * rise),
-      !(envelope - lo >= URGENCY_SHARE * room), !(mdp_course_ruled_out(&course) >= RULED_OUT));
+  fprintf(stderr,
+          "early t=%.1f m=%u kind=%d tau=%.1f env=%.0f slope=%.1f reach=%.1f rise=%.0f sc=%.1f "
+          "jump=%.0f grown=%.0f need=%.0f F=%.2f drops=%u P=%.1f ramp=%.1f ld=%.1f "
+          "fails=%d%d%d%d%d%d%d\n",
+          (t - d->origin) / 60, m, course.kind,
+          course.q > 0 && course.q < 1 ? -1 / log(course.q) : 0, envelope / MIB, slope * 60 / MIB,
+          ev->time_to_limit / 60, rise / MIB, course.scatter / MIB, jump / MIB,
+          (envelope - lo) / MIB, URGENCY_SHARE * room / MIB, mdp_course_ruled_out(&course),
+          si.drops, si.period, si.ramp / MIB, si.last_drop, !(slope > 0 && reach >= 0),
+          !(ev->time_to_limit <= NEAR_SHARE * c->horizon), !(rise >= MIN_RISE),
+          !(rise >= RISE_SCATTER * course.scatter), !(jump <= STEP_SHARE * rise),
+          !(envelope - lo >= URGENCY_SHARE * room), !(mdp_course_ruled_out(&course) >= RULED_OUT));
 #endif
   if(!growing)
     return early_fail(d);

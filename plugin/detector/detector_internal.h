@@ -10,7 +10,7 @@
  * a bucket closed), adds a sample to the open bucket. */
 void mdp_detector_course_init(mdp_detector *d);
 int mdp_detector_course_advance(mdp_detector *d, uint64_t idx);
-void mdp_detector_course_add(mdp_detector *d, uint64_t v);
+void mdp_detector_course_add(mdp_detector *d, double t, uint64_t v);
 
 /* What the course of the ring's envelope says at t (the urgent rule's
  * veto): seconds until it reaches level (-1: never, it levels off below

@@ -8,15 +8,18 @@
 # every fast leak is captured by sustained-growth before the limit, at most
 # 1 of the 120 standard warm-ups fires (1 does; 2 before the early path asked
 # for three evaluations in a row, 4 before level shifts were taken out of the
-# course, 30 before the urgent rule asked the course), at most 4 of the 120
-# held-out ones (4 do; 4, 5 and 7 before), and at most 15 of the 720
+# course, 30 before the urgent rule asked the course), at most 3 of the 120
+# held-out ones (3 do; 4 before the early path took a GC sawtooth's ramp
+# out of its points, 4, 5 and 7 before that), and at most 16 of the 720
 # warm-ups of six more draws nobody tuned against (seeds 31337, 11 and 12
-# with the standard ranges, 31338, 13 and 14 held-out: 15 do; 17 before the
-# short window's rule asked three looks on less than firm evidence, 30
-# before it waited while a plateau still fits and steps that stand out of
-# the local pace were taken out of the course), and that at least 220 of
-# their 360 fast leaks meet the lead asked (220 do; 215 before the early
-# path fired on two looks when its evidence is firm, 219 before det4). It does not
+# with the standard ranges, 31338, 13 and 14 held-out: 16 do; 15 before the
+# sawtooth's ramp was taken out, which fires 35 instead of 41 of the 1440 of
+# deteval's tune draws; 17 before the short window's rule asked three looks
+# on less than firm evidence, 30 before it waited while a plateau still fits
+# and steps that stand out of the local pace were taken out of the course),
+# and that at least 241 of their 360 fast leaks meet the lead asked (241 do;
+# 220 before the sawtooth's ramp was taken out, 215 before the early path
+# fired on two looks when its evidence is firm, 219 before det4). It does not
 # yet assert the issue's acceptance (no warm-up fires; every fast leak 50
 # minutes ahead).
 require "minitest/autorun"
@@ -56,7 +59,7 @@ class ReplayFamiliesTest < Minitest::Test
       refute_empty outcomes
       if family == "warmup"
         fired = outcomes.select { |o| o.captures.positive? }
-        assert_operator fired.size, :<=, 4, "held-out warm-ups that fire: #{fired.map(&:name).join(' ')}"
+        assert_operator fired.size, :<=, 3, "held-out warm-ups that fire: #{fired.map(&:name).join(' ')}"
         next
       end
 
@@ -80,7 +83,7 @@ class ReplayFamiliesTest < Minitest::Test
       leaks.each { |o| assert o.lead_s&.positive?, "#{extra[1]} #{o.name} #{o.params}: not captured in time" }
       in_time += leaks.count(&:ok)
     end
-    assert_operator fired.size, :<=, 15, "warm-ups of the fresh draws that fire: #{fired.join(' ')}"
-    assert_operator in_time, :>=, 220, "fast leaks of the fresh draws that meet the lead asked"
+    assert_operator fired.size, :<=, 16, "warm-ups of the fresh draws that fire: #{fired.join(' ')}"
+    assert_operator in_time, :>=, 241, "fast leaks of the fresh draws that meet the lead asked"
   end
 end
