@@ -13,6 +13,29 @@
 
 #define KILLED "Killed process "
 
+/* What the OOM killer's line may start with before KILLED ("%s: Killed
+ * process", mm/oom_kill.c; 4.x had none). */
+static const char *const oom_prefixes[] = {
+    "Out of memory: ",
+    "Memory cgroup out of memory: ",
+    "Out of memory (oom_kill_allocating_task): ",
+};
+
+/* Whether the message's text before k is empty or one of oom_prefixes:
+ * anywhere else "Killed process" is not the OOM killer's (a kernel line
+ * quoting a file name or a cgroup's, which any user may choose). */
+static int oom_start(const char *msg, const char *k)
+{
+  size_t n = (size_t)(k - msg);
+
+  if(n == 0)
+    return 1;
+  for(size_t i = 0; i < sizeof oom_prefixes / sizeof oom_prefixes[0]; i++)
+    if(strlen(oom_prefixes[i]) == n && memcmp(msg, oom_prefixes[i], n) == 0)
+      return 1;
+  return 0;
+}
+
 uint64_t mdp_kmsg_now_us(void)
 {
   struct timespec ts;
@@ -40,14 +63,18 @@ static int64_t number(const char **p, const char *end)
 int mdp_kmsg_parse_oom(const char *rec, size_t len, pid_t *pid, uint64_t *ts_us)
 {
   const char *end = rec + len, *p = rec, *msg, *line_end, *k;
-  int64_t ts, v;
+  int64_t ts, v, prio;
 
-  /* prio,seq,usec,flags[,...];message */
-  for(int field = 0; field < 2; field++) {
-    if(number(&p, end) < 0 || p >= end || *p != ',')
-      return 0;
-    p++;
-  }
+  /* prio,seq,usec,flags[,...];message; prio is facility << 3 | level, and
+   * only the kernel's own lines have facility 0: what root writes into
+   * /dev/kmsg is LOG_USER's or another's, never the kernel's */
+  prio = number(&p, end);
+  if(prio < 0 || prio >> 3 != 0 || p >= end || *p != ',')
+    return 0;
+  p++;
+  if(number(&p, end) < 0 || p >= end || *p != ',')
+    return 0;
+  p++;
   ts = number(&p, end);
   if(ts < 0)
     return 0;
@@ -60,7 +87,7 @@ int mdp_kmsg_parse_oom(const char *rec, size_t len, pid_t *pid, uint64_t *ts_us)
     line_end = end;
   /* the message only, not its continuation lines (" KEY=value") */
   for(k = msg; (size_t)(line_end - k) >= sizeof KILLED - 1; k++) {
-    if(memcmp(k, KILLED, sizeof KILLED - 1) != 0)
+    if(memcmp(k, KILLED, sizeof KILLED - 1) != 0 || !oom_start(msg, k))
       continue;
     p = k + sizeof KILLED - 1;
     v = number(&p, line_end);

@@ -32,7 +32,10 @@ int mdp_kmsg_oom_killed(pid_t pid, uint64_t since_us);
 
 /* One /dev/kmsg record ("prio,seq,usec,flags;message\n" and its
  * continuation lines), len bytes. Returns 1 with *pid and *ts_us set when
- * it is an OOM kill's "Killed process PID (" line, else 0. */
+ * it is an OOM kill's "Killed process PID (" line, else 0: a kernel line
+ * (facility 0: not one written into /dev/kmsg) whose message starts so, or
+ * with the OOM killer's "Out of memory: " or "Memory cgroup out of
+ * memory: " before it. */
 int mdp_kmsg_parse_oom(const char *rec, size_t len, pid_t *pid, uint64_t *ts_us);
 
 /* The monotonic clock in microseconds, the log's clock. */

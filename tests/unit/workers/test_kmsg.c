@@ -42,6 +42,33 @@ static void oom_kill_lines(void **state)
   assert_int_equal(parse("3,1,5,-;Killed process 5 (a) total-vm:1kB, anon-rss:1kB\n", &pid, &ts),
                    1);
   assert_int_equal(pid, 5);
+  /* oom_kill_allocating_task */
+  assert_int_equal(
+      parse("3,2,5,-;Out of memory (oom_kill_allocating_task): Killed process 9 (a)\n", &pid, &ts),
+      1);
+  assert_int_equal(pid, 9);
+}
+
+/* Only the OOM killer's own line: not what root wrote into /dev/kmsg (its
+ * facility is LOG_USER's, or any but the kernel's: echo "Killed process
+ * PID (x)" > /dev/kmsg was taken for an OOM kill of PID), nor a kernel line
+ * that quotes a name someone chose. */
+static void lines_not_the_oom_killers(void **state)
+{
+  pid_t pid = 0;
+  uint64_t ts = 0;
+  (void)state;
+
+  assert_int_equal(parse("12,8,9,-;Killed process 4242 (forged) total-vm:1kB\n", &pid, &ts), 0);
+  assert_int_equal(
+      parse("14,8,9,-;Out of memory: Killed process 4242 (x) total-vm:1kB\n", &pid, &ts), 0);
+  assert_int_equal(parse("131,8,9,-;Killed process 4242 (x)\n", &pid, &ts), 0);
+  assert_int_equal(parse("4,8,9,-;process 'sh' launched '/tmp/Killed process 4242 (x' with NULL "
+                         "argv: empty string added\n",
+                         &pid, &ts),
+                   0);
+  assert_int_equal(parse("4,8,9,-;cgroup: Killed process 4242 (x)\n", &pid, &ts), 0);
+  assert_int_equal(pid, 0);
 }
 
 static void other_lines(void **state)
@@ -80,6 +107,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(oom_kill_lines),
       cmocka_unit_test(other_lines),
+      cmocka_unit_test(lines_not_the_oom_killers),
       cmocka_unit_test(the_real_log),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
