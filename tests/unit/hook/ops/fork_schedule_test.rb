@@ -22,19 +22,22 @@ class ForkScheduleTest < Minitest::Test
   end
 
   def test_the_dump_child_has_a_session_of_its_own_below_the_workers_priority
-    @heap = big_heap
+    # held (helper.rb), the child is mid-dump until the watcher has seen it:
+    # it calls setsid and setpriority just after the fork, so the figures
+    # seen are the ones it dumps with
+    target = held_target("sched.json")
     seen = nil
     watcher = when_child_appears do |pid|
-      # the child calls setsid and setpriority just after the fork: the last
-      # figures read before it ends are the ones it dumped with
       while (now = session_and_nice(pid))
         seen = now
         break if now[0] != Process.getsid && now[1] == Runner::CHILD_NICE
 
         sleep 0.001
       end
+    ensure
+      target.release
     end
-    assert_ok(call("memory_dump", path: "sched.json", mode: "fork"))
+    assert_ok(call("memory_dump", stream_target: target, mode: "fork"))
     watcher.join
     refute_nil seen, "the dump child was never seen"
     refute_equal Process.getsid, seen[0], "the dump child stayed in the worker's session"

@@ -87,8 +87,76 @@ module OpsTestHelper
     end
   end
 
-  # Enough live objects that dumping them takes a while.
-  def big_heap(count = 400_000)
-    Array.new(count) { |i| "memdiag-test-string-#{i}" }
+  # A dump target in the dump directory whose heap dump cannot finish until
+  # the test calls #release, however fast or loaded the machine is.
+  def held_target(path)
+    HeldTarget.new(Memdiag::Hook::Ops::DumpDirectory.new(@dir).resolve(path))
+  end
+
+  # Passed as a request's stream_target, it holds a dump in the middle. The
+  # dump is written into a pipe, as a streamed dump is, and copied into the
+  # real target's temporary file only after #release. A heap dump is
+  # megabytes and the pipe holds 64 KB (#capacity): until then the writer, a
+  # dump child or the worker itself, is blocked mid-dump. The temporary file
+  # is the real one, published or discarded by the dump as usual.
+  class HeldTarget
+    F_GETPIPE_SZ = 1032 # Linux
+
+    def initialize(target)
+      @target = target
+      @created = Queue.new
+    end
+
+    def path = @target.path
+    def directory = @target.directory
+    def label = @target.label
+
+    def create_temp
+      @partial = Partial.new(@target.create_temp)
+      @created << true
+      @partial
+    end
+
+    # Returns once the dump has begun: its operation holds the worker.
+    def wait_until_started
+      @created.pop
+      self
+    end
+
+    # Bytes the pipe took before the dump's next write blocked.
+    def capacity = @partial.capacity
+
+    def release = @partial.release
+
+    # The dump's side of a held target.
+    class Partial
+      attr_reader :io, :capacity
+
+      def initialize(file)
+        @file = file
+        @reader, @io = IO.pipe
+        @capacity = @io.fcntl(F_GETPIPE_SZ)
+        @copier = nil
+      end
+
+      def release
+        @copier ||= Thread.new { IO.copy_stream(@reader, @file.io) }
+      end
+
+      # Everything written: the copy reaches end-of-file once this copy of the
+      # pipe is closed (the dump child's closed when it left).
+      def publish
+        @io.close
+        release.join
+        @reader.close
+        @file.publish
+      end
+
+      def discard
+        @copier&.kill&.join
+        [@io, @reader].each { |io| io.close unless io.closed? }
+        @file.discard
+      end
+    end
   end
 end
