@@ -282,6 +282,9 @@ int mdp_cgroup_acquire_from(const mdp_cgroup_source *src, mdp_cgroup **out, char
   cg->version = mounts[m].version;
   snprintf(cg->path, sizeof cg->path, "%s", path);
   snprintf(cg->dir, sizeof cg->dir, "%s%s%s", mounts[m].point, rel[0] ? "/" : "", rel);
+  /* only ever shown (opened by descriptor below): a delegated cgroup's
+   * name is its maker's text */
+  md_printable_inplace(cg->dir, MD_TEXT_UTF8);
   if(strncmp(path, "/..", 3) == 0 && (path[3] == '/' || path[3] == '\0')) {
     /* seen from collectd's own cgroup namespace ("/../x"): named, as
      * always, relative to the hierarchy's root, which is what the mount

@@ -445,9 +445,10 @@ mdp_cgroup_move mdp_registry_follow_cgroup(mdp_worker *w, mdp_cgroup_move_info *
     mdp_cgroup_release(ncg);
     return MDP_CGROUP_STAYED;
   }
-  snprintf(out->from, sizeof out->from, "%s", w->cg_path);
+  /* for the log: a delegated cgroup's name is its maker's text */
+  md_printable(out->from, sizeof out->from, w->cg_path, MD_TEXT_UTF8);
   snprintf(w->cg_path, sizeof w->cg_path, "%s", ncg ? mdp_cgroup_path(ncg) : now);
-  snprintf(out->to, sizeof out->to, "%s", w->cg_path);
+  md_printable(out->to, sizeof out->to, w->cg_path, MD_TEXT_UTF8);
   pthread_mutex_lock(&lock);
   old = w->cg;
   w->cg = ncg;

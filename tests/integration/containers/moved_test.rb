@@ -56,6 +56,29 @@ class ContainersMovedTest < Minitest::Test
                 b.relative, b_limit / Containers::MiB)
   end
 
+  # A cgroup's name is whoever made it's text (systemd delegates a user's
+  # subtree to that user): a worker moved into one named with a terminal
+  # escape is logged and listed with '?' for the escape's control byte.
+  # Before, the move's log line and limit_cgroup carried the ESC byte.
+  def test_a_cgroup_named_with_an_escape_is_shown_clean
+    a = cgroup(limit: Containers.rand_mib(300..400))
+    b = cgroup(limit: Containers.rand_mib(200..280), name: "#{Containers::Cgroup.next_name}-\e[31mred")
+    site = @bench.site
+    w = @bench.start_worker("escaped", cgroup: a, ballast: Containers.rand_mib(8..16))
+    wait_limit(w, a, a.limit)
+    File.write(b.file("cgroup.procs"), w.pid.to_s)
+    clean = b.relative.tr("\e", "?")
+    e = site.wait_until("workers --json names #{clean}") do
+      x = site.workers_json.find { |y| y["pid"] == w.pid }
+      x if x && x["cgroup"] == clean
+    end
+    assert_equal b.path.tr("\e", "?"), e["limit_cgroup"], e.inspect
+    site.wait_until("the move is logged") { move_lines(w).size == 1 }
+    line = move_lines(w).first
+    refute_includes line, "\e", line
+    assert_includes line, "to cgroup #{clean}; its charge and limit are now read from #{b.path.tr("\e", "?")}"
+  end
+
   private
 
   def wait_limit(w, cg, limit)
