@@ -142,6 +142,120 @@ static int fit_settling(const sums *s, const powers *p, curve *out)
   return 1;
 }
 
+/* A plateau with a cache loaded at once on the way (one upward step of at
+ * least STEP_ALT_MIN, at least STEP_ALT_AFTER points before the end) is
+ * as benign as a plateau: when it fits the points at least as well as the
+ * chosen course, and as closely as their noise allows (its mean squared
+ * error within STEP_ALT_FIT times the noise the points' second differences
+ * show), no course that levels off is ruled out. The fit asks no more: a
+ * leak that starts after a warm-up (flat, then a line) is fitted by a
+ * plateau and a step better than by any of the four courses, but only
+ * coarsely. */
+#define STEP_ALT_MIN   (16.0 * 1024 * 1024)
+#define STEP_ALT_AFTER 2
+#define STEP_ALT_FIT   2.0
+
+/* The noise of the points from their second differences (the median's,
+ * as a normal variance): what a smooth curve cannot explain. 0 when fewer
+ * than 3 runs of three kept points. */
+static double second_diff_noise(const double *y, const unsigned char *w, unsigned n)
+{
+  double d[MDP_COURSE_MAX_POINTS];
+  unsigned k = 0;
+  for(unsigned i = 1; i + 1 < n; i++)
+    if(w[i - 1] && w[i] && w[i + 1])
+      d[k++] = fabs(y[i - 1] - 2 * y[i] + y[i + 1]);
+  if(k < 3)
+    return 0;
+  double sd = mdp_robust_median(d, k) / 0.6745;
+  return sd * sd / 6; /* var(y[i-1] - 2 y[i] + y[i+1]) = 6 var(y) */
+}
+
+/* Whether, for this q, some y = a + b q^x + h [x >= s] (b < 0, h >=
+ * STEP_ALT_MIN, a + h at or below the level; if the free fit's a + h is
+ * above the level, the plateau on the level: y - level = b q^x - h [x <
+ * s]) has a squared error at most thr, over every step point s. The step
+ * is fitted on what the plateau without it leaves (the residuals r and
+ * the step regressor projected off 1 and q^x), from suffix sums: a few
+ * operations for each s. */
+static int step_alt_q(const sums *s, const points *pt, double q, double thr)
+{
+  const double *y = pt->y;
+  const unsigned char *w = pt->w;
+  double lv = pt->level_c, z[MDP_COURSE_MAX_POINTS];
+  double sz = 0, szz = 0, szy = 0, zi = 1;
+  for(unsigned i = 0; i < pt->n; i++, zi *= q) {
+    z[i] = zi;
+    if(w[i]) {
+      sz += zi;
+      szz += zi * zi;
+      szy += zi * y[i];
+    }
+  }
+  double dg = s->s0 * szz - sz * sz;
+  if(!(dg > 1e-12 * s->s0 * szz))
+    return 0;
+  double a0 = (szz * s->sy - sz * szy) / dg, b0 = (s->s0 * szy - sz * s->sy) / dg;
+  double sse0 = s->syy - a0 * s->sy - b0 * szy;
+  double u0 = 0, uz = 0, uy = 0, ur = 0;
+  for(unsigned i = pt->n; i-- > 1;) {
+    if(!w[i])
+      continue;
+    u0 += 1;
+    uz += z[i];
+    uy += y[i];
+    ur += y[i] - a0 - b0 * z[i];
+    if(u0 < STEP_ALT_AFTER || u0 >= s->s0 - 1)
+      continue;
+    /* G^-1 (u0, uz): how a and b move per unit of step. */
+    double ga = (szz * u0 - sz * uz) / dg, gb = (s->s0 * uz - sz * u0) / dg;
+    double norm = u0 - (u0 * ga + uz * gb);
+    if(!(norm > 1e-9 * u0))
+      continue;
+    double h = ur / norm, a = a0 - h * ga, b = b0 - h * gb;
+    if(b < 0 && h >= STEP_ALT_MIN && a + h <= lv) {
+      if(sse0 - ur * ur / norm <= thr)
+        return 1;
+      continue;
+    }
+    /* [szz -vz; -vz v0] [b h] = [zy -vyl] */
+    double v0 = s->s0 - u0, vz = sz - uz, vyl = (s->sy - uy) - lv * v0, zy = szy - lv * sz;
+    double det = szz * v0 - vz * vz;
+    if(!(det > 1e-12 * szz * v0))
+      continue;
+    b = (zy * v0 - vz * vyl) / det;
+    h = (vz * zy - szz * vyl) / det;
+    if(b < 0 && h >= STEP_ALT_MIN &&
+       s->syy - 2 * lv * s->sy + lv * lv * s->s0 - b * zy + h * vyl <= thr)
+      return 1;
+  }
+  return 0;
+}
+
+/* Whether a plateau with one step explains the kept points as well as a
+ * course whose squared error is sse, and as closely as their noise
+ * allows (see STEP_ALT_MIN). */
+static int step_plateau_fits(const double *y, const unsigned char *w, unsigned n, double level_c,
+                             double sse)
+{
+  sums s = {0, 0, 0, 0, 0, 0};
+  for(unsigned i = 0; i < n; i++)
+    if(w[i]) {
+      s.s0 += 1;
+      s.sy += y[i];
+      s.syy += y[i] * y[i];
+    }
+  if(s.s0 < 2 * STEP_ALT_AFTER + 2)
+    return 0;
+  double noise = second_diff_noise(y, w, n) * STEP_ALT_FIT * (s.s0 - 5);
+  double thr = sse < noise ? sse : noise;
+  points pt = {y, w, n, level_c};
+  for(unsigned g = 0; g < NGRID && grid[g] < 1; g++)
+    if(step_alt_q(&s, &pt, grid[g], thr))
+      return 1;
+  return 0;
+}
+
 /* What the search over time constants keeps. */
 typedef struct {
   curve best, plateau, settling;
@@ -323,6 +437,8 @@ void mdp_course_fit(const double *y, const unsigned char *have, unsigned n, doub
   double dof = (double)used - c.k;
   double noise = dof > 0 ? c.sse / dof : 0;
   out->against = never <= c.sse ? 0 : noise > 0 ? (never - c.sse) / noise : INFINITY;
+  if(out->against > 0 && step_plateau_fits(yc, w, n, level - mean, c.sse))
+    out->against = 0;
   out->dof = dof > 0 ? (unsigned)dof : 0;
   for(unsigned i = 0; i < n; i++)
     if(w[i]) {

@@ -41,7 +41,10 @@ typedef struct {
   double against;     /* evidence against any course that levels off at or
                          below the level asked about: how much worse the best
                          such course fits than this one, in units of this
-                         one's noise (an F ratio); 0 when one fits as well */
+                         one's noise (an F ratio); 0 when one fits as well,
+                         or when a plateau with one upward step (a cache
+                         loaded at once) fits as well and within the
+                         points' noise */
   unsigned dof;       /* degrees of freedom left to the noise */
 } mdp_course;
 

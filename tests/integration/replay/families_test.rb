@@ -10,15 +10,17 @@
 # for three evaluations in a row, 4 before level shifts were taken out of the
 # course, 30 before the urgent rule asked the course), at most 3 of the 120
 # held-out ones (3 do; 4 before the early path took a GC sawtooth's ramp
-# out of its points, 4, 5 and 7 before that), and at most 16 of the 720
+# out of its points, 4, 5 and 7 before that), and at most 13 of the 720
 # warm-ups of six more draws nobody tuned against (seeds 31337, 11 and 12
-# with the standard ranges, 31338, 13 and 14 held-out: 16 do; 15 before the
+# with the standard ranges, 31338, 13 and 14 held-out: 13 do; 16 before a
+# plateau with one loaded cache counted as levelling off, 15 before the
 # sawtooth's ramp was taken out, which fires 35 instead of 41 of the 1440 of
 # deteval's tune draws; 17 before the short window's rule asked three looks
 # on less than firm evidence, 30 before it waited while a plateau still fits
 # and steps that stand out of the local pace were taken out of the course),
-# and that at least 241 of their 360 fast leaks meet the lead asked (241 do;
-# 220 before the sawtooth's ramp was taken out, 215 before the early path
+# and that at least 239 of their 360 fast leaks meet the lead asked (239 do;
+# 241 before a plateau with one loaded cache counted as levelling off, which
+# costs two leaks their lead for three warm-ups fewer firing; 220 before the sawtooth's ramp was taken out, 215 before the early path
 # fired on two looks when its evidence is firm, 219 before det4). It does not
 # yet assert the issue's acceptance (no warm-up fires; every fast leak 50
 # minutes ahead).
@@ -83,7 +85,7 @@ class ReplayFamiliesTest < Minitest::Test
       leaks.each { |o| assert o.lead_s&.positive?, "#{extra[1]} #{o.name} #{o.params}: not captured in time" }
       in_time += leaks.count(&:ok)
     end
-    assert_operator fired.size, :<=, 16, "warm-ups of the fresh draws that fire: #{fired.join(' ')}"
-    assert_operator in_time, :>=, 241, "fast leaks of the fresh draws that meet the lead asked"
+    assert_operator fired.size, :<=, 13, "warm-ups of the fresh draws that fire: #{fired.join(' ')}"
+    assert_operator in_time, :>=, 239, "fast leaks of the fresh draws that meet the lead asked"
   end
 end
