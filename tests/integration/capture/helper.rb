@@ -41,8 +41,10 @@ module Capture
     # cgroup: a v1/v2 cgroup directory the worker joins before it starts
     # (so it registers from inside it).
     # script: the worker (leaker.rb by default); env: more of its environment.
+    # hook_after_ballast: leaker.rb loads the hook only once its ballast is
+    # built, so that no capture can begin before the ballast is whole.
     def start_leaker(name, rate: 8 * MiB, max: 300 * MiB, dump_dir: @captures, uid: nil, ballast: 0,
-                     cgroup: nil, script: File.join(HERE, "leaker.rb"), env: {})
+                     cgroup: nil, script: File.join(HERE, "leaker.rb"), env: {}, hook_after_ballast: false)
       marker = File.join(@site.dir, "#{name}.term")
       out = File.join(@site.dir, "#{name}.out")
       cert, key, ca = @site.cert("worker"), @site.key("worker"), @site.ca
@@ -70,9 +72,11 @@ module Capture
         "MEMDIAG_DUMP_DIRECTORY" => dump_dir,
         "LEAK_BYTES_PER_SECOND" => rate.to_s,
         "LEAK_MAX_BYTES" => max.to_s,
-        "LEAK_BALLAST_OBJECTS" => ballast.to_s
+        "LEAK_BALLAST_OBJECTS" => ballast.to_s,
+        "LEAK_HOOK_AFTER_BALLAST" => hook_after_ballast ? "1" : "0"
       ).merge(env)
-      pid = Process.spawn(env, *prefix, E2E::RUBY, "-I", E2E::HOOK_LIB, "-r", "memdiag/hook/auto",
+      hook = hook_after_ballast ? [] : ["-r", "memdiag/hook/auto"]
+      pid = Process.spawn(env, *prefix, E2E::RUBY, "-I", E2E::HOOK_LIB, *hook,
                           script, marker, out: [out, "w"], err: [:child, :out])
       w = E2E::Worker.new(name: name, pid: pid, tick_file: marker, dump_dir: @captures, out_path: out)
       @site.workers << w

@@ -1,5 +1,6 @@
 # A Ruby worker that leaks on purpose, for the capture-plan tests. Loaded with
-# `ruby -r memdiag/hook/auto`; the hook reads MEMDIAG_* from the environment.
+# `ruby -r memdiag/hook/auto` (or loading the hook itself after its ballast,
+# LEAK_HOOK_AFTER_BALLAST=1); the hook reads MEMDIAG_* from the environment.
 #
 # Every 0.1 s it keeps another CaptureLeak holding an Array of Integers: the
 # memory is real (the pages are written) while each object stays one short
@@ -30,6 +31,9 @@ end
 # a second per million here), long enough for memory to move during it.
 $ballast = Array.new(Integer(ENV.fetch("LEAK_BALLAST_OBJECTS", "0"))) { |i| CaptureLeak.new(i) }
 puts "ballast: #{$ballast.size} objects"
+# Started without `-r memdiag/hook/auto` (start_leaker's hook_after_ballast):
+# the worker registers only now, holding its whole ballast.
+require "memdiag/hook/auto" if ENV["LEAK_HOOK_AFTER_BALLAST"] == "1"
 
 $leak = []
 per_tick = rate / 10 / 8 # Integers of 8 bytes per 0.1 s
