@@ -408,7 +408,9 @@ void mdp_course_fit(const double *y, const unsigned char *have, unsigned n, doub
 
   /* Leave out the points far from the first fit, then fit again. */
   double scatter = scatter_of(yc, w, n, &c);
-  unsigned char w2[MDP_COURSE_MAX_POINTS];
+  unsigned char w2[MDP_COURSE_MAX_POINTS], w1[MDP_COURSE_MAX_POINTS];
+  double sse1 = c.sse; /* the first fit's, on every point */
+  memcpy(w1, w, sizeof(w1));
   unsigned kept = 0;
   for(unsigned i = 0; i < n; i++) {
     double r = yc[i] - curve_at(&c, i);
@@ -437,7 +439,11 @@ void mdp_course_fit(const double *y, const unsigned char *have, unsigned n, doub
   double dof = (double)used - c.k;
   double noise = dof > 0 ? c.sse / dof : 0;
   out->against = never <= c.sse ? 0 : noise > 0 ? (never - c.sse) / noise : INFINITY;
-  if(out->against > 0 && step_plateau_fits(yc, w, n, level - mean, c.sse))
+  /* The step alternative on the points before the trimming too: a step
+   * the chosen course does not follow leaves points far from it, which
+   * the trimming would take for spikes. */
+  if(out->against > 0 && (step_plateau_fits(yc, w, n, level - mean, c.sse) ||
+                          (memcmp(w1, w, n) && step_plateau_fits(yc, w1, n, level - mean, sse1))))
     out->against = 0;
   out->dof = dof > 0 ? (unsigned)dof : 0;
   for(unsigned i = 0; i < n; i++)

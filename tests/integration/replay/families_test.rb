@@ -10,9 +10,10 @@
 # for three evaluations in a row, 4 before level shifts were taken out of the
 # course, 30 before the urgent rule asked the course), at most 3 of the 120
 # held-out ones (3 do; 4 before the early path took a GC sawtooth's ramp
-# out of its points, 4, 5 and 7 before that), and at most 13 of the 720
+# out of its points, 4, 5 and 7 before that), and at most 12 of the 720
 # warm-ups of six more draws nobody tuned against (seeds 31337, 11 and 12
-# with the standard ranges, 31338, 13 and 14 held-out: 13 do; 16 before a
+# with the standard ranges, 31338, 13 and 14 held-out: 12 do; 13 before the
+# plateau with a step was also tried on the points before the trim, 16 before a
 # plateau with one loaded cache counted as levelling off, 15 before the
 # sawtooth's ramp was taken out, which fires 35 instead of 41 of the 1440 of
 # deteval's tune draws; 17 before the short window's rule asked three looks
@@ -85,7 +86,7 @@ class ReplayFamiliesTest < Minitest::Test
       leaks.each { |o| assert o.lead_s&.positive?, "#{extra[1]} #{o.name} #{o.params}: not captured in time" }
       in_time += leaks.count(&:ok)
     end
-    assert_operator fired.size, :<=, 13, "warm-ups of the fresh draws that fire: #{fired.join(' ')}"
+    assert_operator fired.size, :<=, 12, "warm-ups of the fresh draws that fire: #{fired.join(' ')}"
     assert_operator in_time, :>=, 239, "fast leaks of the fresh draws that meet the lead asked"
   end
 end
