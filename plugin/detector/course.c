@@ -42,6 +42,16 @@ static double f99(double dof)
   return k < sizeof(t) / sizeof(t[0]) ? t[k] : 8.0;
 }
 
+/* F(2, dof) exceeded by chance 1 time in 100; beyond 20 degrees of
+ * freedom, 5.6. */
+static double f99_2(double dof)
+{
+  static const double t[] = {5000, 5000, 99.0, 30.8, 18.0, 13.3, 10.9, 9.55, 8.65, 8.02, 7.56,
+                             7.21, 6.93, 6.70, 6.51, 6.36, 6.23, 6.11, 6.01, 5.93, 5.85};
+  unsigned k = dof > 0 ? (unsigned)dof : 0;
+  return k < sizeof(t) / sizeof(t[0]) ? t[k] : 5.6;
+}
+
 /* Sums over the kept points (y centred). */
 typedef struct {
   double s0, sx, sxx, sy, sxy, syy;
@@ -353,13 +363,18 @@ static int fit_once(const double *y, const unsigned char *w, unsigned n, double 
     try_q(&s, &pt, grid[g], &r);
   refine(&s, &pt, &r.plateau, &r);
   refine(&s, &pt, &r.settling, &r);
-  /* A leak under a warm-up is one more parameter than the warm-up alone:
-   * it must fit better than any plateau beyond what chance gives (an F
-   * test at 99 %), not merely by the criterion. */
+  /* A leak under a warm-up is one more parameter than the warm-up alone,
+   * and its time constant is searched again, not the plateau's: two
+   * parameters the plateau does not have. It must fit better than any
+   * plateau beyond what chance gives them (an F test on 2 degrees of
+   * freedom at 99 %), not merely by the criterion. On 1 degree (the
+   * time constant taken as given), a line under a warm-up of 3 points
+   * fitted the first minutes of a plain warm-up's noise and called it
+   * settling (standard-1007 warmup-000 of deteval's tune draws). */
   if(r.settling.kind != MDP_COURSE_NONE && s.s0 > 5) {
     double noise = r.settling.sse / (s.s0 - 4);
     double gain = r.plateau.kind == MDP_COURSE_NONE ? INFINITY : r.plateau.sse - r.settling.sse;
-    if(noise <= 0 || gain > f99(s.s0 - 4) * noise)
+    if(noise <= 0 || gain > 2 * f99_2(s.s0 - 4) * noise)
       consider(&r.best, &r.settling, s.s0);
   }
   *best = r.best;
