@@ -176,7 +176,8 @@ typedef struct {
   uint64_t cnbucket;
   double splateau;  /* the plateau the last urgent evaluation's course
                        levels off at, bytes; 0 if none */
-  unsigned cstreak; /* consecutive early course evaluations that passed */
+  unsigned cstreak; /* consecutive early evaluations whose course passed */
+  unsigned cgrown;  /* ... of which the last ones had grown enough too */
 } mdp_detector;
 
 /* Starts a detector with a copy of cfg. One detector per series: per

@@ -476,6 +476,7 @@ static double course_excursion(const mdp_detector *d, unsigned m, double slope)
 static int early_fail(mdp_detector *d)
 {
   d->cstreak = 0;
+  d->cgrown = 0;
   return 0;
 }
 
@@ -549,11 +550,11 @@ int mdp_detector_course_early(mdp_detector *d, double t, mdp_decision *ev)
   if(reach >= 0)
     ev->time_to_limit = reach * len;
 
-  int growing = slope > 0 && reach >= 0 && ev->time_to_limit <= NEAR_SHARE * c->horizon &&
-                rise >= MIN_RISE && rise >= RISE_SCATTER * course.scatter &&
-                jump <= STEP_SHARE * rise && envelope - lo >= URGENCY_SHARE * room &&
-                mdp_course_ruled_out(&course) >= RULED_OUT &&
-                (c->min_growth_rate <= 0 || slope >= c->min_growth_rate);
+  int course_ok = slope > 0 && reach >= 0 && ev->time_to_limit <= NEAR_SHARE * c->horizon &&
+                  rise >= MIN_RISE && rise >= RISE_SCATTER * course.scatter &&
+                  jump <= STEP_SHARE * rise && mdp_course_ruled_out(&course) >= RULED_OUT &&
+                  (c->min_growth_rate <= 0 || slope >= c->min_growth_rate);
+  int grown = envelope - lo >= URGENCY_SHARE * room;
 #ifdef MDP_URGENT_DEBUG
   fprintf(stderr,
           "early t=%.1f m=%u kind=%d tau=%.1f env=%.0f slope=%.1f reach=%.1f rise=%.0f sc=%.1f "
@@ -568,11 +569,22 @@ int mdp_detector_course_early(mdp_detector *d, double t, mdp_decision *ev)
           !(rise >= RISE_SCATTER * course.scatter), !(jump <= STEP_SHARE * rise),
           !(envelope - lo >= URGENCY_SHARE * room), !(mdp_course_ruled_out(&course) >= RULED_OUT));
 #endif
-  if(!growing)
+  if(!course_ok)
     return early_fail(d);
-  /* The status line shows the growth from the first passing evaluation. */
+  /* The status line shows the growth from the first evaluation whose
+   * course passes. The course must pass CONFIRM looks in a row, the growth
+   * since the lowest level need only be there at the last: it is a clock
+   * (about T/5 for a steady leak), not evidence that wants repeating. The
+   * CONFIRM - 1 firm looks must both have grown enough. */
   d->sgrowing = 1;
   d->sslope = slope;
   d->seval = *ev;
-  return ++d->cstreak >= (mdp_course_ruled_out(&course) >= FIRM ? CONFIRM - 1 : CONFIRM);
+  ++d->cstreak;
+  if(!grown) {
+    d->cgrown = 0;
+    return 0;
+  }
+  ++d->cgrown;
+  return d->cstreak >= CONFIRM ||
+         (mdp_course_ruled_out(&course) >= FIRM && d->cgrown >= CONFIRM - 1);
 }

@@ -21,8 +21,9 @@
 # deteval's tune draws; 17 before the short window's rule asked three looks
 # on less than firm evidence, 30 before it waited while a plateau still fits
 # and steps that stand out of the local pace were taken out of the course),
-# and that at least 231 of their 360 fast leaks meet the lead asked (231 do;
-# 239 before the settling course's F test counted its time constant, which
+# and that at least 245 of their 360 fast leaks meet the lead asked (245 do;
+# 231 before the early path's growth check stopped being one of the looks
+# it repeats, warm-ups that fire unchanged at 11; 239 before the settling course's F test counted its time constant, which
 # costs leaks under a warm-up from start 20 -> 13 and after a warm-up
 # 77 -> 76 of them their lead, plain and sawtooth unchanged; 241 before a plateau with one loaded cache counted as levelling off, which
 # costs two leaks their lead for three warm-ups fewer firing; 220 before the sawtooth's ramp was taken out, 215 before the early path
@@ -91,6 +92,6 @@ class ReplayFamiliesTest < Minitest::Test
       in_time += leaks.count(&:ok)
     end
     assert_operator fired.size, :<=, 11, "warm-ups of the fresh draws that fire: #{fired.join(' ')}"
-    assert_operator in_time, :>=, 231, "fast leaks of the fresh draws that meet the lead asked"
+    assert_operator in_time, :>=, 245, "fast leaks of the fresh draws that meet the lead asked"
   end
 end
