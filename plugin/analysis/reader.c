@@ -72,6 +72,7 @@ int mdp_analysis_reader_open(mdp_analysis_reader *r, const char *path)
 
 static int read_some(mdp_analysis_reader *r, char *dst, size_t len, size_t *got)
 {
+  *got = 0;
   for(;;) {
     ssize_t n = read(r->fd, dst, len);
     if(n >= 0) {

@@ -291,7 +291,8 @@ static void try_q(const sums *s, const points *pt, double q, search *r)
   /* A rising approach or a speeding-up rise; anything else is left to the
    * line. */
   powers p = {q, sz, szz, szy, sxz};
-  if(fit_exp(s, &p, &c) && (q < 1 ? c.b < 0 : c.b > 0)) {
+  int fitted = fit_exp(s, &p, &c);
+  if(fitted && (q < 1 ? c.b < 0 : c.b > 0)) {
     consider(&r->best, &c, s->s0);
     if(q < 1 && (r->plateau.kind == MDP_COURSE_NONE || c.sse < r->plateau.sse))
       r->plateau = c;
@@ -300,9 +301,9 @@ static void try_q(const sums *s, const points *pt, double q, search *r)
     return;
   /* The approach with its plateau held at or below the level: the free fit
    * if its plateau is there, else the plateau on the level (y - level =
-   * b z). */
-  double e = c.sse;
-  if(!(c.b < 0 && c.a <= level_c) && szz > 0) {
+   * b z). Without a free fit (a singular system) only the latter. */
+  double e = fitted ? c.sse : HUGE_VAL;
+  if(!(fitted && c.b < 0 && c.a <= level_c) && szz > 0) {
     double zy = szy - level_c * sz, yy = s->syy - 2 * level_c * s->sy + level_c * level_c * s->s0;
     double b = zy / szz;
     e = b < 0 ? yy - b * zy : yy;
