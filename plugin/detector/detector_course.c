@@ -131,12 +131,17 @@ typedef struct {
   int stands;       /* the largest drop stands out of the usual falls */
 } saw_info;
 
+static double det3(const double a[3][3])
+{
+  return a[0][0] * (a[1][1] * a[2][2] - a[1][2] * a[2][1]) -
+         a[0][1] * (a[1][0] * a[2][2] - a[1][2] * a[2][0]) +
+         a[0][2] * (a[1][0] * a[2][1] - a[1][1] * a[2][0]);
+}
+
 /* Solves the 3x3 symmetric system m x = r by Cramer's rule; 0 if singular. */
 static int solve3(const double m[3][3], const double r[3], double x[3])
 {
-  double det = m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1]) -
-               m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0]) +
-               m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]);
+  double det = det3(m);
   if(!(fabs(det) > 1e-9 * fabs(m[0][0] * m[1][1] * m[2][2])))
     return 0;
   for(int c = 0; c < 3; c++) {
@@ -144,10 +149,7 @@ static int solve3(const double m[3][3], const double r[3], double x[3])
     memcpy(a, m, sizeof(a));
     for(int i = 0; i < 3; i++)
       a[i][c] = r[i];
-    x[c] = (a[0][0] * (a[1][1] * a[2][2] - a[1][2] * a[2][1]) -
-            a[0][1] * (a[1][0] * a[2][2] - a[1][2] * a[2][0]) +
-            a[0][2] * (a[1][0] * a[2][1] - a[1][1] * a[2][0])) /
-           det;
+    x[c] = det3(a) / det;
   }
   return 1;
 }
@@ -428,7 +430,7 @@ int mdp_detector_course_view(const mdp_detector *d, double t, double level, doub
   if(m > CB)
     m = CB;
   for(unsigned k = 0; k < m; k++) {
-    const mdp_detector_point *b = &d->cring[(d->chead + CRING - m + k) % CRING];
+    const mdp_detector_point *b = course_bucket(d, m, k);
     have[k] = b->count > 0;
     y[k] = (double)b->min;
   }
@@ -462,7 +464,7 @@ static double course_excursion(const mdp_detector *d, unsigned m, double slope)
   double spread[CB];
   unsigned n = 0;
   for(unsigned k = 0; k < m; k++) {
-    const mdp_detector_point *b = &d->cring[(d->chead + CRING - m + k) % CRING];
+    const mdp_detector_point *b = course_bucket(d, m, k);
     if(b->count)
       spread[n++] = (double)(b->max - b->min);
   }
@@ -546,7 +548,7 @@ int mdp_detector_course_early(mdp_detector *d, double t, mdp_decision *ev)
   ev->urgent = 1;
   ev->plateau = plateau > 0 ? plateau : 0;
   for(unsigned k = 0; k < m; k++)
-    ev->samples += d->cring[(d->chead + CRING - m + k) % CRING].count;
+    ev->samples += course_bucket(d, m, k)->count;
   if(reach >= 0)
     ev->time_to_limit = reach * len;
 

@@ -41,8 +41,6 @@ module FamilyTable
     Array.new(results.size) { results.pop }
   end
 
-  def self.median(v) = FamilyReplay.median(v)
-
   def self.print_table(rows)
     puts "| family | ranges | traces | fire | meet the lead asked | lead min / median / max (min) |"
     puts "|---|---|---|---|---|---|"
@@ -55,7 +53,7 @@ module FamilyTable
         s = rows.select { |x| x[0] == r && x[2] == "fast-leak" && x[3].params["variant"] == v }.map(&:last)
         leads = s.map(&:lead_s).compact.map { |l| l / 60.0 }
         puts format("| fast leak, %s | %s | %d | %d | %d | %.1f / %.1f / %.1f |", v, r, s.size,
-                    s.count { |o| o.captures.positive? }, s.count(&:ok), leads.min, median(leads), leads.max)
+                    s.count { |o| o.captures.positive? }, s.count(&:ok), leads.min, FamilyReplay.median(leads), leads.max)
       end
     end
   end
