@@ -220,6 +220,30 @@ class HookHeapProfileTest < Minitest::Test
     assert_operator gated, :>, 0, "#{m[0]}: the CPU time, not the sleeping thread, set the pace"
   end
 
+  # Sampling started on a thread that then ends (a Thread.new { start }, as
+  # an initializer run on a thread of its own does). The timer was aimed at
+  # the thread that started it, so once that thread ended its signal reached
+  # no one: 0 samples in 200 ms of CPU while the state still said "on".
+  ENDED_STARTER = <<~RUBY
+    $stdout.sync = true
+    S = Memdiag::Hook::Sampler
+    Thread.new { S.start(1000) }.join
+    KEEP = []
+    t0 = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID)
+    40.times { 2_500.times { KEEP << ("x" * 1000) }; sleep 0.01 }
+    cpu = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID) - t0
+    puts "state=\#{S.stats[:state]} samples=\#{S.stats[:samples]} cpu_ms=\#{(cpu * 1000).round}"
+  RUBY
+
+  def test_sampling_outlives_the_thread_that_started_it
+    worker = start_worker(ENDED_STARTER, env: { "RUBYOPT" => "-I#{HookTest::LIB} -rmemdiag/hook_native" })
+    m = worker.wait_out(/state=(\S+) samples=(\d+) cpu_ms=(\d+)/)
+    assert_equal "on", m[1], m[0]
+    samples = m[2].to_i
+    cpu_ms = m[3].to_i
+    assert_operator samples, :>=, cpu_ms / 3, "#{m[0]}: the sampler took a third of what the CPU time allowed"
+  end
+
   # A child forked while the sampler's tracepoint is armed: the tracepoint
   # is the parent's memory and stays armed in the child until its next
   # allocation. The child used to forget it was armed and never disarmed

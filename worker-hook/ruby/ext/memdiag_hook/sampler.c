@@ -39,10 +39,9 @@ static rb_postponed_job_handle_t job_arm = POSTPONED_JOB_HANDLE_INVALID;
 /* The real-time signal the sampler's timer sends to arm the tracepoint. */
 #define ARM_SIGNAL (SIGRTMIN + 6)
 
-/* The kernel id of the thread last seen running Ruby code (at a sample,
- * at an arming), 0 when none is known: the handler passes the timer's
- * signal on to it, as the timer's thread may sleep while others work
- * (docs/hook.md). Written by Ruby threads, read in the handler. */
+/* The kernel id of the thread last seen running Ruby code (at a sample, an
+ * arming), 0 when none is known: the handler passes the timer's signal on to
+ * it, as the main thread may sleep while others work (docs/hook.md). */
 static atomic_int runner_tid;
 
 /* What the handler reads: the rate while the timer runs (0 once stopped),
@@ -417,27 +416,28 @@ static void pass_on(int sig)
     atomic_compare_exchange_strong(&runner_tid, &t, 0); /* that thread has ended */
 }
 
-/* The timer's signal, on the thread that started the timer, and passed on
- * once to the thread last seen running Ruby code. Async-signal safe. */
+/* The timer's signal, on the main thread, and passed on once to the thread
+ * last seen running Ruby code. Async-signal safe. */
 static void on_arm_signal(int sig, siginfo_t *si, void *uc)
 {
   int saved = errno;
-  (void)uc;
-  /* Not on a Ruby thread (a native one that got a passed-on signal, or the
-   * VM being torn down at exit): no job can be registered here. */
   unsigned rate = atomic_load_explicit(&tick_rate, memory_order_acquire);
-  if(rate && ruby_native_thread_p()) {
+  (void)uc;
+  /* Only a Ruby thread can register the job (not a native one that got a
+   * passed-on signal, nor the VM being torn down at exit). */
+  if(rate && ruby_native_thread_p())
     POST_JOB(job_arm, arm_job);
-    if(si && si->si_code == SI_TIMER && si->si_value.sival_int != PASSED_ON) {
-      schedule_next(rate);
-      pass_on(sig);
-    }
+  if(rate && si && si->si_code == SI_TIMER && si->si_value.sival_int != PASSED_ON) {
+    schedule_next(rate);
+    pass_on(sig);
   }
   errno = saved;
 }
 
 /* Take the arming signal (unless the application handles it already) and
- * make a timer that sends it to this thread. Returns NULL or why not. */
+ * make a timer that sends it to the main thread, which lives as long as the
+ * VM (TID = PID, in a forked child too): one aimed at the thread that started
+ * sampling signalled no one once that thread ended. Returns NULL or why not. */
 static const char *start_timer(void)
 {
   struct sigevent ev;
@@ -461,9 +461,10 @@ static const char *start_timer(void)
   memset(&ev, 0, sizeof ev);
   ev.sigev_notify = SIGEV_THREAD_ID;
   ev.sigev_signo = ARM_SIGNAL;
-  ev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+  ev._sigev_un._tid = getpid();
   if(timer_create(CLOCK_MONOTONIC, &ev, &S.timer))
     return "cannot create the sampler's timer";
+  note_runner();
   S.have_timer = 1;
   timer_rng = next_random() | 1;
   tick_timer = S.timer;
