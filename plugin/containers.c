@@ -3,6 +3,7 @@
 #include "collectd/core/daemon/collectd.h"
 #include "collectd/core/daemon/plugin.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,7 +159,8 @@ static double thread_cpu_s(void)
 /* Has worker w moved to another cgroup (a runtime or systemd writing its
  * PID into another cgroup.procs)? Checked every MDP_CONTAINERS_RECHECK
  * passes, and at once when its cgroup could not be read (removed: a v1 or
- * v2 cgroup is removed only once empty). Logs each move once. */
+ * v2 cgroup is removed only once empty). Logs each move once; a worker
+ * without a cgroup is tried again (registry.h), and said so once. */
 static void follow(mdp_worker *w, bool now)
 {
   mdp_cgroup_move_info mv;
@@ -179,6 +181,19 @@ static void follow(mdp_worker *w, bool now)
     WARNING("memdiag plugin: worker %" PRIu64 " ('%s' pid %ld) moved from cgroup %s to cgroup "
             "%s, which cannot be read (%s): no cgroup limit or charge for it",
             w->who.connection_id, w->who.name, (long)w->who.pid, mv.from, mv.to, mv.err);
+  else if(rc == MDP_CGROUP_FOUND)
+    INFO("memdiag plugin: worker %" PRIu64 " ('%s' pid %ld): its cgroup %s can be read now; "
+         "its charge and limit are read from %s",
+         w->who.connection_id, w->who.name, (long)w->who.pid, mv.to, mdp_cgroup_dir(w->cg));
+  else if(rc == MDP_CGROUP_STILL_NONE && mv.gap == MDP_CGROUP_RETRY_FIRST) {
+    /* once: a host without a memory hierarchy says so for every worker */
+    int level = mv.rc == -ENOENT ? LOG_INFO : LOG_WARNING;
+    plugin_log(level,
+               "memdiag plugin: worker %" PRIu64 " ('%s' pid %ld): no memory cgroup can be read "
+               "for it (%s): no cgroup limit or charge; tried again at growing gaps, up to "
+               "every %d read intervals",
+               w->who.connection_id, w->who.name, (long)w->who.pid, mv.err, MDP_CGROUP_RETRY_MAX);
+  }
 }
 
 void mdp_containers_read(mdp_worker **w, size_t n, const mdp_config *cfg, uint64_t t,

@@ -254,7 +254,11 @@ int mdp_cgroup_acquire_from(const mdp_cgroup_source *src, mdp_cgroup **out, char
   }
   rc = mdp_cgroup_parse_proc(src->proc_cgroup, mounts[0].version, path, sizeof path);
   if(rc) {
-    md_seterr(err, errlen, "the process is in no memory cgroup");
+    if(rc == -ENAMETOOLONG)
+      md_seterr(err, errlen, "its memory cgroup's path is longer than %d bytes",
+                MDP_CGROUP_PATH_MAX - 1);
+    else
+      md_seterr(err, errlen, "the process is in no memory cgroup");
     return rc;
   }
   m = mdp_cgroup_pick_mount(mounts, n, path);
@@ -357,10 +361,65 @@ int mdp_cgroup_path_of(pid_t pid, mdp_cgroup_version v, char *out, size_t len)
   return mdp_cgroup_parse_proc(procs, v, out, len);
 }
 
+/* The cgroup and cgroup2 lines of /proc/self/mountinfo into *out (malloc'd,
+ * the caller's to free). The file has a line for every mount collectd's
+ * namespace holds, and a Kubernetes node's pod volumes and overlay roots
+ * (an overlay line alone can be kilobytes) pass the 256 KiB buffer it was
+ * once read into, which then refused every worker's cgroup (E2BIG): only
+ * the hierarchies' lines are kept, whatever the file's size. Returns 0 or
+ * a negative errno. */
+static int cgroup_mount_lines(char **out)
+{
+  enum { KEPT_MAX = 1024 * 1024 };
+  FILE *f = fopen("/proc/self/mountinfo", "re");
+  char *line = NULL, *kept = NULL;
+  size_t linecap = 0, cap = 0, used = 0;
+  ssize_t n;
+  int rc = 0;
+
+  *out = NULL;
+  if(!f)
+    return -errno;
+  while(!rc && (n = getline(&line, &linecap, f)) > 0) {
+    /* the separator " - " then the type: paths have their spaces escaped */
+    if(!strstr(line, " - cgroup ") && !strstr(line, " - cgroup2 "))
+      continue;
+    if(used + (size_t)n + 1 > cap) {
+      size_t ncap = cap ? cap : 4096;
+      char *p;
+      while(ncap < used + (size_t)n + 1)
+        ncap *= 2;
+      if(ncap > KEPT_MAX) {
+        rc = -E2BIG;
+        break;
+      }
+      if(!(p = realloc(kept, ncap))) {
+        rc = -ENOMEM;
+        break;
+      }
+      kept = p;
+      cap = ncap;
+    }
+    memcpy(kept + used, line, (size_t)n);
+    used += (size_t)n;
+    kept[used] = '\0';
+  }
+  if(!rc && ferror(f))
+    rc = -EIO;
+  free(line);
+  fclose(f);
+  if(!rc && !kept && !(kept = calloc(1, 1)))
+    rc = -ENOMEM;
+  if(rc)
+    free(kept);
+  else
+    *out = kept;
+  return rc;
+}
+
 int mdp_cgroup_acquire(pid_t pid, mdp_cgroup **out, char *err, size_t errlen)
 {
-  enum { MOUNTINFO_MAX = 256 * 1024 };
-  char path[64], procs[4096], *mountinfo;
+  char path[64], procs[4096], *mountinfo = NULL;
   int rc;
 
   snprintf(path, sizeof path, "/proc/%d/cgroup", (int)pid);
@@ -369,10 +428,7 @@ int mdp_cgroup_acquire(pid_t pid, mdp_cgroup **out, char *err, size_t errlen)
     md_seterr(err, errlen, "cannot read %s: %s", path, strerror(-rc));
     return rc == -ENOENT ? -ESRCH : rc;
   }
-  mountinfo = malloc(MOUNTINFO_MAX);
-  if(!mountinfo)
-    return -ENOMEM;
-  rc = slurp("/proc/self/mountinfo", mountinfo, MOUNTINFO_MAX);
+  rc = cgroup_mount_lines(&mountinfo);
   if(rc) {
     md_seterr(err, errlen, "cannot read /proc/self/mountinfo: %s", strerror(-rc));
   } else {

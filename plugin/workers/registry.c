@@ -426,14 +426,50 @@ void mdp_registry_limit(const mdp_worker *w, mdp_worker_limit *out)
   }
 }
 
+/* w has no cgroup: acquire the one it is in now once its gap has passed. */
+static mdp_cgroup_move retry_cgroup(mdp_worker *w, mdp_cgroup_move_info *out)
+{
+  mdp_cgroup *ncg = NULL;
+  int rc;
+
+  if(w->cg_checks < w->cg_retry_at)
+    return MDP_CGROUP_STAYED;
+  memset(out, 0, sizeof *out);
+  rc = mdp_cgroup_acquire(w->who.pid, &ncg, out->err, sizeof out->err);
+  /* gone, or the PID no longer its own after the reads: its connection closes */
+  if(rc == -ESRCH || (w->pidfd >= 0 && !mdp_pidfd_alive(w->pidfd))) {
+    mdp_cgroup_release(rc ? NULL : ncg);
+    return MDP_CGROUP_STAYED;
+  }
+  if(rc) {
+    w->cg_retry_gap = !w->cg_retry_gap                              ? MDP_CGROUP_RETRY_FIRST
+                      : w->cg_retry_gap >= MDP_CGROUP_RETRY_MAX / 2 ? MDP_CGROUP_RETRY_MAX
+                                                                    : 2 * w->cg_retry_gap;
+    w->cg_retry_at = w->cg_checks + w->cg_retry_gap;
+    out->rc = rc;
+    out->gap = w->cg_retry_gap;
+    return MDP_CGROUP_STILL_NONE;
+  }
+  md_printable(out->from, sizeof out->from, w->cg_path, MD_TEXT_UTF8);
+  w->cg_retry_gap = w->cg_retry_at = 0;
+  w->cg_version = mdp_cgroup_version_of(ncg);
+  snprintf(w->cg_path, sizeof w->cg_path, "%s", mdp_cgroup_path(ncg));
+  md_printable(out->to, sizeof out->to, w->cg_path, MD_TEXT_UTF8);
+  pthread_mutex_lock(&lock);
+  w->cg = ncg;
+  md_printable(w->cgroup, sizeof w->cgroup, w->cg_path, MD_TEXT_UTF8);
+  pthread_mutex_unlock(&lock);
+  return MDP_CGROUP_FOUND;
+}
+
 mdp_cgroup_move mdp_registry_follow_cgroup(mdp_worker *w, mdp_cgroup_move_info *out)
 {
   char now[MDP_CGROUP_PATH_MAX];
   mdp_cgroup *ncg = NULL, *old;
 
   w->cg_checks++;
-  if(w->cg_version == MDP_CGROUP_NONE)
-    return MDP_CGROUP_STAYED;
+  if(!w->cg)
+    return retry_cgroup(w, out);
   if(mdp_cgroup_path_of(w->who.pid, w->cg_version, now, sizeof now) != 0 ||
      !strcmp(now, w->cg_path))
     return MDP_CGROUP_STAYED; /* there still, or gone (its connection closes) */

@@ -57,10 +57,11 @@ typedef struct mdp_worker {
   mdp_sample history[MDP_WORKER_HISTORY]; /* a ring: the newest before history_head */
   unsigned history_head, history_n;
   unsigned cg_sharing; /* registered workers in cg (itself too), set by each containers pass */
-  mdp_cgroup_version cg_version;     /* of its first cgroup; NONE: it had none, never followed */
-  char cg_path[MDP_CGROUP_PATH_MAX]; /* the cgroup /proc/PID/cgroup last named */
-  unsigned cg_checks;                /* passes since registration (containers.c) */
-  bool cg_unread;                    /* its cgroup could not be sampled last pass */
+  mdp_cgroup_version cg_version;      /* of its first cgroup; NONE: it had none, never followed */
+  char cg_path[MDP_CGROUP_PATH_MAX];  /* the cgroup /proc/PID/cgroup last named */
+  unsigned cg_checks;                 /* passes since registration (containers.c) */
+  unsigned cg_retry_at, cg_retry_gap; /* with cg NULL: the pass of its next acquire, the gap */
+  bool cg_unread;                     /* its cgroup could not be sampled last pass */
 
   /* Locked. */
   /* Its memory cgroup's path in the hierarchy (cg_path: at registration,
@@ -183,17 +184,27 @@ void mdp_registry_limit(const mdp_worker *w, mdp_worker_limit *out);
  * registration (mdp_cgroup_acquire: by descriptor, below the host's
  * mount, from the kernel's answers only) and becomes w->cg, kept only if
  * the worker's pidfd shows that the PID was still its own afterwards; the
- * new path is then w->cgroup too (the CGROUP of `memdiagctl workers`). A
- * worker that had no cgroup at registration is not followed. */
+ * new path is then w->cgroup too (the CGROUP of `memdiagctl workers`).
+ * A worker with no cgroup (none could be read at registration or after a
+ * move: out of file descriptors, a cgroup made or moved meanwhile) is
+ * acquired again at growing gaps of passes, MDP_CGROUP_RETRY_FIRST
+ * doubling up to MDP_CGROUP_RETRY_MAX, until one can be read. */
+#define MDP_CGROUP_RETRY_FIRST 5
+#define MDP_CGROUP_RETRY_MAX   320
+
 typedef enum mdp_cgroup_move {
   MDP_CGROUP_STAYED = 0,
   MDP_CGROUP_MOVED = 1,      /* w->cg is the new one */
   MDP_CGROUP_UNREADABLE = 2, /* it moved to one the plugin cannot read: w->cg is NULL */
+  MDP_CGROUP_FOUND = 3,      /* it had none, and w->cg is the one it is in now */
+  MDP_CGROUP_STILL_NONE = 4, /* it has none, and the one it is in still cannot be read */
 } mdp_cgroup_move;
 
 typedef struct mdp_cgroup_move_info {
   char from[MDP_CGROUP_PATH_MAX], to[MDP_CGROUP_PATH_MAX]; /* paths in the hierarchy */
-  char err[128];                                           /* with MDP_CGROUP_UNREADABLE */
+  char err[128]; /* with MDP_CGROUP_UNREADABLE, MDP_CGROUP_STILL_NONE (FOUND: the last) */
+  int rc;        /* with MDP_CGROUP_STILL_NONE: mdp_cgroup_acquire's */
+  unsigned gap;  /* with MDP_CGROUP_STILL_NONE: passes until the next try */
 } mdp_cgroup_move_info;
 
 mdp_cgroup_move mdp_registry_follow_cgroup(mdp_worker *w, mdp_cgroup_move_info *out);

@@ -209,12 +209,15 @@ module Containers
     # collectd_in: a Cgroup collectd runs in, in a cgroup namespace of its
     # own (what a DaemonSet pod that is not privileged gets on cgroup v2):
     # collectd then reads every other cgroup path as "/../...".
-    def initialize(label, keys, collectd_in: nil)
+    # prefix: words collectd's command line starts with (given the site's
+    # directory), as a wrapper that makes its namespace.
+    def initialize(label, keys, collectd_in: nil, prefix: nil)
       super(label, keys) do
         @socket_dir = File.join(@site.dir, "run")
         FileUtils.mkdir_p(@socket_dir, mode: 0o755)
         @site.socket = File.join(@socket_dir, "supervisor.ipc")
         @site.collectd_prefix = collectd_in.join_command("unshare", "--cgroup") if collectd_in
+        @site.collectd_prefix = prefix.call(@site.dir) if prefix
       end
     end
 

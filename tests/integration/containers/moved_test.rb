@@ -5,7 +5,8 @@
 # collectd's csv output with the worker counted there, the old cgroup is no
 # longer sampled, the move is logged once, and `memdiagctl workers` names
 # the new cgroup (CGROUP, and cgroup in --json). Moved back, it is followed
-# back. (Before, the plugin kept the cgroup it saw at registration for the
+# back. A worker with no cgroup the plugin can read is picked up once it is
+# in one. (Before, the plugin kept the cgroup it saw at registration for the
 # worker's whole life: its charge and limit stayed the first cgroup's until
 # f91f944, the CGROUP column until 2026-12-02; on cgroup v1 that column
 # named the v2 line, "/", not the memory cgroup.)
@@ -77,6 +78,36 @@ class ContainersMovedTest < Minitest::Test
     line = move_lines(w).first
     refute_includes line, "\e", line
     assert_includes line, "to cgroup #{clean}; its charge and limit are now read from #{b.path.tr("\e", "?")}"
+  end
+
+  # A worker whose cgroup could not be read at registration (here its path
+  # is longer than the 511 bytes the plugin takes; out of file descriptors,
+  # or a cgroup being made or moved meanwhile, do the same) was never looked
+  # at again: no limit and no charge for its whole life, and nothing in the
+  # log said why. The log says why once; it is tried again at growing gaps,
+  # and once it is in a cgroup that can be read, that one is its own.
+  def test_a_worker_without_a_readable_cgroup_is_picked_up_once_it_is_in_one
+    deep = cgroup
+    3.times { |i| deep = cgroup(parent: deep, name: "#{i}#{'d' * 240}") }
+    assert_operator deep.relative.bytesize, :>, 511
+    site = @bench.site
+    w = @bench.start_worker("late", cgroup: deep, ballast: Containers.rand_mib(8..16))
+    said = /worker \d+ \('late' pid #{w.pid}\): no memory cgroup can be read for it \(.+\): no cgroup limit or charge/
+    site.wait_until("the log says why #{w.name} has no cgroup") { site.plugin_log.match?(said) }
+    e = site.workers_json.find { |x| x["pid"] == w.pid }
+    assert_nil e["limit_cgroup"], e.inspect
+
+    limit = Containers.rand_mib(200..300)
+    b = cgroup(limit: limit)
+    File.write(b.file("cgroup.procs"), w.pid.to_s)
+    wait_limit(w, b, limit)
+    found = site.plugin_log.lines.grep(/worker \d+ \('late' pid #{w.pid}\): its cgroup/)
+    assert_equal 1, found.size, site.plugin_log
+    assert_includes found.first, "its cgroup #{b.relative} can be read now; its charge and limit are read from #{b.path}"
+    assert_equal 1, site.plugin_log.lines.grep(said).size, "said once:\n#{site.plugin_log}"
+    b_pi = "memdiag-#{b.csv_instance}"
+    site.wait_until("#{b_pi} counts the worker") { site.csv_last(b_pi, "count-workers") == 1.0 }
+    puts "# #{site.plugin_log.lines.grep(said).first.strip}"
   end
 
   private
