@@ -414,6 +414,26 @@ static void remove_local_steps(double *y, const unsigned char *have, unsigned m)
   }
 }
 
+/* Where course c reaches level, in buckets from x (-1: never). A plateau
+ * above the level is no levelling off: along it the level comes later than
+ * at its present slope only by a bend the noise may have made (a steady
+ * leak's course was fitted as a plateau at 90-175 minutes' time constant,
+ * reaching the limit in 78 minutes where its slope said 55). Once every
+ * plateau below NearLimit is ruled out at the 99 % point (LINE_RULED_OUT:
+ * at RULED_OUT's 90 % two more warm-ups of the check set fired), such a
+ * course is projected at its present slope, as a steady one, when that is
+ * sooner. */
+#define LINE_RULED_OUT 1.0
+static double course_reach(const mdp_course *c, double x, double level)
+{
+  double reach = mdp_course_reach(c, x, level);
+  double slope = mdp_course_slope(c, x), room = level - mdp_course_at(c, x);
+  if(c->kind == MDP_COURSE_PLATEAU && mdp_course_plateau(c) > level && slope > 0 && room > 0 &&
+     mdp_course_ruled_out(c) >= LINE_RULED_OUT && (reach < 0 || room / slope < reach))
+    reach = room / slope;
+  return reach;
+}
+
 int mdp_detector_course_view(const mdp_detector *d, double t, double level, double settle,
                              mdp_detector_course_look *v)
 {
@@ -536,7 +556,7 @@ int mdp_detector_course_early(mdp_detector *d, double t, mdp_decision *ev)
   double slope = mdp_course_slope(&course, x_now) / len;
   double rise = envelope - mdp_course_at(&course, course.first);
   double room = level - envelope;
-  double reach = mdp_course_reach(&course, x_now, level);
+  double reach = course_reach(&course, x_now, level);
   double plateau = mdp_course_plateau(&course);
 
   ev->time = t;
