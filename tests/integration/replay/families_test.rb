@@ -10,8 +10,8 @@
 # standard warm-ups fires; at most 3 of the 120 held-out ones (seed 4242);
 # at most 11 of the 720 warm-ups of six more draws (seeds 31337, 11 and 12
 # standard, 31338, 13 and 14 held-out; 15 on the build of 2026-12-02's
-# start, 95e017b), and at least 245 of their 360 fast leaks meet the lead
-# asked (220 on 95e017b). It does not yet assert the issue's acceptance
+# start, 95e017b), and at least 246 of their 360 fast leaks meet the lead
+# asked (220 on 95e017b, 245 on 6f159d5). It does not yet assert the issue's acceptance
 # (no warm-up fires; every fast leak 50 minutes ahead): that does not hold.
 require "minitest/autorun"
 require_relative "family_replay"
@@ -75,6 +75,6 @@ class ReplayFamiliesTest < Minitest::Test
       in_time += leaks.count(&:ok)
     end
     assert_operator fired.size, :<=, 11, "warm-ups of the fresh draws that fire: #{fired.join(' ')}"
-    assert_operator in_time, :>=, 245, "fast leaks of the fresh draws that meet the lead asked"
+    assert_operator in_time, :>=, 246, "fast leaks of the fresh draws that meet the lead asked"
   end
 end
