@@ -474,6 +474,89 @@ void mdp_course_fit(const double *y, const unsigned char *have, unsigned n, doub
     }
 }
 
+/* mdp_course_knee: see course.h. */
+#define KNEE_AFTER  6
+#define KNEE_BEFORE 6
+#define KNEE_GAIN   2.0
+#define KNEE_RISE   1.0
+#define TAIL_CHI    3.0
+typedef struct {
+  double n, sx, sy, sxx, sxy, syy;
+} line_sums;
+
+static void line_add(line_sums *s, double x, double y)
+{
+  s->n++;
+  s->sx += x;
+  s->sy += y;
+  s->sxx += x * x;
+  s->sxy += x * y;
+  s->syy += y * y;
+}
+
+/* Slope of the least-squares line; *sse the sum of squares it leaves. */
+static double line_fit(const line_sums *s, double *sse)
+{
+  double dx = s->n * s->sxx - s->sx * s->sx;
+  double b = dx > 0 ? (s->n * s->sxy - s->sx * s->sy) / dx : 0;
+  double a = s->n > 0 ? (s->sy - b * s->sx) / s->n : 0;
+  if(sse)
+    *sse = s->syy - a * s->sy - b * s->sxy;
+  return b;
+}
+
+unsigned mdp_course_knee(const double *y, const unsigned char *have, unsigned m, double sd_floor)
+{
+  double d2[MDP_COURSE_MAX_POINTS], ref = -1;
+  if(m > MDP_COURSE_MAX_POINTS)
+    m = MDP_COURSE_MAX_POINTS;
+  unsigned n2 = 0;
+  for(unsigned k = 1; k + 1 < m; k++)
+    if(!have || (have[k - 1] && have[k] && have[k + 1])) {
+      double d = y[k + 1] - 2 * y[k] + y[k - 1];
+      d2[n2++] = d * d;
+    }
+  if(n2 < 5)
+    return 0;
+  /* White noise of variance v: second differences of variance 6 v, their
+   * squares' median 0.455 times that. */
+  double var = mdp_robust_median(d2, n2) / (6 * 0.455);
+  if(var < sd_floor * sd_floor)
+    var = sd_floor * sd_floor;
+  for(unsigned k = 0; k < m && ref < 0; k++)
+    if(!have || have[k])
+      ref = y[k];
+  line_sums tail = {0};
+  unsigned start = 0, nt = 0;
+  for(unsigned k = m; k-- > 0;) {
+    if(have && !have[k])
+      continue;
+    line_sums t = tail;
+    line_add(&t, k, y[k] - ref);
+    double sse;
+    line_fit(&t, &sse);
+    if(t.n >= 3 && sse > TAIL_CHI * var * (t.n - 2))
+      break;
+    tail = t;
+    start = k;
+    nt++;
+  }
+  if(nt < KNEE_AFTER || start < 2)
+    return 0;
+  line_sums before = {0};
+  for(unsigned k = start, got = 0; k-- > 0 && got < KNEE_BEFORE;)
+    if(!have || have[k]) {
+      line_add(&before, k, y[k] - ref);
+      got++;
+    }
+  if(before.n < 2)
+    return 0;
+  double b_tail = line_fit(&tail, NULL), b_before = line_fit(&before, NULL);
+  if(!(b_tail > KNEE_GAIN * (b_before > 0 ? b_before : 0) + KNEE_RISE * sqrt(var)))
+    return 0;
+  return start;
+}
+
 double mdp_course_ruled_out(const mdp_course *c)
 {
   if(c->kind == MDP_COURSE_NONE || c->dof == 0)

@@ -74,4 +74,15 @@ double mdp_course_plateau(const mdp_course *c);
  * speeding up is not extrapolated. */
 double mdp_course_reach(const mdp_course *c, double x, double level);
 
+/* The last change of slope in y[0..n) (have as for mdp_course_fit): the
+ * first of the last points that lie on one straight line, when that line
+ * climbs faster than the points before it, as a leak that starts after a
+ * warm-up has levelled off. The run is the longest of the last points (6
+ * or more) that a straight line fits within 3 times their noise (the
+ * variance their second differences show, at least sd_floor squared); it
+ * counts when its slope is at least twice that of the 6 points before it
+ * (or that slope is not positive) plus the noise's standard deviation per
+ * point. 0 when there is no such run (or it starts at point 0 or 1). */
+unsigned mdp_course_knee(const double *y, const unsigned char *have, unsigned n, double sd_floor);
+
 #endif

@@ -49,6 +49,10 @@ _Static_assert(CB <= MDP_COURSE_MAX_POINTS, "the course fit must hold the ring")
 #define MIB           (1024.0 * 1024.0)
 #define MIN_RISE      (2.0 * MIB)
 #define RISE_SCATTER  4.0
+/* The least noise the knee test assumes (mdp_course_knee): a one-minute
+ * bucket's minimum of a 15 MiB/min leak sampled every 10 s moves by up to
+ * a sample's 2.5 MiB with where the samples fall. */
+#define KNEE_SD       (1.5 * MIB)
 
 void mdp_detector_course_init(mdp_detector *d)
 {
@@ -502,12 +506,87 @@ static int early_fail(mdp_detector *d)
   return 0;
 }
 
+/* One look of the early path at the points (raw: before the steps came
+ * out): fits their course and fills ev; 1 when the course passes (every
+ * check but the growth); lk->grown and lk->firm say the rest. */
+typedef struct {
+  const double *raw, *y;     /* the points, before and after the steps came out */
+  const unsigned char *have; /* which of the m points to use */
+  unsigned m, from;          /* points; the first used (0, or the knee) */
+  double lo, level, settle;  /* the lowest point; the limit and NearLimit's level */
+  int grown, firm;           /* out: grown its share of the room; plateaus ruled out at FIRM */
+} early_look;
+
+static int early_judge(mdp_detector *d, double t, early_look *lk, mdp_decision *ev)
+{
+  const mdp_detector_config *c = &d->cfg;
+  const double *raw = lk->raw, *y = lk->y, lo = lk->lo, level = lk->level;
+  const unsigned char *have = lk->have;
+  unsigned m = lk->m;
+  mdp_course course;
+  double jump = 0, prev = -1;
+  for(unsigned k = 0; k < m; k++) {
+    if(!have[k])
+      continue;
+    if(prev >= 0 && raw[k] - prev > jump)
+      jump = raw[k] - prev;
+    prev = raw[k];
+  }
+  memset(ev, 0, sizeof(*ev));
+  ev->time_to_limit = -1;
+  mdp_course_fit(y, have, m, lk->settle, &course);
+  if(course.kind == MDP_COURSE_NONE)
+    return 0;
+
+  double len = d->cbucket_len;
+  double x_now = (t - d->origin) / len - (double)(d->cnbucket - m);
+  double envelope = mdp_course_at(&course, x_now);
+  double slope = mdp_course_slope(&course, x_now) / len;
+  double rise = envelope - mdp_course_at(&course, course.first);
+  double room = level - envelope;
+  double reach = course_reach(&course, x_now, level);
+  double plateau = mdp_course_plateau(&course);
+
+  ev->time = t;
+  ev->envelope = envelope > 0 ? (uint64_t)envelope : 0;
+  ev->slope = slope;
+  ev->slope_recent = slope;
+  ev->slope_before = mdp_course_slope(&course, course.first) / len;
+  ev->window = (double)(m - lk->from) * len;
+  ev->urgent = 1;
+  ev->plateau = plateau > 0 ? plateau : 0;
+  for(unsigned k = 0; k < m; k++)
+    ev->samples += course_bucket(d, m, k)->count;
+  if(reach >= 0)
+    ev->time_to_limit = reach * len;
+
+  int course_ok = slope > 0 && reach >= 0 && ev->time_to_limit <= NEAR_SHARE * c->horizon &&
+                  rise >= MIN_RISE && rise >= RISE_SCATTER * course.scatter &&
+                  jump <= STEP_SHARE * rise && mdp_course_ruled_out(&course) >= RULED_OUT &&
+                  (c->min_growth_rate <= 0 || slope >= c->min_growth_rate);
+  int grown = envelope - lo >= URGENCY_SHARE * room;
+  lk->grown = grown;
+  lk->firm = mdp_course_ruled_out(&course) >= FIRM;
+#ifdef MDP_URGENT_DEBUG
+  fprintf(
+      stderr,
+      "early t=%.1f m=%u kind=%d tau=%.1f env=%.0f slope=%.1f reach=%.1f rise=%.0f sc=%.1f "
+      "jump=%.0f grown=%.0f need=%.0f F=%.2f from=%u fails=%d%d%d%d%d%d%d\n",
+      (t - d->origin) / 60, m, course.kind, course.q > 0 && course.q < 1 ? -1 / log(course.q) : 0,
+      envelope / MIB, slope * 60 / MIB, ev->time_to_limit / 60, rise / MIB, course.scatter / MIB,
+      jump / MIB, (envelope - lo) / MIB, URGENCY_SHARE * room / MIB, mdp_course_ruled_out(&course),
+      lk->from, !(slope > 0 && reach >= 0), !(ev->time_to_limit <= NEAR_SHARE * c->horizon),
+      !(rise >= MIN_RISE), !(rise >= RISE_SCATTER * course.scatter), !(jump <= STEP_SHARE * rise),
+      !(envelope - lo >= URGENCY_SHARE * room), !(mdp_course_ruled_out(&course) >= RULED_OUT));
+#endif
+  return course_ok;
+}
+
 int mdp_detector_course_early(mdp_detector *d, double t, mdp_decision *ev)
 {
   const mdp_detector_config *c = &d->cfg;
   double y[CB];
   unsigned char have[CB];
-  mdp_course course;
   unsigned m = d->cfilled ? d->cfilled - 1 : 0;
 
   memset(ev, 0, sizeof(*ev));
@@ -524,7 +603,11 @@ int mdp_detector_course_early(mdp_detector *d, double t, mdp_decision *ev)
    * may be all there is. */
   if(si.drops == 1 && si.stands)
     return early_fail(d);
-  double lo = -1, first = -1, last = -1, jump = 0, prev = -1;
+#ifdef MDP_URGENT_DEBUG
+  fprintf(stderr, "saw t=%.1f drops=%u P=%.1f ramp=%.1f ld=%.1f\n", (t - d->origin) / 60, si.drops,
+          si.period, si.ramp / MIB, si.last_drop);
+#endif
+  double lo = -1, first = -1, last = -1;
   for(unsigned k = 0; k < m; k++) {
     if(!have[k])
       continue;
@@ -533,9 +616,6 @@ int mdp_detector_course_early(mdp_detector *d, double t, mdp_decision *ev)
     if(first < 0)
       first = y[k];
     last = y[k];
-    if(prev >= 0 && y[k] - prev > jump)
-      jump = y[k] - prev;
-    prev = y[k];
   }
   /* Most series are nowhere near: skip the fit unless the raw minima have
    * grown by half the share of the room the rule asks for. */
@@ -545,52 +625,20 @@ int mdp_detector_course_early(mdp_detector *d, double t, mdp_decision *ev)
   double level = (double)c->memory_limit - exc;
   double settle =
       (c->near_limit > 0 && c->near_limit < 1 ? c->near_limit : 1) * (double)c->memory_limit - exc;
+  double raw[CB];
+  memcpy(raw, y, m * sizeof(y[0]));
   remove_local_steps(y, have, m);
-  mdp_course_fit(y, have, m, settle, &course);
-  if(course.kind == MDP_COURSE_NONE)
-    return early_fail(d);
-
-  double len = d->cbucket_len;
-  double x_now = (t - d->origin) / len - (double)(d->cnbucket - m);
-  double envelope = mdp_course_at(&course, x_now);
-  double slope = mdp_course_slope(&course, x_now) / len;
-  double rise = envelope - mdp_course_at(&course, course.first);
-  double room = level - envelope;
-  double reach = course_reach(&course, x_now, level);
-  double plateau = mdp_course_plateau(&course);
-
-  ev->time = t;
-  ev->envelope = envelope > 0 ? (uint64_t)envelope : 0;
-  ev->slope = slope;
-  ev->slope_recent = slope;
-  ev->slope_before = mdp_course_slope(&course, course.first) / len;
-  ev->window = (double)m * len;
-  ev->urgent = 1;
-  ev->plateau = plateau > 0 ? plateau : 0;
-  for(unsigned k = 0; k < m; k++)
-    ev->samples += course_bucket(d, m, k)->count;
-  if(reach >= 0)
-    ev->time_to_limit = reach * len;
-
-  int course_ok = slope > 0 && reach >= 0 && ev->time_to_limit <= NEAR_SHARE * c->horizon &&
-                  rise >= MIN_RISE && rise >= RISE_SCATTER * course.scatter &&
-                  jump <= STEP_SHARE * rise && mdp_course_ruled_out(&course) >= RULED_OUT &&
-                  (c->min_growth_rate <= 0 || slope >= c->min_growth_rate);
-  int grown = envelope - lo >= URGENCY_SHARE * room;
-#ifdef MDP_URGENT_DEBUG
-  fprintf(stderr,
-          "early t=%.1f m=%u kind=%d tau=%.1f env=%.0f slope=%.1f reach=%.1f rise=%.0f sc=%.1f "
-          "jump=%.0f grown=%.0f need=%.0f F=%.2f drops=%u P=%.1f ramp=%.1f ld=%.1f "
-          "fails=%d%d%d%d%d%d%d\n",
-          (t - d->origin) / 60, m, course.kind,
-          course.q > 0 && course.q < 1 ? -1 / log(course.q) : 0, envelope / MIB, slope * 60 / MIB,
-          ev->time_to_limit / 60, rise / MIB, course.scatter / MIB, jump / MIB,
-          (envelope - lo) / MIB, URGENCY_SHARE * room / MIB, mdp_course_ruled_out(&course),
-          si.drops, si.period, si.ramp / MIB, si.last_drop, !(slope > 0 && reach >= 0),
-          !(ev->time_to_limit <= NEAR_SHARE * c->horizon), !(rise >= MIN_RISE),
-          !(rise >= RISE_SCATTER * course.scatter), !(jump <= STEP_SHARE * rise),
-          !(envelope - lo >= URGENCY_SHARE * room), !(mdp_course_ruled_out(&course) >= RULED_OUT));
-#endif
+  early_look lk = {raw, y, have, m, 0, lo, level, settle, 0, 0};
+  int course_ok = early_judge(d, t, &lk, ev);
+  /* A leak that started after a warm-up: the course since the last change
+   * of slope, when the whole ring's does not pass. */
+  unsigned knee = course_ok ? 0 : mdp_course_knee(y, have, m, KNEE_SD);
+  if(knee) {
+    for(unsigned k = 0; k < knee; k++)
+      have[k] = 0;
+    lk.from = knee;
+    course_ok = early_judge(d, t, &lk, ev);
+  }
   if(!course_ok)
     return early_fail(d);
   /* The status line shows the growth from the first evaluation whose
@@ -599,14 +647,13 @@ int mdp_detector_course_early(mdp_detector *d, double t, mdp_decision *ev)
    * (about T/5 for a steady leak), not evidence that wants repeating. The
    * CONFIRM - 1 firm looks must both have grown enough. */
   d->sgrowing = 1;
-  d->sslope = slope;
+  d->sslope = ev->slope;
   d->seval = *ev;
   ++d->cstreak;
-  if(!grown) {
+  if(!lk.grown) {
     d->cgrown = 0;
     return 0;
   }
   ++d->cgrown;
-  return d->cstreak >= CONFIRM ||
-         (mdp_course_ruled_out(&course) >= FIRM && d->cgrown >= CONFIRM - 1);
+  return d->cstreak >= CONFIRM || (lk.firm && d->cgrown >= CONFIRM - 1);
 }

@@ -2,7 +2,9 @@
  * reaches a level at its slope; an exponential approach is a plateau that
  * never reaches a level above it, and is found under noise and a spike; a
  * line under a dying warm-up is settling and keeps its slope; too few
- * points say nothing. */
+ * points say nothing; a leak that starts after a warm-up has levelled off
+ * is found where it starts, and neither a straight line nor a warm-up
+ * alone has such a knee. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -111,6 +113,27 @@ static void test_holes_and_too_few_points(void **st)
   assert_true(fabs(mdp_course_at(&c, 10) - 110) < 1e-6);
 }
 
+static void test_leak_after_warmup_has_a_knee(void **st)
+{
+  (void)st;
+  double y[N];
+  uint32_t r = 11;
+  for(int i = 0; i < 24; i++) {
+    y[i] = 330 - 150 * exp(-i / 2.5) + 2.0 * noise(&r);
+    if(i > 13)
+      y[i] += 14 * (i - 13);
+  }
+  unsigned k = mdp_course_knee(y, NULL, 24, 1.5);
+  assert_true(k >= 12 && k <= 15);
+  /* The warm-up alone, and a straight line: no knee. */
+  for(int i = 0; i < 24; i++)
+    y[i] = 330 - 150 * exp(-i / 6.0) + 2.0 * noise(&r);
+  assert_int_equal(mdp_course_knee(y, NULL, 24, 1.5), 0);
+  for(int i = 0; i < 24; i++)
+    y[i] = 200 + 13 * i + 2.0 * noise(&r);
+  assert_int_equal(mdp_course_knee(y, NULL, 24, 1.5), 0);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -119,6 +142,7 @@ int main(void)
       cmocka_unit_test(test_line_under_warmup_is_settling),
       cmocka_unit_test(test_warmup_with_loaded_cache_levels_off),
       cmocka_unit_test(test_holes_and_too_few_points),
+      cmocka_unit_test(test_leak_after_warmup_has_a_knee),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
