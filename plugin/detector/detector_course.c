@@ -257,6 +257,37 @@ static double tooth_phases(saw_points *sp, const unsigned char *have, unsigned m
  * used only if the minima do climb it between drops. Each point is then
  * moved from where it was seen to its bucket's start along the points'
  * slope. */
+/* Whether the drops come as a sawtooth's do: every gap between two drops
+ * within TEETH_SLACK of the median gap, or of a whole multiple of it (a
+ * tooth whose drop fell short of the bar). Noise that falls far now and
+ * then drops at random gaps. Two drops have one gap: nothing to compare. */
+#define TEETH_SLACK 0.25
+static int drops_periodic(const saw_points *sp, unsigned m, unsigned nd)
+{
+  double gap[CB], sorted[CB], prev = -1;
+  unsigned n = 0;
+  if(nd < 3)
+    return 1;
+  for(unsigned k = 0; k < m; k++) {
+    if(!sp->drop[k])
+      continue;
+    if(prev >= 0)
+      gap[n++] = sp->x[k] - prev;
+    prev = sp->x[k];
+  }
+  memcpy(sorted, gap, n * sizeof(gap[0]));
+  sort_small(sorted, n);
+  double med = sorted[n / 2];
+  if(!(med > 0))
+    return 0;
+  for(unsigned i = 0; i < n; i++) {
+    double r = gap[i] / med, whole = floor(r + 0.5);
+    if(whole < 1 || fabs(r - whole) > TEETH_SLACK)
+      return 0;
+  }
+  return 1;
+}
+
 static void course_points(const mdp_detector *d, unsigned m, double *y, unsigned char *have,
                           saw_info *si)
 {
@@ -268,6 +299,8 @@ static void course_points(const mdp_detector *d, unsigned m, double *y, unsigned
   if(si->drops < 2)
     return;
   unsigned nd = si->drops;
+  if(!drops_periodic(&sp, m, nd))
+    return;
   si->period = (si->last_drop - sp.first_drop) / (nd - 1);
   double fitted = tooth_phases(&sp, have, m, si->period);
   double climbed = 0;

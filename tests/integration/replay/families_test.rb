@@ -8,10 +8,11 @@
 # figures each bound had before are in this file's history): every fast
 # leak is captured by sustained-growth before the limit; none of the 120
 # standard warm-ups fires; at most 3 of the 120 held-out ones (seed 4242);
-# at most 11 of the 720 warm-ups of six more draws (seeds 31337, 11 and 12
+# at most 10 of the 720 warm-ups of six more draws (seeds 31337, 11 and 12
 # standard, 31338, 13 and 14 held-out; 15 on the build of 2026-12-02's
-# start, 95e017b), and at least 246 of their 360 fast leaks meet the lead
-# asked (220 on 95e017b, 245 on 6f159d5). It does not yet assert the issue's acceptance
+# start, 95e017b, 11 on 72b1131), and at least 250 of their 360 fast leaks
+# meet the lead asked (220 on 95e017b, 245 on 6f159d5, 246 on 72b1131).
+# Named warm-ups of the tune draws that fired on 72b1131 stay quiet. It does not yet assert the issue's acceptance
 # (no warm-up fires; every fast leak 50 minutes ahead): that does not hold.
 require "minitest/autorun"
 require_relative "family_replay"
@@ -74,7 +75,27 @@ class ReplayFamiliesTest < Minitest::Test
       leaks.each { |o| assert o.lead_s&.positive?, "#{extra[1]} #{o.name} #{o.params}: not captured in time" }
       in_time += leaks.count(&:ok)
     end
-    assert_operator fired.size, :<=, 11, "warm-ups of the fresh draws that fire: #{fired.join(' ')}"
-    assert_operator in_time, :>=, 246, "fast leaks of the fresh draws that meet the lead asked"
+    assert_operator fired.size, :<=, 10, "warm-ups of the fresh draws that fire: #{fired.join(' ')}"
+    assert_operator in_time, :>=, 250, "fast leaks of the fresh draws that meet the lead asked"
+  end
+
+  # Warm-ups of family_table.rb's tune draws that fired on 72b1131, each
+  # levelling off at 54-81 % of the limit: held-out-4007 warmup-018 (its
+  # noise's falls, at random gaps, were taken for a sawtooth's drops and
+  # the bend was lost), the others by the urgent rule while a plateau below
+  # NearLimit still fitted their course (reach within an hour).
+  QUIET = { %w[--seed 4007 --ranges held-out] => %w[warmup-018 warmup-027],
+            %w[--seed 2007 --ranges held-out] => %w[warmup-016 warmup-060],
+            %w[--seed 5007 --ranges held-out] => %w[warmup-052 warmup-099],
+            %w[--seed 3007] => %w[warmup-051] }.freeze
+
+  def test_warmups_that_fired_before_stay_quiet
+    QUIET.each do |extra, names|
+      outcomes = FamilyReplay.run(CTL, "warmup", extra).select { |o| names.include?(o.name) }
+      assert_equal names.sort, outcomes.map(&:name).sort
+      outcomes.each do |o|
+        assert_equal 0, o.captures, "#{extra.join(' ')} #{o.name} #{o.params}: fires at #{o.first_s} s"
+      end
+    end
   end
 end
