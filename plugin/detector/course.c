@@ -480,29 +480,25 @@ void mdp_course_fit(const double *y, const unsigned char *have, unsigned n, doub
 #define KNEE_GAIN   2.0
 #define KNEE_RISE   1.0
 #define TAIL_CHI    3.0
-typedef struct {
-  double n, sx, sy, sxx, sxy, syy;
-} line_sums;
-
-static void line_add(line_sums *s, double x, double y)
+static void sums_add(sums *s, double x, double y)
 {
-  s->n++;
+  s->s0++;
   s->sx += x;
-  s->sy += y;
   s->sxx += x * x;
+  s->sy += y;
   s->sxy += x * y;
   s->syy += y * y;
 }
 
-/* Slope of the least-squares line; *sse the sum of squares it leaves. */
-static double line_fit(const line_sums *s, double *sse)
+/* The slope of the least-squares line (fit_line; 0 when it has none). */
+static double sums_slope(const sums *s, double *sse)
 {
-  double dx = s->n * s->sxx - s->sx * s->sx;
-  double b = dx > 0 ? (s->n * s->sxy - s->sx * s->sy) / dx : 0;
-  double a = s->n > 0 ? (s->sy - b * s->sx) / s->n : 0;
+  curve line = {0};
+  if(!fit_line(s, &line))
+    line.sse = 0;
   if(sse)
-    *sse = s->syy - a * s->sy - b * s->sxy;
-  return b;
+    *sse = line.sse;
+  return line.c;
 }
 
 unsigned mdp_course_knee(const double *y, const unsigned char *have, unsigned m, double sd_floor)
@@ -526,16 +522,16 @@ unsigned mdp_course_knee(const double *y, const unsigned char *have, unsigned m,
   for(unsigned k = 0; k < m && ref < 0; k++)
     if(!have || have[k])
       ref = y[k];
-  line_sums tail = {0};
+  sums tail = {0};
   unsigned start = 0, nt = 0;
   for(unsigned k = m; k-- > 0;) {
     if(have && !have[k])
       continue;
-    line_sums t = tail;
-    line_add(&t, k, y[k] - ref);
+    sums t = tail;
+    sums_add(&t, k, y[k] - ref);
     double sse;
-    line_fit(&t, &sse);
-    if(t.n >= 3 && sse > TAIL_CHI * var * (t.n - 2))
+    sums_slope(&t, &sse);
+    if(t.s0 >= 3 && sse > TAIL_CHI * var * (t.s0 - 2))
       break;
     tail = t;
     start = k;
@@ -543,15 +539,15 @@ unsigned mdp_course_knee(const double *y, const unsigned char *have, unsigned m,
   }
   if(nt < KNEE_AFTER || start < 2)
     return 0;
-  line_sums before = {0};
+  sums before = {0};
   for(unsigned k = start, got = 0; k-- > 0 && got < KNEE_BEFORE;)
     if(!have || have[k]) {
-      line_add(&before, k, y[k] - ref);
+      sums_add(&before, k, y[k] - ref);
       got++;
     }
-  if(before.n < 2)
+  if(before.s0 < 2)
     return 0;
-  double b_tail = line_fit(&tail, NULL), b_before = line_fit(&before, NULL);
+  double b_tail = sums_slope(&tail, NULL), b_before = sums_slope(&before, NULL);
   if(!(b_tail > KNEE_GAIN * (b_before > 0 ? b_before : 0) + KNEE_RISE * sqrt(var)))
     return 0;
   return start;

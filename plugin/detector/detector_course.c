@@ -247,16 +247,6 @@ static double tooth_phases(saw_points *sp, const unsigned char *have, unsigned m
   return m3[0][0] >= 5 && solve3(m3, r3, coef) ? coef[2] : 0;
 }
 
-/* The course points of the last m closed buckets, oldest first: each
- * bucket's minimum (have[k] 0 for an empty one). Under a sawtooth (two
- * drops or more, docs/detector.md "The early path") a drop's trough, and
- * every other minimum less the ramp its tooth climbed since its drop; the
- * ramp is what the drops gave back over the teeth between them (each drop
- * returns what its ramp climbed over the tooth, less the ramp of the two
- * samples the fall is measured over, whatever the envelope did), and is
- * used only if the minima do climb it between drops. Each point is then
- * moved from where it was seen to its bucket's start along the points'
- * slope. */
 /* Whether the drops come as a sawtooth's do: every gap between two drops
  * within TEETH_SLACK of the median gap, or of a whole multiple of it (a
  * tooth whose drop fell short of the bar). Noise that falls far now and
@@ -288,6 +278,16 @@ static int drops_periodic(const saw_points *sp, unsigned m, unsigned nd)
   return 1;
 }
 
+/* The course points of the last m closed buckets, oldest first: each
+ * bucket's minimum (have[k] 0 for an empty one). Under a sawtooth (two
+ * drops or more, docs/detector.md "The early path") a drop's trough, and
+ * every other minimum less the ramp its tooth climbed since its drop; the
+ * ramp is what the drops gave back over the teeth between them (each drop
+ * returns what its ramp climbed over the tooth, less the ramp of the two
+ * samples the fall is measured over, whatever the envelope did), and is
+ * used only if the minima do climb it between drops. Each point is then
+ * moved from where it was seen to its bucket's start along the points'
+ * slope. */
 static void course_points(const mdp_detector *d, unsigned m, double *y, unsigned char *have,
                           saw_info *si)
 {
