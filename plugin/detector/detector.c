@@ -46,17 +46,17 @@
  * the limit T after it starts therefore fires about 0.29 T after it starts,
  * whatever its rate; a burst or a fill fires only if it lasts that long at a
  * rate that would reach the limit within URGENT_SHARE of Horizon. */
-#define URGENCY_SHARE   0.4
+#define URGENCY_SHARE     0.4
 /* A warm-up levelling off decelerates: the recent half of the short window
  * must grow at least this share as fast as its older half. */
-#define DECEL_SHARE     0.5
+#define DECEL_SHARE       0.5
 /* Evaluations in a row (one per short bucket) that must agree: two when
  * the course rules out every plateau below NearLimit at FIRM_RULED_OUT
  * times the 99 % point (firm evidence), else one more (a GC sawtooth's
  * ramp or a cache loaded at once can hold a warm-up's course up for two
  * looks, rarely for three). */
-#define SHORT_CONFIRM   2
-#define FIRM_RULED_OUT  2.0
+#define SHORT_CONFIRM     2
+#define FIRM_RULED_OUT    2.0
 /* A course that some plateau below NearLimit still fits (the data do not
  * rule every such plateau out at 99 %: SHORT_RULED_OUT) does not fire the
  * urgent rule, however near its course puts the limit: a warm-up that
@@ -67,7 +67,13 @@
  * course fired once it reached the limit within a sixth of Horizon: 6 of
  * the tune draws' 1440 warm-ups fired by it, against 1 of 540 fast leaks
  * that met the lead asked only by it.) */
-#define SHORT_RULED_OUT 1.0
+#define SHORT_RULED_OUT   1.0
+/* The course must reach the limit within this share of Horizon (90 min at
+ * the default), not URGENT_SHARE: the lead a fast leak needs is 50 min, and
+ * a warm-up whose course reaches the limit in 90-120 min has half an hour
+ * more to show its bend (3 of the tune draws' 1440 warm-ups fired there;
+ * no fast leak of the three variants the lead is asked for lost it). */
+#define SHORT_REACH_SHARE 0.25
 
 /* Median of pairwise slopes: a few outlying points (a bucket that missed
  * the trough of a sawtooth) cannot tilt it. */
@@ -499,7 +505,8 @@ static int evaluate_short(mdp_detector *d, double t, mdp_decision *ev)
   if(growing &&
      mdp_detector_course_view(d, t, (double)c->memory_limit - excursion, settle, &look)) {
     ev->plateau = look.plateau;
-    if(look.reach < 0 || look.reach > URGENT_SHARE * c->horizon || look.ruled < SHORT_RULED_OUT)
+    if(look.reach < 0 || look.reach > SHORT_REACH_SHARE * c->horizon ||
+       look.ruled < SHORT_RULED_OUT)
       growing = 0;
 #ifdef MDP_URGENT_DEBUG
     fprintf(stderr,

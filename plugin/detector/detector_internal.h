@@ -15,7 +15,8 @@ void mdp_detector_course_add(mdp_detector *d, double t, uint64_t v);
 /* What the course of the ring's envelope says at t (the urgent rule's
  * veto): seconds until it reaches level (-1: never, it levels off below
  * it or does not grow), how firmly the data rule out every course that
- * levels off at or below settle (mdp_course_ruled_out: 1 = at 99 %), and
+ * levels off at or below settle (mdp_course_ruled_out: 1 = at 99 %; the
+ * lesser of what the bucket minima and the early path's points say), and
  * where it levels off (bytes; 0 if it does not). */
 typedef struct {
   double reach, ruled, plateau;

@@ -8,11 +8,13 @@
 # figures each bound had before are in this file's history): every fast
 # leak is captured by sustained-growth before the limit; none of the 120
 # standard warm-ups fires; at most 3 of the 120 held-out ones (seed 4242);
-# at most 10 of the 720 warm-ups of six more draws (seeds 31337, 11 and 12
+# at most 7 of the 720 warm-ups of six more draws (seeds 31337, 11 and 12
 # standard, 31338, 13 and 14 held-out; 15 on the build of 2026-12-02's
-# start, 95e017b, 11 on 72b1131), and at least 250 of their 360 fast leaks
-# meet the lead asked (220 on 95e017b, 245 on 6f159d5, 246 on 72b1131).
-# Named warm-ups of the tune draws that fired on 72b1131 stay quiet. It does not yet assert the issue's acceptance
+# start, 95e017b, 11 on 72b1131, 10 on 42559c6), and at least 249 of their
+# 360 fast leaks meet the lead asked (220 on 95e017b, 245 on 6f159d5, 246
+# on 72b1131, 250 on 42559c6: the one lost is the price of the three
+# warm-ups). Named warm-ups of the tune draws that fired on 72b1131 or
+# 42559c6 stay quiet. It does not yet assert the issue's acceptance
 # (no warm-up fires; every fast leak 50 minutes ahead): that does not hold.
 require "minitest/autorun"
 require_relative "family_replay"
@@ -75,19 +77,26 @@ class ReplayFamiliesTest < Minitest::Test
       leaks.each { |o| assert o.lead_s&.positive?, "#{extra[1]} #{o.name} #{o.params}: not captured in time" }
       in_time += leaks.count(&:ok)
     end
-    assert_operator fired.size, :<=, 10, "warm-ups of the fresh draws that fire: #{fired.join(' ')}"
-    assert_operator in_time, :>=, 250, "fast leaks of the fresh draws that meet the lead asked"
+    assert_operator fired.size, :<=, 7, "warm-ups of the fresh draws that fire: #{fired.join(' ')}"
+    assert_operator in_time, :>=, 249, "fast leaks of the fresh draws that meet the lead asked"
   end
 
   # Warm-ups of family_table.rb's tune draws that fired on 72b1131, each
   # levelling off at 54-81 % of the limit: held-out-4007 warmup-018 (its
   # noise's falls, at random gaps, were taken for a sawtooth's drops and
   # the bend was lost), the others by the urgent rule while a plateau below
-  # NearLimit still fitted their course (reach within an hour).
+  # NearLimit still fitted their course (reach within an hour). On 42559c6:
+  # held-out-6007 warmup-027 by the early path (a cache loaded in the first
+  # minute), the others by the urgent rule at a reach of 90-120 min or with
+  # the plateaus ruled out on the bucket minima but not once the sawtooth's
+  # ramp was out.
   QUIET = { %w[--seed 4007 --ranges held-out] => %w[warmup-018 warmup-027],
-            %w[--seed 2007 --ranges held-out] => %w[warmup-016 warmup-060],
+            %w[--seed 2007 --ranges held-out] => %w[warmup-016 warmup-060 warmup-111],
             %w[--seed 5007 --ranges held-out] => %w[warmup-052 warmup-099],
-            %w[--seed 3007] => %w[warmup-051] }.freeze
+            %w[--seed 3007] => %w[warmup-051],
+            %w[--seed 2007] => %w[warmup-070],
+            %w[--seed 6007] => %w[warmup-016],
+            %w[--seed 6007 --ranges held-out] => %w[warmup-027 warmup-106] }.freeze
 
   def test_warmups_that_fired_before_stay_quiet
     QUIET.each do |extra, names|
