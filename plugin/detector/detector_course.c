@@ -496,8 +496,7 @@ int mdp_detector_course_view(const mdp_detector *d, double t, double level, doub
   mdp_course_fit(y, have, m, settle, &course);
   if(course.kind == MDP_COURSE_NONE)
     return 0;
-  /* Point k stands for the start of its bucket: where a rising series has
-   * its lowest value. */
+  /* Point k stands for the start of its bucket (a rising series' lowest). */
   double x_now = (t - d->origin) / d->cbucket_len - (double)(d->cnbucket - m);
   double p = mdp_course_plateau(&course);
   if(p > 0)
@@ -511,25 +510,15 @@ int mdp_detector_course_view(const mdp_detector *d, double t, double level, doub
           (t - d->origin) / 60, m, course.kind, course.q, course.a / 1048576, course.b / 1048576,
           course.c / 1048576, level / 1048576, v->reach / 60, v->ruled);
 #endif
-  /* Every plateau is ruled out only when it is on the early path's points
-   * too (the sawtooth's ramp out of each minimum, the drops' buckets left
-   * out; the steps that stand out of the local pace out): the minima as
-   * they are of a warm-up under a sawtooth, or with caches loaded on the
-   * way, can fit a straight or speeding-up course better than chance
-   * allows while the early path's points plainly level off
-   * (standard-2007 warmup-070 of the tune draws: 2.6 times the 99 % point
-   * on the one, 0 on the other). */
+  /* The plateaus are ruled out only if also on the early path's points
+   * (ramp and local steps out): a warm-up's minima under a sawtooth or with
+   * caches can look straight where those level off (docs/detector.md). */
   saw_info si;
-  mdp_course alt;
   course_points(d, m, y, have, &si);
   remove_local_steps(y, have, m);
-  mdp_course_fit(y, have, m, settle, &alt);
-  if(alt.kind != MDP_COURSE_NONE && mdp_course_ruled_out(&alt) < v->ruled)
-    v->ruled = mdp_course_ruled_out(&alt);
-#ifdef MDP_URGENT_DEBUG
-  fprintf(stderr, "veto t=%.1f early points: kind=%d F=%.2f\n", (t - d->origin) / 60, alt.kind,
-          mdp_course_ruled_out(&alt));
-#endif
+  mdp_course_fit(y, have, m, settle, &course);
+  if(course.kind != MDP_COURSE_NONE && mdp_course_ruled_out(&course) < v->ruled)
+    v->ruled = mdp_course_ruled_out(&course);
   return 1;
 }
 
