@@ -7,6 +7,9 @@
 #
 #   MEMDIAG_CTL=build/plugin/memdiagctl ruby family_table.rb tune|check [-v]
 #
+# (anything else is refused with a usage line, exit 2); the last line sums
+# up the figures docs/detector.md quotes for each change.
+#
 # tune: seeds 1007, 2007 ... 6007, each with the standard and the held-out
 # ranges (the draws the detector was tuned on); check: seeds 70001-70006,
 # looked at only to measure a change already chosen. 1440 warm-ups and 720
@@ -58,6 +61,16 @@ module FamilyTable
     end
   end
 
+  # The two figures docs/detector.md quotes per change: warm-ups that fire
+  # and fast leaks of the three variants the issue names that meet the lead.
+  def self.print_totals(rows)
+    fired = rows.count { |x| x[2] == "warmup" && x[3].captures.positive? }
+    counted = rows.select { |x| x[2] == "fast-leak" && x[3].params["variant"] != "with-warmup" }
+    puts "warm-ups firing: #{fired} of #{rows.count { |x| x[2] == 'warmup' }}; " \
+         "fast leaks (plain, sawtooth, after-warmup) meeting the lead: " \
+         "#{counted.count { |x| x[3].ok }} of #{counted.size}"
+  end
+
   def self.print_misses(rows)
     rows.each do |ranges, seed, family, o|
       next if o.ok
@@ -70,8 +83,15 @@ module FamilyTable
 end
 
 if $PROGRAM_NAME == __FILE__
-  set = ARGV.find { |a| FamilyTable::SEEDS.key?(a) } || "tune"
-  rows = FamilyTable.run(ENV.fetch("MEMDIAG_CTL"), set)
+  unknown = ARGV.reject { |a| FamilyTable::SEEDS.key?(a) || a == "-v" }
+  sets = ARGV.select { |a| FamilyTable::SEEDS.key?(a) }
+  if unknown.any? || sets.size > 1
+    warn "usage: MEMDIAG_CTL=memdiagctl ruby family_table.rb [tune|check] [-v]" \
+         "#{unknown.any? ? " (unknown: #{unknown.join(' ')})" : ''}"
+    exit 2
+  end
+  rows = FamilyTable.run(ENV.fetch("MEMDIAG_CTL"), sets.first || "tune")
   FamilyTable.print_misses(rows) if ARGV.include?("-v")
   FamilyTable.print_table(rows)
+  FamilyTable.print_totals(rows)
 end
