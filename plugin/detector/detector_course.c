@@ -452,20 +452,21 @@ static void remove_local_steps(double *y, const unsigned char *have, unsigned m)
 }
 
 /* Where course c reaches level, in buckets from x (-1: never). A plateau
- * above the level is no levelling off: along it the level comes later than
- * at its present slope only by a bend the noise may have made (a steady
- * leak's course was fitted as a plateau at 90-175 minutes' time constant,
- * reaching the limit in 78 minutes where its slope said 55). Once every
- * plateau below NearLimit is ruled out at the 99 % point (LINE_RULED_OUT:
- * at RULED_OUT's 90 % two more warm-ups of the check set fired), such a
- * course is projected at its present slope, as a steady one, when that is
- * sooner. */
+ * above settle (NearLimit's level) is no levelling off: along it the level
+ * comes later than at its slope, or never, only by a bend the noise may
+ * have made (a steady leak fitted as a plateau at 90-175 minutes' time
+ * constant reached the limit in 78 minutes where its slope said 55; one
+ * under a warm-up's tail, standard-1007 fast-leak-031 of the tune draws,
+ * levelled off between NearLimit and the limit). Once every plateau below
+ * NearLimit is ruled out at 99 % (LINE_RULED_OUT: at RULED_OUT's 90 % two
+ * more warm-ups of the check set fired), such a course is projected at its
+ * present slope, as a steady one, when that is sooner. */
 #define LINE_RULED_OUT 1.0
-static double course_reach(const mdp_course *c, double x, double level)
+static double course_reach(const mdp_course *c, double x, double level, double settle)
 {
   double reach = mdp_course_reach(c, x, level);
   double slope = mdp_course_slope(c, x), room = level - mdp_course_at(c, x);
-  if(c->kind == MDP_COURSE_PLATEAU && mdp_course_plateau(c) > level && slope > 0 && room > 0 &&
+  if(c->kind == MDP_COURSE_PLATEAU && mdp_course_plateau(c) > settle && slope > 0 && room > 0 &&
      mdp_course_ruled_out(c) >= LINE_RULED_OUT && (reach < 0 || room / slope < reach))
     reach = room / slope;
   return reach;
@@ -585,7 +586,7 @@ static int early_judge(mdp_detector *d, double t, early_look *lk, mdp_decision *
   double slope = mdp_course_slope(&course, x_now) / len;
   double rise = envelope - mdp_course_at(&course, course.first);
   double room = level - envelope;
-  double reach = course_reach(&course, x_now, level);
+  double reach = course_reach(&course, x_now, level, lk->settle);
   double plateau = mdp_course_plateau(&course);
 
   ev->time = t;
@@ -658,8 +659,7 @@ int mdp_detector_course_early(mdp_detector *d, double t, mdp_decision *ev)
       first = y[k];
     last = y[k];
   }
-  /* Most series are nowhere near: skip the fit unless the raw minima have
-   * grown by half the share of the room the rule asks for. */
+  /* Most series are nowhere near: no fit before half the growth asked. */
   if(last - lo < URGENCY_SHARE / 2 * ((double)c->memory_limit - last) || last - first < MIN_RISE)
     return early_fail(d);
   double exc = course_excursion(d, m, (last - first) / m);

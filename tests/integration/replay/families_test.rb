@@ -98,6 +98,17 @@ class ReplayFamiliesTest < Minitest::Test
             %w[--seed 6007] => %w[warmup-016],
             %w[--seed 6007 --ranges held-out] => %w[warmup-027 warmup-106] }.freeze
 
+  # A leak that starts under a warm-up's tail (standard-1007 fast-leak-031
+  # of the tune draws: 10.5 MiB/min from minute 5.5, after a 155 MiB warm-up
+  # of 5.8 minutes) fitted as a plateau just under the limit: projected at
+  # its slope once the plateaus below NearLimit are ruled out, it fires at
+  # minute 29 (at 32 on 496029c, by the short window).
+  def test_plateau_just_under_the_limit_is_projected_at_its_slope
+    o = FamilyReplay.run(CTL, "fast-leak", %w[--seed 1007]).find { |x| x.name == "fast-leak-031" }
+    assert_equal "sustained-growth", o.reason, o.params.to_s
+    assert_operator o.first_s, :<=, 29 * 60, "#{o.params}: fires at #{o.first_s} s"
+  end
+
   def test_warmups_that_fired_before_stay_quiet
     QUIET.each do |extra, names|
       outcomes = FamilyReplay.run(CTL, "warmup", extra).select { |o| names.include?(o.name) }
