@@ -71,7 +71,7 @@
 /* The course must reach the limit within this share of Horizon (90 min at
  * the default), not URGENT_SHARE: the lead a fast leak needs is 50 min, and
  * a warm-up whose course reaches the limit in 90-120 min has half an hour
- * more to show its bend (3 of the tune draws' 1440 warm-ups fired there;
+ * more to show its bend (2 of the tune draws' 1440 warm-ups fired there;
  * no fast leak of the three variants the lead is asked for lost it). */
 #define SHORT_REACH_SHARE 0.25
 
