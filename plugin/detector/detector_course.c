@@ -480,9 +480,7 @@ int mdp_detector_course_view(const mdp_detector *d, double t, double level, doub
   mdp_course course;
   unsigned m = d->cfilled ? d->cfilled - 1 : 0; /* closed buckets */
 
-  v->reach = 0;
-  v->ruled = 0;
-  v->plateau = 0;
+  v->reach = v->ruled = v->plateau = 0;
   if(d->cbucket_len <= 0 || m < COURSE_MIN)
     return 0;
   if(m > CB)
@@ -514,6 +512,8 @@ int mdp_detector_course_view(const mdp_detector *d, double t, double level, doub
   /* The plateaus are ruled out only if also on the early path's points
    * (ramp and local steps out): a warm-up's minima under a sawtooth or with
    * caches can look straight where those level off (docs/detector.md). */
+  if(!(v->ruled > 0)) /* nothing ruled out: the lesser of two stays 0 */
+    return 1;
   saw_info si;
   course_points(d, m, y, have, &si);
   remove_local_steps(y, have, m);

@@ -29,10 +29,12 @@ module FamilyReplay
     JSON.parse(File.read(File.join(dir, "#{family}.json")))
   end
 
-  # Runs every trace of the family; returns its outcomes, oldest first.
-  def self.run(ctl, family, extra = [], args = [])
+  # Runs every trace of the family (or only those named in `only`); returns
+  # their outcomes, oldest first.
+  def self.run(ctl, family, extra = [], args = [], only: nil)
     Dir.mktmpdir do |dir|
       index = generate(dir, family, extra)
+      index = index.select { |name, _| only.include?(name) } if only
       index.map do |name, p|
         path = File.join(dir, "#{name}.csv")
         out, err, status = Open3.capture3(ctl, "replay", "--summary", "MemoryLimit=1G", *args, path)
