@@ -22,6 +22,7 @@
 # The held-out ranges draw from the same classes differently (log-uniform
 # time constants, wider bases, sawtooth periods and noise) for a check on
 # traces nobody tuned against; the standard family uses its own seeds.
+require "fileutils"
 require "json"
 require_relative "noise"
 
@@ -157,25 +158,56 @@ module Families
   DEFAULT_SEED = { "warmup" => 0x23a0001, "fast-leak" => 0x23b0001 }.freeze
   DEFAULT_COUNT = { "warmup" => 120, "fast-leak" => 60 }.freeze
 
+  USAGE = "usage: generate.rb [OUTDIR]\n" \
+          "       generate.rb --family warmup|fast-leak [--seed N] [--count N] " \
+          "[--ranges standard|held-out] OUTDIR"
+
+  # Exits 2 with the usage line and what was wrong (no backtrace).
+  def self.refuse(why)
+    warn "generate.rb: #{why}"
+    warn USAGE
+    exit 2
+  end
+
+  def self.number(opt, text)
+    refuse("#{opt} wants a whole number") unless text
+    n = Integer(text, exception: false)
+    refuse("#{opt} wants a whole number, not #{text.inspect}") unless n
+    refuse("#{opt} wants a number of at least 1, not #{n}") if opt == "--count" && n < 1
+    n
+  end
+
+  # The folder traces are written to: made if missing, refused if it is
+  # something else (a file, or a parent that is not a folder).
+  def self.outdir(path)
+    refuse("#{path} is not a folder") if File.exist?(path) && !File.directory?(path)
+    FileUtils.mkdir_p(path)
+    refuse("#{path} is not a folder") unless File.directory?(path)
+    path
+  rescue SystemCallError => e
+    refuse("cannot make the folder #{path}: #{e.message}")
+  end
+
   def self.main(argv)
     opts = { ranges: "standard" }
     args = argv.dup
     while (a = args.shift)
       case a
-      when "--family" then opts[:family] = args.shift
-      when "--seed" then opts[:seed] = Integer(args.shift)
-      when "--count" then opts[:count] = Integer(args.shift)
-      when "--ranges" then opts[:ranges] = args.shift
-      else opts[:outdir] = a
+      when "--family" then opts[:family] = args.shift || refuse("--family wants a name")
+      when "--seed" then opts[:seed] = number(a, args.shift)
+      when "--count" then opts[:count] = number(a, args.shift)
+      when "--ranges" then opts[:ranges] = args.shift || refuse("--ranges wants a name")
+      when /\A-/ then refuse("unknown option #{a}")
+      else
+        refuse("one OUTDIR, not #{opts[:outdir]} and #{a}") if opts[:outdir]
+        opts[:outdir] = a
       end
     end
     family = opts[:family]
-    unless DEFAULT_SEED.key?(family) && RANGES.key?(opts[:ranges]) && opts[:outdir]
-      warn "usage: generate.rb --family warmup|fast-leak [--seed N] [--count N] " \
-           "[--ranges standard|held-out] OUTDIR"
-      exit 2
-    end
-    write(opts[:outdir], family, opts[:seed] || DEFAULT_SEED[family],
+    refuse("--family must be warmup or fast-leak, not #{family.inspect}") unless DEFAULT_SEED.key?(family)
+    refuse("--ranges must be standard or held-out, not #{opts[:ranges].inspect}") unless RANGES.key?(opts[:ranges])
+    refuse("no OUTDIR") unless opts[:outdir]
+    write(outdir(opts[:outdir]), family, opts[:seed] || DEFAULT_SEED[family],
           opts[:count] || DEFAULT_COUNT[family], opts[:ranges])
   end
 end

@@ -89,9 +89,10 @@ def generate(outdir)
 end
 
 if $PROGRAM_NAME == __FILE__
-  if ARGV.first&.start_with?("--")
+  if ARGV.any? { |a| a.start_with?("-") }
     Families.main(ARGV)
   else
-    generate(ARGV[0] || __dir__)
+    Families.refuse("one OUTDIR at most, not #{ARGV.size}") if ARGV.size > 1
+    generate(Families.outdir(ARGV[0] || __dir__))
   end
 end

@@ -3,6 +3,7 @@
 # value (within 1 KiB, so a libm that rounds exp() differently in the last
 # bit does not matter).
 require "minitest/autorun"
+require "open3"
 require "tmpdir"
 
 class TracesGeneratedTest < Minitest::Test
@@ -28,6 +29,51 @@ class TracesGeneratedTest < Minitest::Test
           assert_in_delta wv.to_i, gv.to_i, 1024, "#{name}:#{i + 2}: value"
         end
       end
+    end
+  end
+
+  GENERATOR = File.join(DIR, "generate.rb")
+
+  # Bad arguments: exit 2, one line saying what is wrong and the usage, no
+  # backtrace, nothing written.
+  def test_bad_arguments_are_refused_clearly
+    Dir.mktmpdir do |tmp|
+      file = File.join(tmp, "a-file")
+      File.write(file, "kept\n")
+      {
+        %w[--family warmup --bogus 1 out] => "unknown option --bogus",
+        %w[--family warmup] => "no OUTDIR",
+        %w[--family nope out] => "--family must be warmup or fast-leak",
+        %w[--family warmup --ranges wide out] => "--ranges must be standard or held-out",
+        %w[--family warmup --count many out] => "--count wants a whole number",
+        %w[--family warmup --count 0 out] => "--count wants a number of at least 1",
+        %w[--family warmup --seed] => "--seed wants a whole number",
+        %w[--family warmup out other] => "one OUTDIR",
+        %w[out other] => "one OUTDIR at most",
+        ["--family", "warmup", file] => "is not a folder",
+        [file] => "is not a folder"
+      }.each do |args, why|
+        out, err, status = Open3.capture3(RbConfig.ruby, GENERATOR, *args, chdir: tmp)
+        assert_equal 2, status.exitstatus, "#{args.join(' ')}: #{err}"
+        assert_equal "", out
+        assert_match(/\Agenerate\.rb: .*#{Regexp.escape(why)}/, err, args.join(" "))
+        assert_match(/^usage: generate\.rb/, err)
+        refute_match(/\.rb:\d+:in /, err, "a backtrace instead of an error line")
+      end
+      assert_equal ["a-file"], Dir.children(tmp), "a refused run wrote something"
+      assert_equal "kept\n", File.read(file)
+    end
+  end
+
+  # A family's OUTDIR that does not exist yet is made, as a user expects.
+  def test_family_outdir_is_made
+    Dir.mktmpdir do |tmp|
+      dir = File.join(tmp, "new", "traces")
+      _, err, status = Open3.capture3(RbConfig.ruby, GENERATOR, "--family", "fast-leak",
+                                      "--count", "2", "--seed", "0x10", dir)
+      assert status.success?, err
+      assert_equal %w[fast-leak-000.csv fast-leak-001.csv fast-leak.json], Dir.children(dir).sort
+      assert_equal "epoch,value\n", File.open(File.join(dir, "fast-leak-000.csv"), &:gets)
     end
   end
 end
