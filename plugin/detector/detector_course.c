@@ -109,16 +109,6 @@ void mdp_detector_course_add(mdp_detector *d, double t, uint64_t v)
   p->count++;
 }
 
-static void sort_small(double *v, unsigned n)
-{
-  for(unsigned i = 1; i < n; i++)
-    for(unsigned j = i; j > 0 && v[j - 1] > v[j]; j--) {
-      double x = v[j];
-      v[j] = v[j - 1];
-      v[j - 1] = x;
-    }
-}
-
 /* A GC sawtooth in the course ring: each drop (a bucket whose largest fall
  * is at least DROP_MIN and DROP_SHARE of the largest) starts a tooth, and
  * between drops the minima ride the tooth's ramp, not the envelope. */
@@ -266,7 +256,7 @@ static int drops_periodic(const saw_points *sp, unsigned m, unsigned nd)
     prev = sp->x[k];
   }
   memcpy(sorted, gap, n * sizeof(gap[0]));
-  sort_small(sorted, n);
+  mdp_robust_sort(sorted, n);
   double med = sorted[n / 2];
   if(!(med > 0))
     return 0;
@@ -365,11 +355,11 @@ static void remove_steps(double *y, const unsigned char *have, unsigned m)
   if(n < 5)
     return;
   memcpy(sorted, diff, n * sizeof(diff[0]));
-  sort_small(sorted, n);
+  mdp_robust_sort(sorted, n);
   double med = sorted[n / 2];
   for(unsigned i = 0; i < n; i++)
     dev[i] = fabs(diff[i] - med);
-  sort_small(dev, n);
+  mdp_robust_sort(dev, n);
   double cut = STEP_SPREAD * dev[n / 2];
   if(cut < STEP_MIN)
     cut = STEP_MIN;
@@ -413,11 +403,11 @@ static void remove_local_steps(double *y, const unsigned char *have, unsigned m)
     for(int j = (int)i - 3; j <= (int)i + 3; j++)
       if(j >= 0 && j < (int)n && j != (int)i)
         loc[nl++] = diff[j];
-    sort_small(loc, nl);
+    mdp_robust_sort(loc, nl);
     pace[i] = loc[nl / 2];
     dev[i] = fabs(diff[i] - pace[i]);
   }
-  sort_small(dev, n);
+  mdp_robust_sort(dev, n);
   double cut = LOCAL_SPREAD * dev[n / 2];
   if(cut < STEP_MIN)
     cut = STEP_MIN;
@@ -509,17 +499,20 @@ int mdp_detector_course_view(const mdp_detector *d, double t, double level, doub
           (t - d->origin) / 60, m, course.kind, course.q, course.a / 1048576, course.b / 1048576,
           course.c / 1048576, level / 1048576, v->reach / 60, v->ruled);
 #endif
-  /* The plateaus are ruled out only if also on the early path's points
-   * (ramp and local steps out): a warm-up's minima under a sawtooth or with
-   * caches can look straight where those level off (docs/detector.md). */
-  if(!(v->ruled > 0)) /* nothing ruled out: the lesser of two stays 0 */
-    return 1;
+  /* The plateaus are ruled out only if also on the early path's points,
+   * before and after its local steps come out: a warm-up's minima under a
+   * sawtooth or with caches can look straight where those level off, and
+   * noise taken for steps bends a smooth warm-up into a jump and a line
+   * (docs/detector.md). Once one rules nothing out, the least stays 0. */
   saw_info si;
   course_points(d, m, y, have, &si);
-  remove_local_steps(y, have, m);
-  mdp_course_fit(y, have, m, settle, &course);
-  if(course.kind != MDP_COURSE_NONE && mdp_course_ruled_out(&course) < v->ruled)
-    v->ruled = mdp_course_ruled_out(&course);
+  for(int steps_out = 0; steps_out < 2 && v->ruled > 0; steps_out++) {
+    if(steps_out)
+      remove_local_steps(y, have, m);
+    mdp_course_fit(y, have, m, settle, &course);
+    if(course.kind != MDP_COURSE_NONE && mdp_course_ruled_out(&course) < v->ruled)
+      v->ruled = mdp_course_ruled_out(&course);
+  }
   return 1;
 }
 
@@ -536,7 +529,7 @@ static double course_excursion(const mdp_detector *d, unsigned m, double slope)
   }
   if(n < 3)
     return 0;
-  sort_small(spread, n);
+  mdp_robust_sort(spread, n);
   double e = spread[n / 2] - fabs(slope);
   return e > 0 ? e : 0;
 }
@@ -680,7 +673,12 @@ int mdp_detector_course_early(mdp_detector *d, double t, mdp_decision *ev)
     lk.from = knee;
     course_ok = early_judge(d, t, &lk, ev);
   }
-  if(!course_ok)
+  /* The whole ring's plateaus, ruled out on the points with their local
+   * steps out, must be on the points as seen too (see the view). */
+  mdp_course as_seen;
+  if(course_ok && !knee)
+    mdp_course_fit(raw, have, m, settle, &as_seen);
+  if(!course_ok || (!knee && mdp_course_ruled_out(&as_seen) < RULED_OUT))
     return early_fail(d);
   /* The status line shows the growth from the first evaluation whose
    * course passes. The course must pass CONFIRM looks in a row, the growth

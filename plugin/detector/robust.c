@@ -43,3 +43,13 @@ double mdp_robust_median(double *v, unsigned n)
       lo = v[i];
   return (lo + hi) / 2.0;
 }
+
+void mdp_robust_sort(double *v, unsigned n)
+{
+  for(unsigned i = 1; i < n; i++)
+    for(unsigned j = i; j > 0 && v[j - 1] > v[j]; j--) {
+      double x = v[j];
+      v[j] = v[j - 1];
+      v[j - 1] = x;
+    }
+}

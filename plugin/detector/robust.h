@@ -8,4 +8,8 @@
  * re-fits every worker's windows and a full sort was most of its cost. */
 double mdp_robust_median(double *v, unsigned n);
 
+/* Sorts v[0..n) in ascending order, in place. Insertion sort: for the
+ * course ring's few dozen values. */
+void mdp_robust_sort(double *v, unsigned n);
+
 #endif
