@@ -4,8 +4,10 @@
 # workers: the profile is a pprof file that `go tool pprof` reads and whose
 # top entry is the line a worker leaks from; the sampler keeps working after
 # GC.compact moves the sampled objects, gives each forked Puma worker its own
-# table, follows the plugin's AllocationSampling, and a failure inside it
-# turns it off with a reason while the worker runs on.
+# table, follows the plugin's AllocationSampling, a failure inside it
+# turns it off with a reason while the worker runs on, a start right after
+# a failure is not undone by it, and starts and stops while threads
+# allocate leave the worker running.
 require_relative "helper"
 
 class HookHeapProfileTest < Minitest::Test
@@ -242,6 +244,94 @@ class HookHeapProfileTest < Minitest::Test
     samples = m[2].to_i
     cpu_ms = m[3].to_i
     assert_operator samples, :>=, cpu_ms / 3, "#{m[0]}: the sampler took a third of what the CPU time allowed"
+  end
+
+  # A failure inside an event (an allocation, a GC) stops sampling in two
+  # halves: at once no more arming, and in a postponed job, at the failing
+  # thread's (or fiber's) next interrupt check, the timer deleted and the
+  # table freed. A Sampler.start between the two (a welcome's
+  # AllocationSampling on the hook's thread, which the failing thread gave
+  # the GVL before that check) was undone by that job: state "on" at the
+  # new rate, no timer, no sample again, and a welcome with the same rate
+  # changed nothing. Here both come from a finalizer, which Ruby runs in a
+  # postponed job of its own when an allocation's GC found the object, so
+  # that fail()'s job runs after the start every time (the old code: 0
+  # samples in 3 runs of 3).
+  RESTART_BEFORE_THE_FAILURE_JOB = <<~RUBY
+    $stdout.sync = true
+    S = Memdiag::Hook::Sampler
+    S.start(1000)
+    $restarted = nil
+    fin = proc { $restarted ||= (S.simulate_failure("a test asked for it"); S.start(1000)) }
+    20.times { Thread.new { ObjectSpace.define_finalizer(Object.new, fin) }.join }
+    1000.times { break if $restarted; 10_000.times { Object.new } }
+    KEEP = []
+    s0 = S.stats[:samples]
+    t0 = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID)
+    40.times { 2_500.times { KEEP << ("x" * 1000) }; sleep 0.01 }
+    cpu = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID) - t0
+    s = S.stats
+    puts "restarted=\#{$restarted.inspect} state=\#{s[:state]} samples=\#{s[:samples] - s0} cpu_ms=\#{(cpu * 1000).round}"
+  RUBY
+
+  def test_a_start_right_after_a_failure_is_not_undone_by_it
+    worker = start_worker(RESTART_BEFORE_THE_FAILURE_JOB, env: { "RUBYOPT" => "-I#{HookTest::LIB} -rmemdiag/hook_native" })
+    m = worker.wait_out(/restarted=(\S+) state=(\S+) samples=(\d+) cpu_ms=(\d+)/)
+    assert_equal "true", m[1], "#{m[0]}: no finalizer ran"
+    assert_equal "on", m[2], m[0]
+    samples = m[3].to_i
+    cpu_ms = m[4].to_i
+    assert_operator samples, :>=, cpu_ms / 3, "#{m[0]}: the sampler took a third of what the CPU time allowed"
+  end
+
+  # Start, stop, pause, resume, restart after a failure and profile, 300
+  # times, at rates that keep it often armed, while three threads allocate
+  # and drop objects: the worker runs on, and a last start samples at its
+  # rate. (What it can show is a crash or a stuck sampler; under make
+  # check-asan a use of freed state too.)
+  START_STOP_STRESS = <<~RUBY
+    $stdout.sync = true
+    S = Memdiag::Hook::Sampler
+    $done = false
+    threads = Array.new(3) do |t|
+      Thread.new do
+        keep = []
+        until $done
+          500.times { keep << ("t\#{t}" * 20) }
+          keep.shift(450)
+          Thread.pass # the main thread's turn comes within a batch, not a time slice
+        end
+      end
+    end
+    300.times do |i|
+      case i % 6
+      when 0 then S.start(10_000)
+      when 1 then S.simulate_failure("stress"); S.start(5_000)
+      when 2 then S.pause; S.resume
+      when 3 then S.profile
+      when 4 then S.stop
+      else S.start(0); S.start(20_000)
+      end
+      sleep 0.002
+    end
+    $done = true
+    threads.each(&:join)
+    S.start(1000)
+    KEEP = []
+    s0 = S.stats[:samples]
+    t0 = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID)
+    40.times { 2_500.times { KEEP << ("x" * 1000) }; sleep 0.01 }
+    cpu = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID) - t0
+    s = S.stats
+    puts "state=\#{s[:state]} samples=\#{s[:samples] - s0} cpu_ms=\#{(cpu * 1000).round}"
+  RUBY
+
+  def test_starts_and_stops_while_threads_allocate
+    worker = start_worker(START_STOP_STRESS, env: { "RUBYOPT" => "-I#{HookTest::LIB} -rmemdiag/hook_native" })
+    m = worker.wait_out(/state=(\S+) samples=(\d+) cpu_ms=(\d+)/, timeout: 120)
+    assert worker.wait.success?, "the worker did not survive: #{worker.out}"
+    assert_equal "on", m[1], m[0]
+    assert_operator m[2].to_i, :>=, m[3].to_i / 3, "#{m[0]}: the sampler took a third of what the CPU time allowed"
   end
 
   # A child forked while the sampler's tracepoint is armed: the tracepoint

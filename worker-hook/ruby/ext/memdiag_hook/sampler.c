@@ -116,9 +116,14 @@ static void disarm(void)
 
 static void stop_timer(void);
 
+/* Stops sampling and frees the table, unless sampling is on and has not
+ * failed: fail()'s postponed job, run after a Sampler.start that came in
+ * between, must not stop the sampling that start began. */
 static void turn_off(void *unused)
 {
   (void)unused;
+  if(S.rate && !S.failed)
+    return;
   stop_timer();
   disarm();
   S.pending.set = 0;
@@ -567,6 +572,7 @@ static VALUE sampler_start(VALUE self, VALUE rate)
     return Qfalse;
   }
   if(S.failed) {
+    turn_off(NULL); /* now, not by fail()'s job once sampling runs again */
     S.failed = 0;
     S.reason[0] = '\0';
   }
@@ -627,13 +633,6 @@ static VALUE sampler_after_fork(VALUE self)
   return Qnil;
 }
 
-/* Sampler.stats -> Hash (sampler_profile.c) */
-static VALUE sampler_stats(VALUE self)
-{
-  (void)self;
-  return mdh_sampler_stats();
-}
-
 /* Sampler.prune -> Integer: drop freed objects now; how many remain. */
 static VALUE sampler_prune(VALUE self)
 {
@@ -671,7 +670,7 @@ void mdh_sampler_init(VALUE hook_module)
   rb_define_module_function(m, "after_fork", sampler_after_fork, 0);
   rb_define_module_function(m, "pause", sampler_pause, 0);
   rb_define_module_function(m, "resume", sampler_resume, 0);
-  rb_define_module_function(m, "stats", sampler_stats, 0);
+  rb_define_module_function(m, "stats", mdh_sampler_stats, 0);
   rb_define_module_function(m, "prune", sampler_prune, 0);
   rb_define_module_function(m, "profile", sampler_profile, 0);
   rb_define_module_function(m, "simulate_failure", sampler_simulate_failure, 1);

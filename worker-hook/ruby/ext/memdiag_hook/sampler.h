@@ -24,7 +24,7 @@
  * a fork the child drops the inherited table without freeing it (its pages
  * stay shared with the parent) and starts its own. Any failure (no memory,
  * table full) turns sampling off with a line on stderr and the reason in
- * Sampler.stats.
+ * Sampler.stats; a Sampler.start after it starts afresh, with a new table.
  *
  * Threading: everything runs with the GVL held, except the gzip of a
  * profile and the signal handler (which only registers the job). An

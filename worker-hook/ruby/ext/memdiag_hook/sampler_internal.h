@@ -1,6 +1,14 @@
 /* Shared by the allocation sampler's two files (sampler.c: sampling;
  * sampler_profile.c: Sampler.profile). Internal to the extension.
- * Threading: the GVL guards all of it, as in sampler.h. */
+ * Threading: the GVL guards all of it, as in sampler.h.
+ *
+ * Ownership: the state owns the table (tab) and the timer. Only
+ * turn_off() in sampler.c frees the table: for Sampler.stop, start(0), a
+ * start after a failure, and as fail()'s postponed job (the second half of
+ * a failure inside an event), which does nothing once a start has cleared
+ * the failure, lest it stop the sampling that start began. A forked child
+ * forgets the inherited table without freeing it. stop_timer() deletes
+ * the timer (turn_off, Sampler.pause, the VM's end). */
 #ifndef MDH_SAMPLER_INTERNAL_H
 #define MDH_SAMPLER_INTERNAL_H
 
@@ -46,8 +54,8 @@ extern mdh_sampler_state mdh_sampler_g;
  * empty one while sampling is off. The caller prunes freed entries first. */
 VALUE mdh_sampler_profile(void);
 
-/* Sampler.stats: the state, the rate, the table's and the counters'
- * figures, as a new Hash (sampler_profile.c). */
-VALUE mdh_sampler_stats(void);
+/* Sampler.stats -> Hash: the state, the rate, the table's and the
+ * counters' figures (sampler_profile.c). */
+VALUE mdh_sampler_stats(VALUE self);
 
 #endif

@@ -132,9 +132,10 @@ VALUE mdh_sampler_profile(void)
 
 static VALUE sym(const char *s) { return ID2SYM(rb_intern(s)); }
 
-VALUE mdh_sampler_stats(void)
+VALUE mdh_sampler_stats(VALUE self)
 {
   VALUE h = rb_hash_new();
+  (void)self;
   rb_hash_aset(h, sym("state"), rb_str_new_cstr(S.failed ? "failed" : S.rate ? "on" : "off"));
   rb_hash_aset(h, sym("reason"), S.failed ? rb_str_new_cstr(S.reason) : Qnil);
   rb_hash_aset(h, sym("rate"), UINT2NUM(S.rate));
