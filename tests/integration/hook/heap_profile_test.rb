@@ -6,8 +6,9 @@
 # GC.compact moves the sampled objects, gives each forked Puma worker its own
 # table, follows the plugin's AllocationSampling, a failure inside it
 # turns it off with a reason while the worker runs on, a start right after
-# a failure is not undone by it, and starts and stops while threads
-# allocate leave the worker running.
+# a failure is not undone by it, sampling stopped from Ruby code inside a
+# prune and starts and stops while threads allocate leave the worker
+# running.
 require_relative "helper"
 
 class HookHeapProfileTest < Minitest::Test
@@ -282,6 +283,54 @@ class HookHeapProfileTest < Minitest::Test
     samples = m[3].to_i
     cpu_ms = m[4].to_i
     assert_operator samples, :>=, cpu_ms / 3, "#{m[0]}: the sampler took a third of what the CPU time allowed"
+  end
+
+  # A prune asks ObjectSpace._id2ref about every entry, and Ruby code can
+  # run inside that call: a TracePoint on :raise (error trackers have one)
+  # sees the RangeError of every freed object, and another thread can take
+  # the GVL there. Sampling stopped and started from it freed the table the
+  # prune was walking: the worker died of a segmentation fault in
+  # mdh_stab_filter (1 run in 1 on 8ce276e). The walked table is now freed
+  # when the walk ends, and sampling goes on with the new one.
+  STOP_INSIDE_PRUNE = <<~RUBY
+    $stdout.sync = true
+    S = Memdiag::Hook::Sampler
+    S.start(100_000)
+    keep = []
+    20.times { 5_000.times { keep << ("y" * 100) }; 20_000.times { Object.new } }
+    keep = nil
+    GC.start
+    before = S.stats[:live]
+    stopped = 0
+    tp = TracePoint.new(:raise) do
+      next unless stopped.zero?
+      stopped += 1
+      S.stop
+      S.start(1000)
+      200.times { Object.new }
+    end
+    tp.enable
+    S.prune
+    tp.disable
+    KEEP = []
+    s0 = S.stats[:samples]
+    t0 = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID)
+    40.times { 2_500.times { KEEP << ("x" * 1000) }; sleep 0.01 }
+    cpu = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID) - t0
+    S.prune
+    s = S.stats
+    puts "stopped=\#{stopped} before=\#{before} state=\#{s[:state]} samples=\#{s[:samples] - s0} live=\#{s[:live]} cpu_ms=\#{(cpu * 1000).round}"
+  RUBY
+
+  def test_sampling_stopped_inside_a_prune_leaves_the_worker_running
+    worker = start_worker(STOP_INSIDE_PRUNE, env: { "RUBYOPT" => "-I#{HookTest::LIB} -rmemdiag/hook_native" })
+    m = worker.wait_out(/stopped=(\d+) before=(\d+) state=(\S+) samples=(\d+) live=(\d+) cpu_ms=(\d+)/)
+    assert worker.wait.success?, "the worker did not survive: #{worker.out}"
+    assert_equal "1", m[1], "#{m[0]}: no freed entry raised inside the prune"
+    assert_operator m[2].to_i, :>=, 100, "#{m[0]}: too few entries to walk"
+    assert_equal "on", m[3], m[0]
+    assert_operator m[4].to_i, :>=, m[6].to_i / 3, "#{m[0]}: the sampler took a third of what the CPU time allowed"
+    assert_operator m[5].to_i, :>=, 1, "#{m[0]}: the leaked strings are not in the new table"
   end
 
   # Start, stop, pause, resume, restart after a failure and profile, 300

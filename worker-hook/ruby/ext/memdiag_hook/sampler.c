@@ -127,7 +127,8 @@ static void turn_off(void *unused)
   stop_timer();
   disarm();
   S.pending.set = 0;
-  mdh_stab_free(S.tab);
+  if(S.tab != S.walking) /* else the walk, still reading it, frees it */
+    mdh_stab_free(S.tab);
   S.tab = NULL;
 }
 
@@ -148,6 +149,12 @@ static void fail(const char *why)
     /* stderr closed: the reason is still in Sampler.stats */
   }
   POST_JOB(job_turn_off, turn_off);
+}
+
+static void prune(void)
+{
+  if(mdh_sampler_prune())
+    fail("out of memory pruning the table");
 }
 
 static const char *errno_text(int rc)
@@ -180,62 +187,6 @@ static int sampled_type(VALUE obj)
   }
 }
 
-static VALUE call_id2ref(VALUE id)
-{
-  return rb_funcall(rb_const_get(rb_cObject, rb_intern("ObjectSpace")), S.id2ref, 1, id);
-}
-
-/* Whether the entry's object is still alive, found by its object id (never
- * reused; the GC forgets the id of an object it frees) rather than by an
- * address that may no longer be in the heap; its address is updated. Runs
- * with the GC off (prune), so nothing moves or is freed meanwhile. */
-static int still_alive(mdh_stab_entry *e, void *arg)
-{
-  int state = 0;
-  VALUE obj;
-  (void)arg;
-  obj = rb_protect(call_id2ref, ULL2NUM(e->object_id), &state);
-  if(state) {
-    rb_set_errinfo(Qnil); /* RangeError: freed */
-    return 0;
-  }
-  e->addr = (uintptr_t)obj;
-  return 1;
-}
-
-static VALUE prune_body(VALUE unused)
-{
-  size_t dropped = 0;
-  (void)unused;
-  if(mdh_stab_filter(S.tab, still_alive, NULL, NULL, &dropped)) {
-    fail("out of memory pruning the table");
-    return Qnil;
-  }
-  S.freed += dropped;
-  S.pruned_live = mdh_stab_live(S.tab);
-  return Qnil;
-}
-
-static VALUE prune_end(VALUE gc_was_disabled)
-{
-  S.busy--;
-  if(!RTEST(gc_was_disabled))
-    rb_gc_enable();
-  return Qnil;
-}
-
-/* Drop the entries of freed objects. The GC is off meanwhile: a compaction
- * would re-key the table in the middle of the walk. */
-static void prune(void)
-{
-  VALUE was;
-  if(!S.tab || S.failed)
-    return;
-  was = rb_gc_disable();
-  S.busy++;
-  rb_ensure(prune_body, Qnil, prune_end, was);
-}
-
 /* ---------------------------------------------------------------- sampling */
 
 /* Postponed job: the allocation is over, so the object can be given an
@@ -250,6 +201,10 @@ static void finish_sample(void *unused)
   S.pending.set = 0;
   if(!p.set || S.failed || !S.tab)
     return;
+  if(S.walking) { /* no insert into a table in the middle of its walk */
+    S.dropped++;
+    return;
+  }
   /* A GC since the allocation may have freed the object (and its page):
    * the sample is not taken. Without one the slot still holds it. */
   if(rb_gc_count() != p.generation || RBASIC_CLASS(p.obj) != p.klass) {
@@ -548,6 +503,7 @@ static void after_fork_child(void)
   S.cpu_last = 0.0; /* the child's CPU clock starts again */
   S.pruned_live = 0;
   S.busy = 0;
+  S.walking = NULL; /* the walk, if any, was another thread's */
   S.have_timer = 0; /* timers are not inherited */
   atomic_store_explicit(&tick_rate, 0, memory_order_relaxed);
   /* S.armed stays, as the tracepoint's state does (docs/hook.md): cleared,

@@ -1,13 +1,15 @@
 /* Shared by the allocation sampler's two files (sampler.c: sampling;
- * sampler_profile.c: Sampler.profile). Internal to the extension.
+ * sampler_profile.c: Sampler.profile and the pruning). Internal to the
+ * extension.
  * Threading: the GVL guards all of it, as in sampler.h.
  *
- * Ownership: the state owns the table (tab) and the timer. Only
- * turn_off() in sampler.c frees the table: for Sampler.stop, start(0), a
- * start after a failure, and as fail()'s postponed job (the second half of
- * a failure inside an event), which does nothing once a start has cleared
- * the failure, lest it stop the sampling that start began. A forked child
- * forgets the inherited table without freeing it. stop_timer() deletes
+ * Ownership: the state owns the table (tab) and the timer. turn_off() in
+ * sampler.c frees the table: for Sampler.stop, start(0), a start after a
+ * failure, and as fail()'s postponed job (the second half of a failure
+ * inside an event), which does nothing once a start has cleared the
+ * failure, lest it stop the sampling that start began. A table turned off
+ * while a prune walks it (walking) is freed by that prune when it ends. A
+ * forked child forgets the inherited table without freeing it. stop_timer() deletes
  * the timer (turn_off, Sampler.pause, the VM's end). */
 #ifndef MDH_SAMPLER_INTERNAL_H
 #define MDH_SAMPLER_INTERNAL_H
@@ -34,7 +36,8 @@ typedef struct {
   unsigned rate;      /* samples a second wanted; 0 = off */
   int armed;          /* the NEWOBJ tracepoint is enabled */
   unsigned countdown; /* armed: allocations to let pass before the sample */
-  int busy;           /* building a profile: no sample */
+  int busy;           /* building a profile or pruning: no sample */
+  mdh_stab *walking;  /* the table a prune walks while it calls Ruby */
   int failed;         /* turned off by a failure; reason says why */
   char reason[256];
   uint64_t rng;          /* xorshift64* state */
@@ -53,6 +56,13 @@ extern mdh_sampler_state mdh_sampler_g;
 /* The table's entries as a gzip'd pprof profile (a binary String); an
  * empty one while sampling is off. The caller prunes freed entries first. */
 VALUE mdh_sampler_profile(void);
+
+/* Drops the table's entries whose objects were freed (sampler_profile.c).
+ * It asks Ruby (ObjectSpace._id2ref) about each, and Ruby code can run
+ * meanwhile (a TracePoint on :raise, another thread): a turn_off() then
+ * leaves the walked table to the walk to free, no sample enters it, and a
+ * prune within the prune does nothing. */
+int mdh_sampler_prune(void); /* 0, or -ENOMEM: the caller turns sampling off */
 
 /* Sampler.stats -> Hash: the state, the rate, the table's and the
  * counters' figures (sampler_profile.c). */

@@ -1,5 +1,7 @@
 /* Sampler.profile: the sampler's live objects as a gzip'd pprof profile
- * (see sampler.h and pprof_out.h). */
+ * (see sampler.h and pprof_out.h), and the pruning of freed objects'
+ * entries before it. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,71 @@
 /* Exported by libruby, not declared in its public headers (ObjectSpace's
  * memsize_of uses it). */
 size_t rb_obj_memsize_of(VALUE obj);
+
+static VALUE call_id2ref(VALUE id)
+{
+  return rb_funcall(rb_const_get(rb_cObject, rb_intern("ObjectSpace")), S.id2ref, 1, id);
+}
+
+/* Whether the entry's object is still alive, found by its object id (never
+ * reused; the GC forgets the id of an object it frees) rather than by an
+ * address that may no longer be in the heap; its address is updated. Runs
+ * with the GC off (prune), so nothing moves or is freed meanwhile, unless
+ * Ruby code run by the call asks for a GC itself. */
+static int still_alive(mdh_stab_entry *e, void *arg)
+{
+  int state = 0;
+  VALUE obj;
+  (void)arg;
+  obj = rb_protect(call_id2ref, ULL2NUM(e->object_id), &state);
+  if(state) {
+    rb_set_errinfo(Qnil); /* RangeError: freed */
+    return 0;
+  }
+  e->addr = (uintptr_t)obj;
+  return 1;
+}
+
+/* Returns Qtrue when the walk ran out of memory (the table is unchanged). */
+static VALUE prune_body(VALUE unused)
+{
+  mdh_stab *t = S.walking;
+  size_t dropped = 0;
+  int rc = mdh_stab_filter(t, still_alive, NULL, NULL, &dropped);
+  (void)unused;
+  if(t != S.tab) /* turned off meanwhile: prune_end frees it */
+    return Qfalse;
+  if(rc)
+    return Qtrue;
+  S.freed += dropped;
+  S.pruned_live = mdh_stab_live(t);
+  return Qfalse;
+}
+
+static VALUE prune_end(VALUE gc_was_disabled)
+{
+  mdh_stab *t = S.walking;
+  S.walking = NULL;
+  if(t && t != S.tab)
+    mdh_stab_free(t);
+  S.busy--;
+  if(!RTEST(gc_was_disabled))
+    rb_gc_enable();
+  return Qnil;
+}
+
+/* The GC is off meanwhile: a compaction would re-key the table in the
+ * middle of the walk. */
+int mdh_sampler_prune(void)
+{
+  VALUE was;
+  if(!S.tab || S.failed || S.walking)
+    return 0;
+  was = rb_gc_disable();
+  S.busy++;
+  S.walking = S.tab;
+  return RTEST(rb_ensure(prune_body, Qnil, prune_end, was)) ? -ENOMEM : 0;
+}
 
 struct profile_job {
   VALUE gc_was_disabled;
