@@ -223,6 +223,27 @@ class HookHeapProfileTest < Minitest::Test
     assert_operator gated, :>, 0, "#{m[0]}: the CPU time, not the sleeping thread, set the pace"
   end
 
+  # The end of a worker script sampling at 1000 a second: 40 rounds of
+  # 2,500 strings of 1 KB with a pause between, then in $at_rate the state,
+  # the samples taken meanwhile and the CPU time they took (AT_RATE_LINE).
+  AT_RATE = <<~'RUBY'
+    KEEP = []
+    s0 = S.stats[:samples]
+    t0 = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID)
+    40.times { 2_500.times { KEEP << ("x" * 1000) }; sleep 0.01 }
+    cpu_ms = ((Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID) - t0) * 1000).round
+    $at_rate = "state=#{S.stats[:state]} samples=#{S.stats[:samples] - s0} cpu_ms=#{cpu_ms}"
+  RUBY
+  AT_RATE_LINE = /state=(\S+) samples=(\d+) cpu_ms=(\d+)/
+
+  # Sampling is on and took at least a third of the samples the CPU time
+  # allowed at 1000 a second (line: the worker's AT_RATE_LINE).
+  def assert_sampling_at_rate(line)
+    state, samples, cpu_ms = line.match(AT_RATE_LINE).captures
+    assert_equal "on", state, line
+    assert_operator samples.to_i, :>=, cpu_ms.to_i / 3, "#{line}: the sampler took a third of what the CPU time allowed"
+  end
+
   # Sampling started on a thread that then ends (a Thread.new { start }, as
   # an initializer run on a thread of its own does). The timer was aimed at
   # the thread that started it, so once that thread ended its signal reached
@@ -231,20 +252,13 @@ class HookHeapProfileTest < Minitest::Test
     $stdout.sync = true
     S = Memdiag::Hook::Sampler
     Thread.new { S.start(1000) }.join
-    KEEP = []
-    t0 = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID)
-    40.times { 2_500.times { KEEP << ("x" * 1000) }; sleep 0.01 }
-    cpu = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID) - t0
-    puts "state=\#{S.stats[:state]} samples=\#{S.stats[:samples]} cpu_ms=\#{(cpu * 1000).round}"
+    #{AT_RATE}
+    puts $at_rate
   RUBY
 
   def test_sampling_outlives_the_thread_that_started_it
     worker = start_worker(ENDED_STARTER, env: { "RUBYOPT" => "-I#{HookTest::LIB} -rmemdiag/hook_native" })
-    m = worker.wait_out(/state=(\S+) samples=(\d+) cpu_ms=(\d+)/)
-    assert_equal "on", m[1], m[0]
-    samples = m[2].to_i
-    cpu_ms = m[3].to_i
-    assert_operator samples, :>=, cpu_ms / 3, "#{m[0]}: the sampler took a third of what the CPU time allowed"
+    assert_sampling_at_rate(worker.wait_out(AT_RATE_LINE)[0])
   end
 
   # A failure inside an event (an allocation, a GC) stops sampling in two
@@ -266,23 +280,15 @@ class HookHeapProfileTest < Minitest::Test
     fin = proc { $restarted ||= (S.simulate_failure("a test asked for it"); S.start(1000)) }
     20.times { Thread.new { ObjectSpace.define_finalizer(Object.new, fin) }.join }
     1000.times { break if $restarted; 10_000.times { Object.new } }
-    KEEP = []
-    s0 = S.stats[:samples]
-    t0 = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID)
-    40.times { 2_500.times { KEEP << ("x" * 1000) }; sleep 0.01 }
-    cpu = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID) - t0
-    s = S.stats
-    puts "restarted=\#{$restarted.inspect} state=\#{s[:state]} samples=\#{s[:samples] - s0} cpu_ms=\#{(cpu * 1000).round}"
+    #{AT_RATE}
+    puts "restarted=\#{$restarted.inspect} \#{$at_rate}"
   RUBY
 
   def test_a_start_right_after_a_failure_is_not_undone_by_it
     worker = start_worker(RESTART_BEFORE_THE_FAILURE_JOB, env: { "RUBYOPT" => "-I#{HookTest::LIB} -rmemdiag/hook_native" })
-    m = worker.wait_out(/restarted=(\S+) state=(\S+) samples=(\d+) cpu_ms=(\d+)/)
+    m = worker.wait_out(/restarted=(\S+) #{AT_RATE_LINE}/)
     assert_equal "true", m[1], "#{m[0]}: no finalizer ran"
-    assert_equal "on", m[2], m[0]
-    samples = m[3].to_i
-    cpu_ms = m[4].to_i
-    assert_operator samples, :>=, cpu_ms / 3, "#{m[0]}: the sampler took a third of what the CPU time allowed"
+    assert_sampling_at_rate(m[0])
   end
 
   # A prune asks ObjectSpace._id2ref about every entry, and Ruby code can
@@ -312,25 +318,18 @@ class HookHeapProfileTest < Minitest::Test
     tp.enable
     S.prune
     tp.disable
-    KEEP = []
-    s0 = S.stats[:samples]
-    t0 = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID)
-    40.times { 2_500.times { KEEP << ("x" * 1000) }; sleep 0.01 }
-    cpu = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID) - t0
-    S.prune
-    s = S.stats
-    puts "stopped=\#{stopped} before=\#{before} state=\#{s[:state]} samples=\#{s[:samples] - s0} live=\#{s[:live]} cpu_ms=\#{(cpu * 1000).round}"
+    #{AT_RATE}
+    puts "stopped=\#{stopped} before=\#{before} live=\#{S.prune} \#{$at_rate}"
   RUBY
 
   def test_sampling_stopped_inside_a_prune_leaves_the_worker_running
     worker = start_worker(STOP_INSIDE_PRUNE, env: { "RUBYOPT" => "-I#{HookTest::LIB} -rmemdiag/hook_native" })
-    m = worker.wait_out(/stopped=(\d+) before=(\d+) state=(\S+) samples=(\d+) live=(\d+) cpu_ms=(\d+)/)
+    m = worker.wait_out(/stopped=(\d+) before=(\d+) live=(\d+) #{AT_RATE_LINE}/)
     assert worker.wait.success?, "the worker did not survive: #{worker.out}"
     assert_equal "1", m[1], "#{m[0]}: no freed entry raised inside the prune"
     assert_operator m[2].to_i, :>=, 100, "#{m[0]}: too few entries to walk"
-    assert_equal "on", m[3], m[0]
-    assert_operator m[4].to_i, :>=, m[6].to_i / 3, "#{m[0]}: the sampler took a third of what the CPU time allowed"
-    assert_operator m[5].to_i, :>=, 1, "#{m[0]}: the leaked strings are not in the new table"
+    assert_operator m[3].to_i, :>=, 1, "#{m[0]}: the leaked strings are not in the new table"
+    assert_sampling_at_rate(m[0])
   end
 
   # Start, stop, pause, resume, restart after a failure and profile, 300
@@ -366,21 +365,15 @@ class HookHeapProfileTest < Minitest::Test
     $done = true
     threads.each(&:join)
     S.start(1000)
-    KEEP = []
-    s0 = S.stats[:samples]
-    t0 = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID)
-    40.times { 2_500.times { KEEP << ("x" * 1000) }; sleep 0.01 }
-    cpu = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID) - t0
-    s = S.stats
-    puts "state=\#{s[:state]} samples=\#{s[:samples] - s0} cpu_ms=\#{(cpu * 1000).round}"
+    #{AT_RATE}
+    puts $at_rate
   RUBY
 
   def test_starts_and_stops_while_threads_allocate
     worker = start_worker(START_STOP_STRESS, env: { "RUBYOPT" => "-I#{HookTest::LIB} -rmemdiag/hook_native" })
-    m = worker.wait_out(/state=(\S+) samples=(\d+) cpu_ms=(\d+)/, timeout: 120)
+    m = worker.wait_out(AT_RATE_LINE, timeout: 120)
     assert worker.wait.success?, "the worker did not survive: #{worker.out}"
-    assert_equal "on", m[1], m[0]
-    assert_operator m[2].to_i, :>=, m[3].to_i / 3, "#{m[0]}: the sampler took a third of what the CPU time allowed"
+    assert_sampling_at_rate(m[0])
   end
 
   # A child forked while the sampler's tracepoint is armed: the tracepoint
