@@ -116,6 +116,19 @@ static void disarm(void)
 
 static void stop_timer(void);
 
+/* Whether the postponed jobs can be triggered (Ruby 3.3 and later: their
+ * handles were made at start-up). Without them, no start. */
+static int jobs_ready(void)
+{
+#ifdef MDH_JOB_HANDLES
+  return job_turn_off != POSTPONED_JOB_HANDLE_INVALID &&
+         job_finish_sample != POSTPONED_JOB_HANDLE_INVALID &&
+         job_arm != POSTPONED_JOB_HANDLE_INVALID;
+#else
+  return 1;
+#endif
+}
+
 /* Stops sampling and frees the table, unless sampling is on and has not
  * failed: fail()'s postponed job, run after a Sampler.start that came in
  * between, must not stop the sampling that start began. */
@@ -527,6 +540,8 @@ static VALUE sampler_start(VALUE self, VALUE rate)
     turn_off(NULL);
     return Qfalse;
   }
+  if(!jobs_ready()) /* the failure of the start-up stays, with its reason */
+    return Qfalse;
   if(S.failed) {
     turn_off(NULL); /* now, not by fail()'s job once sampling runs again */
     S.failed = 0;
@@ -646,8 +661,7 @@ void mdh_sampler_init(VALUE hook_module)
   job_turn_off = rb_postponed_job_preregister(0, turn_off, NULL);
   job_finish_sample = rb_postponed_job_preregister(0, finish_sample, NULL);
   job_arm = rb_postponed_job_preregister(0, arm_job, NULL);
-  if(job_turn_off == POSTPONED_JOB_HANDLE_INVALID ||
-     job_finish_sample == POSTPONED_JOB_HANDLE_INVALID || job_arm == POSTPONED_JOB_HANDLE_INVALID) {
+  if(!jobs_ready()) {
     S.failed = 1; /* never started: nothing to trigger a job for */
     snprintf(S.reason, sizeof S.reason, "no postponed job handle left in this Ruby");
   }
