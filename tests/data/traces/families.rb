@@ -169,11 +169,11 @@ module Families
     exit 2
   end
 
-  def self.number(opt, text)
+  def self.number(opt, text, min: nil)
     refuse("#{opt} wants a whole number") unless text
     n = Integer(text, exception: false)
     refuse("#{opt} wants a whole number, not #{text.inspect}") unless n
-    refuse("#{opt} wants a number of at least 1, not #{n}") if opt == "--count" && n < 1
+    refuse("#{opt} wants a number of at least #{min}, not #{n}") if min && n < min
     n
   end
 
@@ -182,7 +182,6 @@ module Families
   def self.outdir(path)
     refuse("#{path} is not a folder") if File.exist?(path) && !File.directory?(path)
     FileUtils.mkdir_p(path)
-    refuse("#{path} is not a folder") unless File.directory?(path)
     path
   rescue SystemCallError => e
     refuse("cannot make the folder #{path}: #{e.message}")
@@ -195,7 +194,7 @@ module Families
       case a
       when "--family" then opts[:family] = args.shift || refuse("--family wants a name")
       when "--seed" then opts[:seed] = number(a, args.shift)
-      when "--count" then opts[:count] = number(a, args.shift)
+      when "--count" then opts[:count] = number(a, args.shift, min: 1)
       when "--ranges" then opts[:ranges] = args.shift || refuse("--ranges wants a name")
       when /\A-/ then refuse("unknown option #{a}")
       else

@@ -9,8 +9,8 @@
  * inside an event), which does nothing once a start has cleared the
  * failure, lest it stop the sampling that start began. A table turned off
  * while a prune walks it (walking) is freed by that prune when it ends. A
- * forked child forgets the inherited table without freeing it. stop_timer() deletes
- * the timer (turn_off, Sampler.pause, the VM's end). */
+ * forked child forgets the inherited table without freeing it.
+ * stop_timer() deletes the timer (turn_off, Sampler.pause, the VM's end). */
 #ifndef MDH_SAMPLER_INTERNAL_H
 #define MDH_SAMPLER_INTERNAL_H
 
