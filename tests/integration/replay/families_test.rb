@@ -13,7 +13,8 @@
 # start, 95e017b, 11 on 72b1131, 10 on 42559c6), and at least 249 of their
 # 360 fast leaks meet the lead asked (220 on 95e017b, 245 on 6f159d5, 246
 # on 72b1131, 250 on 42559c6: the one lost is the price of the three
-# warm-ups; 06aeb9e has the same 7 and 249). Named warm-ups of the tune
+# warm-ups; 06aeb9e has the same 7 and 249; 251 since a lone noise fall
+# no longer passes for a sawtooth's drop). Named warm-ups of the tune
 # draws that fired on 72b1131, 42559c6 or 06aeb9e stay quiet. It does not yet assert the issue's acceptance
 # (no warm-up fires; every fast leak 50 minutes ahead): that does not hold.
 require "minitest/autorun"
@@ -78,7 +79,26 @@ class ReplayFamiliesTest < Minitest::Test
       in_time += leaks.count(&:ok)
     end
     assert_operator fired.size, :<=, 7, "warm-ups of the fresh draws that fire: #{fired.join(' ')}"
-    assert_operator in_time, :>=, 249, "fast leaks of the fresh draws that meet the lead asked"
+    assert_operator in_time, :>=, 251, "fast leaks of the fresh draws that meet the lead asked"
+  end
+
+  # Plain leaks of 12.9-14.8 MiB/min under +-8-10 MiB of noise (the tune
+  # draws' held-out ranges): a noise fall of 15-18 MiB, three times the
+  # usual, was taken for a lone sawtooth tooth's drop and held the early
+  # path for 8-12 minutes; they fired at minutes 19-22 (on 1b83a06), where
+  # 13-16 were asked. A lone drop must also be twice the next largest fall.
+  NOISE_FALLS = { %w[--seed 1007 --ranges held-out] => %w[fast-leak-052],
+                  %w[--seed 3007 --ranges held-out] => %w[fast-leak-012],
+                  %w[--seed 4007 --ranges held-out] => %w[fast-leak-016] }.freeze
+
+  def test_noise_falls_do_not_hold_the_early_path
+    NOISE_FALLS.each do |extra, names|
+      outcomes = FamilyReplay.run(CTL, "fast-leak", extra, only: names)
+      assert_equal names, outcomes.map(&:name)
+      outcomes.each do |o|
+        assert o.ok, "#{extra.join(' ')} #{o.name} #{o.params}: first capture at #{o.first_s} s, lead #{o.lead_s} s"
+      end
+    end
   end
 
   # Warm-ups of family_table.rb's tune draws that fired on 72b1131, each
