@@ -183,11 +183,8 @@ static void find_drops(const mdp_detector *d, unsigned m, double *y, unsigned ch
       continue;
     usual[nu++] = b->fall;
     sp->dt += 1.0 / b->count;
-    if(b->fall > biggest) {
-      second = biggest;
-      biggest = b->fall;
-    } else if(b->fall > second)
-      second = b->fall;
+    second = b->fall > biggest ? biggest : fmax(second, b->fall);
+    biggest = fmax(biggest, b->fall);
   }
   if(nu)
     sp->dt /= nu;
@@ -206,14 +203,8 @@ static void find_drops(const mdp_detector *d, unsigned m, double *y, unsigned ch
     si->last_drop = sp->x[k];
   }
   si->drops = nd;
-  /* A drop that stands out of how far the buckets' samples usually fall
-   * (noise falls about as far in every bucket), and of the next largest
-   * fall: a lone tooth's drop is one of a kind, while noise of +-8-10 MiB
-   * on a fast leak falls 15-18 MiB now and then, three times the usual
-   * fall of a bucket whose trend climbs 2 MiB a sample, and twice or more
-   * on the way (held-out-3007 fast-leak-012 of the tune draws: held from
-   * minute 9 to 21, 6 minutes past the lead asked). At 2, 3 or 4 times
-   * the tune and check draws give the same figures (docs/detector.md). */
+  /* A drop that stands out of the usual falls (noise falls about as far in
+   * every bucket) and of the next largest (docs/detector.md, GC sawtooth). */
   si->stands = nu >= 3 && biggest >= DROP_NOISE * mdp_robust_median(usual, nu) &&
                biggest >= LONE_DROP * second;
 }
