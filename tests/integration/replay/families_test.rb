@@ -92,12 +92,8 @@ class ReplayFamiliesTest < Minitest::Test
                   %w[--seed 4007 --ranges held-out] => %w[fast-leak-016] }.freeze
 
   def test_noise_falls_do_not_hold_the_early_path
-    NOISE_FALLS.each do |extra, names|
-      outcomes = FamilyReplay.run(CTL, "fast-leak", extra, only: names)
-      assert_equal names, outcomes.map(&:name)
-      outcomes.each do |o|
-        assert o.ok, "#{extra.join(' ')} #{o.name} #{o.params}: first capture at #{o.first_s} s, lead #{o.lead_s} s"
-      end
+    each_named("fast-leak", NOISE_FALLS) do |extra, o|
+      assert o.ok, "#{extra.join(' ')} #{o.name} #{o.params}: first capture at #{o.first_s} s, lead #{o.lead_s} s"
     end
   end
 
@@ -131,12 +127,18 @@ class ReplayFamiliesTest < Minitest::Test
   end
 
   def test_warmups_that_fired_before_stay_quiet
-    QUIET.each do |extra, names|
-      outcomes = FamilyReplay.run(CTL, "warmup", extra, only: names)
+    each_named("warmup", QUIET) do |extra, o|
+      assert_equal 0, o.captures, "#{extra.join(' ')} #{o.name} #{o.params}: fires at #{o.first_s} s"
+    end
+  end
+
+  # Replays the traces named per draw ({draw's generate.rb arguments =>
+  # names}), checks each was made, and yields each outcome with its draw.
+  def each_named(family, named)
+    named.each do |extra, names|
+      outcomes = FamilyReplay.run(CTL, family, extra, only: names)
       assert_equal names.sort, outcomes.map(&:name).sort
-      outcomes.each do |o|
-        assert_equal 0, o.captures, "#{extra.join(' ')} #{o.name} #{o.params}: fires at #{o.first_s} s"
-      end
+      outcomes.each { |o| yield extra, o }
     end
   end
 end
