@@ -19,7 +19,7 @@
  * accelerating, or levelling off to a plateau: course.h): the urgent rule
  * fires only when that course reaches the limit within Horizon, so a
  * warm-up that levels off below it stays quiet however steep. Memory per
- * detector is therefore fixed whatever the sampling rate (about 3.5 KiB).
+ * detector is therefore fixed whatever the sampling rate (about 3.8 KiB).
  *
  * Threading: none inside; a detector is used by one thread at a time.
  * Ownership: mdp_detector and mdp_detector_config are caller-owned plain
@@ -136,6 +136,9 @@ typedef struct {
                        it, bytes: a GC sawtooth's drop (a one-sample spike
                        falls only back to the sample before it) */
   float trough;     /* the sample that fell so, bytes */
+  float dmin;       /* the least sample less the pace (ctrend) since the
+                       bucket's start: the level at its start, bytes */
+  uint8_t paced;    /* 1 when a pace was known (dmin is not the minimum) */
 } mdp_detector_point;
 
 typedef struct {
@@ -178,6 +181,8 @@ typedef struct {
                        levels off at, bytes; 0 if none */
   unsigned cstreak; /* consecutive early evaluations whose course passed */
   unsigned cgrown;  /* ... of which the last ones had grown enough too */
+  double ctrend;    /* the pace the open course bucket is taken less of
+                       (detector_points.c), bytes/s; 0 if none */
 } mdp_detector;
 
 /* Starts a detector with a copy of cfg. One detector per series: per

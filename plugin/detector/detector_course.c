@@ -31,9 +31,11 @@ _Static_assert(CB <= MDP_COURSE_MAX_POINTS, "the course fit must hold the ring")
  * starts); no single rise between two buckets is more than STEP_SHARE of
  * the rise (growth, not a step); every course that levels off below where
  * near-limit would fire is ruled out (RULED_OUT of the F ratio's 99 %
- * point: about its 90 % point at these degrees of freedom); and CONFIRM
- * evaluations in a row agree (persistence: three looks a minute apart, each
- * at 90 %, instead of two at 99 %, fire fewer warm-ups and as many leaks). */
+ * point: about its 70 % point at these degrees of freedom; on points taken
+ * less the pace, a bar at the 90 % point cost leaks and quieted no
+ * warm-up: docs/detector.md); and CONFIRM evaluations in a row agree
+ * (persistence: three looks a minute apart instead of two at 99 % fire
+ * fewer warm-ups and as many leaks). */
 #define EARLY_MIN     8
 #define NEAR_SHARE    (1.0 / 6)
 #define URGENCY_SHARE 0.25
@@ -42,7 +44,7 @@ _Static_assert(CB <= MDP_COURSE_MAX_POINTS, "the course fit must hold the ring")
 /* ... or CONFIRM - 1 when every such plateau is ruled out at FIRM times the
  * 99 % point: a leak whose course is plainly straight gains a minute. */
 #define FIRM          4.0
-#define RULED_OUT     0.4
+#define RULED_OUT     0.2
 #define STEP_MIN      (8.0 * MIB)
 #define STEP_SPREAD   6.0
 #define STEP_MAX      3
@@ -57,273 +59,6 @@ _Static_assert(CB <= MDP_COURSE_MAX_POINTS, "the course fit must hold the ring")
 void mdp_detector_course_init(mdp_detector *d)
 {
   d->cbucket_len = d->sbucket_len > 0 ? d->cfg.short_window / PER_WINDOW : 0;
-}
-
-int mdp_detector_course_advance(mdp_detector *d, uint64_t idx)
-{
-  if(d->cbucket_len <= 0 || idx <= d->cnbucket)
-    return 0;
-  uint64_t steps = idx - d->cnbucket;
-  if(steps > CRING)
-    steps = CRING;
-  for(uint64_t s = 0; s < steps; s++) {
-    d->chead = (d->chead + 1) % CRING;
-    if(d->cfilled < CRING)
-      d->cfilled++;
-    memset(&d->cring[d->chead], 0, sizeof(d->cring[0]));
-  }
-  d->cnbucket = idx;
-  return 1;
-}
-
-/* Where t falls in the open bucket, in 65536ths of it. */
-static uint16_t bucket_at(const mdp_detector *d, double t)
-{
-  double f = (t - d->origin) / d->cbucket_len - (double)d->cnbucket;
-  return f <= 0 ? 0 : f >= 1 ? UINT16_MAX : (uint16_t)(f * 65536);
-}
-
-void mdp_detector_course_add(mdp_detector *d, double t, uint64_t v)
-{
-  mdp_detector_point *p = &d->cring[d->chead];
-  if(d->cbucket_len <= 0)
-    return;
-  uint16_t at = bucket_at(d, t);
-  if(!p->count || v < p->min) {
-    p->min = v;
-    p->min_at = at;
-  }
-  if(!p->count || v > p->max)
-    p->max = v;
-  /* A fall below both samples before it (a spike falls back only to the
-   * sample before it). */
-  if(d->samples >= 2) {
-    uint64_t before = d->last_v < d->prev_v ? d->last_v : d->prev_v;
-    double fall = before > v ? (double)(before - v) : 0;
-    if(fall > p->fall) {
-      p->fall = (float)fall;
-      p->fall_at = at;
-      p->trough = (float)v;
-    }
-  }
-  p->count++;
-}
-
-/* A GC sawtooth in the course ring: each drop (a bucket whose largest fall
- * is at least DROP_MIN and DROP_SHARE of the largest) starts a tooth, and
- * between drops the minima ride the tooth's ramp, not the envelope. */
-#define DROP_MIN       (8.0 * MIB)
-#define DROP_SHARE     0.5
-#define DROP_NOISE     3.0
-#define SAW_CONSISTENT 0.5
-#define LONE_DROP      2.0
-
-typedef struct {
-  unsigned drops;   /* drops found */
-  double period;    /* mean spacing of the drops, buckets; 0 if fewer than 2 */
-  double ramp;      /* the sawtooth's own rise per bucket, taken out; 0 if none */
-  double last_drop; /* x of the last drop; -1 if none */
-  int stands;       /* the largest drop stands out of the usual falls */
-} saw_info;
-
-static double det3(const double a[3][3])
-{
-  return a[0][0] * (a[1][1] * a[2][2] - a[1][2] * a[2][1]) -
-         a[0][1] * (a[1][0] * a[2][2] - a[1][2] * a[2][0]) +
-         a[0][2] * (a[1][0] * a[2][1] - a[1][1] * a[2][0]);
-}
-
-/* Solves the 3x3 symmetric system m x = r by Cramer's rule; 0 if singular. */
-static int solve3(const double m[3][3], const double r[3], double x[3])
-{
-  double det = det3(m);
-  if(!(fabs(det) > 1e-9 * fabs(m[0][0] * m[1][1] * m[2][2])))
-    return 0;
-  for(int c = 0; c < 3; c++) {
-    double a[3][3];
-    memcpy(a, m, sizeof(a));
-    for(int i = 0; i < 3; i++)
-      a[i][c] = r[i];
-    x[c] = det3(a) / det;
-  }
-  return 1;
-}
-
-/* The buckets of the course ring as a sawtooth sees them: where each
- * point lies (x, in buckets from the first), its value (a drop's trough,
- * else the minimum), whether it holds a drop, and its phase in its tooth. */
-typedef struct {
-  double x[CB], y[CB], phase[CB], falls[CB];
-  unsigned char drop[CB];
-  double first_drop, dt; /* x of the first drop; the sampling interval */
-} saw_points;
-
-static const mdp_detector_point *course_bucket(const mdp_detector *d, unsigned m, unsigned k)
-{
-  return &d->cring[(d->chead + CRING - m + k) % CRING];
-}
-
-/* Finds the drops of the m closed buckets (fills sp and si->drops,
- * si->last_drop, si->stands); the raw minima go to y and have. */
-static void find_drops(const mdp_detector *d, unsigned m, double *y, unsigned char *have,
-                       saw_points *sp, saw_info *si)
-{
-  double biggest = 0, second = 0, usual[CB];
-  unsigned nu = 0, nd = 0;
-
-  sp->dt = 0;
-  sp->first_drop = -1;
-  for(unsigned k = 0; k < m; k++) {
-    const mdp_detector_point *b = course_bucket(d, m, k);
-    have[k] = b->count > 0;
-    y[k] = sp->y[k] = (double)b->min;
-    sp->x[k] = k + b->min_at / 65536.0;
-    sp->drop[k] = 0;
-    if(!have[k])
-      continue;
-    usual[nu++] = b->fall;
-    sp->dt += 1.0 / b->count;
-    second = b->fall > biggest ? biggest : fmax(second, b->fall);
-    biggest = fmax(biggest, b->fall);
-  }
-  if(nu)
-    sp->dt /= nu;
-  if(biggest < DROP_MIN)
-    return;
-  for(unsigned k = 0; k < m; k++) {
-    const mdp_detector_point *b = course_bucket(d, m, k);
-    if(!have[k] || b->fall < DROP_SHARE * biggest || b->fall < DROP_MIN)
-      continue;
-    sp->drop[k] = 1;
-    sp->y[k] = b->trough;
-    sp->x[k] = k + b->fall_at / 65536.0;
-    sp->falls[nd++] = b->fall;
-    if(nd == 1)
-      sp->first_drop = sp->x[k];
-    si->last_drop = sp->x[k];
-  }
-  si->drops = nd;
-  /* A drop that stands out of the usual falls (noise falls about as far in
-   * every bucket) and of the next largest (docs/detector.md, GC sawtooth). */
-  si->stands = nu >= 3 && biggest >= DROP_NOISE * mdp_robust_median(usual, nu) &&
-               biggest >= LONE_DROP * second;
-}
-
-/* Each point's phase in its tooth (-1 when unknown): since the last drop
- * at or before it (a drop's own bucket holds the trough: phase 0); before
- * the first drop, since one period before it, if that is not after the
- * point. Returns the ramp per bucket that a least-squares fit of level,
- * slope and ramp * phase finds in the points (0 when it cannot say). */
-static double tooth_phases(saw_points *sp, const unsigned char *have, unsigned m, double period)
-{
-  double last = -1, m3[3][3] = {{0}}, r3[3] = {0}, coef[3];
-  for(unsigned k = 0; k < m; k++) {
-    if(sp->drop[k])
-      last = sp->x[k];
-    sp->phase[k] = -1;
-    if(!have[k])
-      continue;
-    if(last >= 0)
-      sp->phase[k] = sp->x[k] - last;
-    else if(sp->x[k] >= sp->first_drop - period)
-      sp->phase[k] = sp->x[k] - (sp->first_drop - period);
-    if(sp->phase[k] < 0)
-      continue;
-    double v[3] = {1, sp->x[k], sp->phase[k]};
-    for(int i = 0; i < 3; i++) {
-      r3[i] += v[i] * sp->y[k];
-      for(int j = 0; j < 3; j++)
-        m3[i][j] += v[i] * v[j];
-    }
-  }
-  return m3[0][0] >= 5 && solve3(m3, r3, coef) ? coef[2] : 0;
-}
-
-/* Whether the drops come as a sawtooth's do: every gap between two drops
- * within TEETH_SLACK of the median gap, or of a whole multiple of it (a
- * tooth whose drop fell short of the bar). Noise that falls far now and
- * then drops at random gaps. Two drops have one gap: nothing to compare. */
-#define TEETH_SLACK 0.25
-static int drops_periodic(const saw_points *sp, unsigned m, unsigned nd)
-{
-  double gap[CB], sorted[CB], prev = -1;
-  unsigned n = 0;
-  if(nd < 3)
-    return 1;
-  for(unsigned k = 0; k < m; k++) {
-    if(!sp->drop[k])
-      continue;
-    if(prev >= 0)
-      gap[n++] = sp->x[k] - prev;
-    prev = sp->x[k];
-  }
-  memcpy(sorted, gap, n * sizeof(gap[0]));
-  mdp_robust_sort(sorted, n);
-  double med = sorted[n / 2];
-  if(!(med > 0))
-    return 0;
-  for(unsigned i = 0; i < n; i++) {
-    double r = gap[i] / med, whole = floor(r + 0.5);
-    if(whole < 1 || fabs(r - whole) > TEETH_SLACK)
-      return 0;
-  }
-  return 1;
-}
-
-/* The course points of the last m closed buckets, oldest first: each
- * bucket's minimum (have[k] 0 for an empty one). Under a sawtooth (two
- * drops or more, docs/detector.md "The early path") a drop's trough, and
- * every other minimum less the ramp its tooth climbed since its drop; the
- * ramp is what the drops gave back over the teeth between them (each drop
- * returns what its ramp climbed over the tooth, less the ramp of the two
- * samples the fall is measured over, whatever the envelope did), and is
- * used only if the minima do climb it between drops. Each point is then
- * moved from where it was seen to its bucket's start along the points'
- * slope. */
-static void course_points(const mdp_detector *d, unsigned m, double *y, unsigned char *have,
-                          saw_info *si)
-{
-  saw_points sp;
-
-  memset(si, 0, sizeof(*si));
-  si->last_drop = -1;
-  find_drops(d, m, y, have, &sp, si);
-  if(si->drops < 2)
-    return;
-  unsigned nd = si->drops;
-  if(!drops_periodic(&sp, m, nd))
-    return;
-  si->period = (si->last_drop - sp.first_drop) / (nd - 1);
-  double fitted = tooth_phases(&sp, have, m, si->period);
-  double climbed = 0;
-  for(unsigned i = 1; i < nd; i++)
-    climbed += sp.falls[i];
-  double teeth = si->last_drop - sp.first_drop - 2 * sp.dt * (nd - 1);
-  if(!(teeth > 0))
-    return;
-  double ramp = climbed / teeth;
-  /* Noise falls as far as it rises: its minima climb no ramp. */
-  if(!(fitted > 0 && fitted >= SAW_CONSISTENT * ramp))
-    return;
-  si->ramp = ramp;
-  double sx = 0, sy = 0, sxx = 0, sxy = 0, n = 0;
-  for(unsigned k = 0; k < m; k++) {
-    if(!have[k] || sp.phase[k] < 0)
-      continue;
-    sp.y[k] -= ramp * sp.phase[k];
-    sx += sp.x[k];
-    sy += sp.y[k];
-    sxx += sp.x[k] * sp.x[k];
-    sxy += sp.x[k] * sp.y[k];
-    n++;
-  }
-  double slope = n * sxx - sx * sx > 0 ? (n * sxy - sx * sy) / (n * sxx - sx * sx) : 0;
-  for(unsigned k = 0; k < m; k++) {
-    if(have[k] && sp.phase[k] < 0)
-      have[k] = 0;
-    else if(have[k])
-      y[k] = sp.y[k] - slope * (sp.x[k] - k);
-  }
 }
 
 /* The rises between the buckets that have a value (diff[i], ending at
@@ -450,8 +185,8 @@ static void remove_local_steps(double *y, const unsigned char *have, unsigned m)
  * constant reached the limit in 78 minutes where its slope said 55; one
  * under a warm-up's tail, standard-1007 fast-leak-031 of the tune draws,
  * levelled off between NearLimit and the limit). Once every plateau below
- * NearLimit is ruled out at 99 % (LINE_RULED_OUT: at RULED_OUT's 90 % two
- * more warm-ups of the check set fired), such a course is projected at its
+ * NearLimit is ruled out at 99 % (LINE_RULED_OUT: at 0.4 of it, about its
+ * 90 % point, two more warm-ups of the check set fired), such a course is projected at its
  * present slope, as a steady one, when that is sooner. */
 #define LINE_RULED_OUT 1.0
 static double course_reach(const mdp_course *c, double x, double level, double settle)
@@ -478,7 +213,7 @@ int mdp_detector_course_view(const mdp_detector *d, double t, double level, doub
   if(m > CB)
     m = CB;
   for(unsigned k = 0; k < m; k++) {
-    const mdp_detector_point *b = course_bucket(d, m, k);
+    const mdp_detector_point *b = mdp_detector_course_bucket(d, m, k);
     have[k] = b->count > 0;
     y[k] = (double)b->min;
   }
@@ -506,8 +241,8 @@ int mdp_detector_course_view(const mdp_detector *d, double t, double level, doub
    * sawtooth or with caches can look straight where those level off, and
    * noise taken for steps bends a smooth warm-up into a jump and a line
    * (docs/detector.md). Once one rules nothing out, the least stays 0. */
-  saw_info si;
-  course_points(d, m, y, have, &si);
+  mdp_detector_saw si;
+  mdp_detector_course_points(d, m, y, have, &si);
   for(int steps_out = 0; steps_out < 2 && v->ruled > 0; steps_out++) {
     if(steps_out)
       remove_local_steps(y, have, m);
@@ -525,7 +260,7 @@ static double course_excursion(const mdp_detector *d, unsigned m, double slope)
   double spread[CB];
   unsigned n = 0;
   for(unsigned k = 0; k < m; k++) {
-    const mdp_detector_point *b = course_bucket(d, m, k);
+    const mdp_detector_point *b = mdp_detector_course_bucket(d, m, k);
     if(b->count)
       spread[n++] = (double)(b->max - b->min);
   }
@@ -593,7 +328,7 @@ static int early_judge(mdp_detector *d, double t, early_look *lk, mdp_decision *
   ev->urgent = 1;
   ev->plateau = plateau > 0 ? plateau : 0;
   for(unsigned k = 0; k < m; k++)
-    ev->samples += course_bucket(d, m, k)->count;
+    ev->samples += mdp_detector_course_bucket(d, m, k)->count;
   if(reach >= 0)
     ev->time_to_limit = reach * len;
 
@@ -634,8 +369,8 @@ int mdp_detector_course_early(mdp_detector *d, double t, mdp_decision *ev)
     return early_fail(d);
   if(m > CB)
     m = CB;
-  saw_info si;
-  course_points(d, m, y, have, &si);
+  mdp_detector_saw si;
+  mdp_detector_course_points(d, m, y, have, &si);
   /* One drop: a sawtooth whose period the ring has not seen yet, whose ramp
    * may be all there is. */
   if(si.drops == 1 && si.stands)
@@ -664,6 +399,12 @@ int mdp_detector_course_early(mdp_detector *d, double t, mdp_decision *ev)
   double raw[CB];
   memcpy(raw, y, m * sizeof(y[0]));
   remove_local_steps(y, have, m);
+#ifdef MDP_URGENT_DEBUG
+  fprintf(stderr, "pts");
+  for(unsigned k = 0; k < m; k++)
+    fprintf(stderr, " %.0f/%.0f", raw[k] / MIB, y[k] / MIB);
+  fprintf(stderr, "\n");
+#endif
   early_look lk = {raw, y, have, m, 0, lo, level, settle, 0, 0};
   int course_ok = early_judge(d, t, &lk, ev);
   /* A leak that started after a warm-up: the course since the last change

@@ -1,16 +1,41 @@
-/* What detector.c and detector_course.c share; not part of the detector's
- * interface (detector.h). Pure code, as the rest of the detector. */
+/* What detector.c, detector_course.c and detector_points.c share; not
+ * part of the detector's interface (detector.h). Pure code, as the rest of
+ * the detector. */
 #ifndef MDP_DETECTOR_INTERNAL_H
 #define MDP_DETECTOR_INTERNAL_H
 
 #include "detector.h"
 
 /* The course ring: sets its bucket length from the config (after the
- * short ring's; 0 = off), moves its open bucket to index idx (returns 1 if
- * a bucket closed), adds a sample to the open bucket. */
+ * short ring's; 0 = off; detector_course.c), moves its open bucket to
+ * index idx (returns 1 if a bucket closed; the new bucket takes its
+ * samples less the pace of the buckets before it), adds a sample to the
+ * open bucket (detector_points.c). */
 void mdp_detector_course_init(mdp_detector *d);
 int mdp_detector_course_advance(mdp_detector *d, uint64_t idx);
 void mdp_detector_course_add(mdp_detector *d, double t, uint64_t v);
+
+/* Bucket k (0 = oldest) of the last m closed buckets of the course ring. */
+const mdp_detector_point *mdp_detector_course_bucket(const mdp_detector *d, unsigned m, unsigned k);
+
+/* What the points say of a GC sawtooth (docs/detector.md, the early
+ * path's GC sawtooth bullet). */
+typedef struct {
+  unsigned drops;   /* drops found */
+  double period;    /* mean spacing of the drops, buckets; 0 if fewer than 2 */
+  double ramp;      /* the sawtooth's own rise per bucket, taken out; 0 if none */
+  double last_drop; /* x of the last drop; -1 if none */
+  int stands;       /* the largest drop stands out of the usual falls */
+} mdp_detector_saw;
+
+/* The course points of the last m closed buckets, oldest first, into y
+ * (have[k] 0 for an empty bucket, or one a sawtooth's ramp leaves out):
+ * each bucket's level at its start (dmin; a bucket closed before any pace
+ * was known gives its minimum less the usual gap between the two), or
+ * under a GC sawtooth its trough or its minimum less the ramp its tooth
+ * climbed, each moved to its bucket's start. Fills si. */
+void mdp_detector_course_points(const mdp_detector *d, unsigned m, double *y, unsigned char *have,
+                                mdp_detector_saw *si);
 
 /* What the course of the ring's envelope says at t (the urgent rule's
  * veto): seconds until it reaches level (-1: never, it levels off below

@@ -1,0 +1,314 @@
+/* The course ring's points (docs/detector.md, "The urgent rule"): what
+ * each one-minute bucket keeps of its samples, and the point it gives the
+ * course's fits: the level at its start (the least sample less the pace of
+ * the buckets before it), or under a GC sawtooth its trough, or its
+ * minimum less the ramp its tooth climbed. Pure code, as the rest of the
+ * detector. */
+#include <math.h>
+#include <string.h>
+
+#include "detector_internal.h"
+#include "robust.h"
+
+#define CB    MDP_DETECTOR_COURSE_BUCKETS
+#define CRING (MDP_DETECTOR_COURSE_BUCKETS + 1)
+#define MIB   (1024.0 * 1024.0)
+/* The pace a bucket's samples are taken less of: the least rise between
+ * the closed buckets before it, of up to PACE_RISES that follow one
+ * another (docs/detector.md, "The early path"). */
+#define PACE_RISES 3
+
+int mdp_detector_course_advance(mdp_detector *d, uint64_t idx)
+{
+  if(d->cbucket_len <= 0 || idx <= d->cnbucket)
+    return 0;
+  uint64_t steps = idx - d->cnbucket;
+  if(steps > CRING)
+    steps = CRING;
+  for(uint64_t s = 0; s < steps; s++) {
+    d->chead = (d->chead + 1) % CRING;
+    if(d->cfilled < CRING)
+      d->cfilled++;
+    memset(&d->cring[d->chead], 0, sizeof(d->cring[0]));
+  }
+  d->cnbucket = idx;
+  /* The pace the new bucket's samples are taken less of. The least rise,
+   * not a median: a warm-up's pace falls, and a pace taken from rises
+   * before it (higher) would lower each point by more than the last, which
+   * straightens the bend that tells a warm-up from a leak. */
+  double pace = -1;
+  for(unsigned k = 1; k <= PACE_RISES && k + 1 < d->cfilled; k++) {
+    const mdp_detector_point *a = &d->cring[(d->chead + CRING - k) % CRING];
+    const mdp_detector_point *b = &d->cring[(d->chead + CRING - k - 1) % CRING];
+    double rise = (double)a->dmin - (double)b->dmin;
+    if(a->count && b->count && (pace < 0 || rise < pace))
+      pace = rise;
+  }
+  d->ctrend = pace > 0 ? pace / d->cbucket_len : 0;
+  d->cring[d->chead].paced = d->ctrend > 0;
+  return 1;
+}
+
+/* Where t falls in the open bucket, in 65536ths of it. */
+static uint16_t bucket_at(const mdp_detector *d, double t)
+{
+  double f = (t - d->origin) / d->cbucket_len - (double)d->cnbucket;
+  return f <= 0 ? 0 : f >= 1 ? UINT16_MAX : (uint16_t)(f * 65536);
+}
+
+void mdp_detector_course_add(mdp_detector *d, double t, uint64_t v)
+{
+  mdp_detector_point *p = &d->cring[d->chead];
+  if(d->cbucket_len <= 0)
+    return;
+  uint16_t at = bucket_at(d, t);
+  double dv = (double)v - d->ctrend * d->cbucket_len * (at / 65536.0);
+  if(!p->count || dv < p->dmin)
+    p->dmin = (float)dv;
+  if(!p->count || v < p->min) {
+    p->min = v;
+    p->min_at = at;
+  }
+  if(!p->count || v > p->max)
+    p->max = v;
+  /* A fall below both samples before it (a spike falls back only to the
+   * sample before it). */
+  if(d->samples >= 2) {
+    uint64_t before = d->last_v < d->prev_v ? d->last_v : d->prev_v;
+    double fall = before > v ? (double)(before - v) : 0;
+    if(fall > p->fall) {
+      p->fall = (float)fall;
+      p->fall_at = at;
+      p->trough = (float)v;
+    }
+  }
+  p->count++;
+}
+
+/* A GC sawtooth in the course ring: each drop (a bucket whose largest fall
+ * is at least DROP_MIN and DROP_SHARE of the largest) starts a tooth, and
+ * between drops the minima ride the tooth's ramp, not the envelope. */
+#define DROP_MIN       (8.0 * MIB)
+#define DROP_SHARE     0.5
+#define DROP_NOISE     3.0
+#define SAW_CONSISTENT 0.5
+#define LONE_DROP      2.0
+
+static double det3(const double a[3][3])
+{
+  return a[0][0] * (a[1][1] * a[2][2] - a[1][2] * a[2][1]) -
+         a[0][1] * (a[1][0] * a[2][2] - a[1][2] * a[2][0]) +
+         a[0][2] * (a[1][0] * a[2][1] - a[1][1] * a[2][0]);
+}
+
+/* Solves the 3x3 symmetric system m x = r by Cramer's rule; 0 if singular. */
+static int solve3(const double m[3][3], const double r[3], double x[3])
+{
+  double det = det3(m);
+  if(!(fabs(det) > 1e-9 * fabs(m[0][0] * m[1][1] * m[2][2])))
+    return 0;
+  for(int c = 0; c < 3; c++) {
+    double a[3][3];
+    memcpy(a, m, sizeof(a));
+    for(int i = 0; i < 3; i++)
+      a[i][c] = r[i];
+    x[c] = det3(a) / det;
+  }
+  return 1;
+}
+
+/* The buckets of the course ring as a sawtooth sees them: where each
+ * point lies (x, in buckets from the first), its value (a drop's trough,
+ * else the minimum), whether it holds a drop, and its phase in its tooth. */
+typedef struct {
+  double x[CB], y[CB], phase[CB], falls[CB];
+  unsigned char drop[CB];
+  double first_drop, dt; /* x of the first drop; the sampling interval */
+} saw_points;
+
+const mdp_detector_point *mdp_detector_course_bucket(const mdp_detector *d, unsigned m, unsigned k)
+{
+  return &d->cring[(d->chead + CRING - m + k) % CRING];
+}
+
+/* Finds the drops of the m closed buckets (fills sp and si->drops,
+ * si->last_drop, si->stands); the raw minima go to y and have. */
+static void find_drops(const mdp_detector *d, unsigned m, double *y, unsigned char *have,
+                       saw_points *sp, mdp_detector_saw *si)
+{
+  double biggest = 0, second = 0, usual[CB];
+  unsigned nu = 0, nd = 0;
+
+  sp->dt = 0;
+  sp->first_drop = -1;
+  for(unsigned k = 0; k < m; k++) {
+    const mdp_detector_point *b = mdp_detector_course_bucket(d, m, k);
+    have[k] = b->count > 0;
+    y[k] = sp->y[k] = (double)b->min;
+    sp->x[k] = k + b->min_at / 65536.0;
+    sp->drop[k] = 0;
+    if(!have[k])
+      continue;
+    usual[nu++] = b->fall;
+    sp->dt += 1.0 / b->count;
+    second = b->fall > biggest ? biggest : fmax(second, b->fall);
+    biggest = fmax(biggest, b->fall);
+  }
+  if(nu)
+    sp->dt /= nu;
+  if(biggest < DROP_MIN)
+    return;
+  for(unsigned k = 0; k < m; k++) {
+    const mdp_detector_point *b = mdp_detector_course_bucket(d, m, k);
+    if(!have[k] || b->fall < DROP_SHARE * biggest || b->fall < DROP_MIN)
+      continue;
+    sp->drop[k] = 1;
+    sp->y[k] = b->trough;
+    sp->x[k] = k + b->fall_at / 65536.0;
+    sp->falls[nd++] = b->fall;
+    if(nd == 1)
+      sp->first_drop = sp->x[k];
+    si->last_drop = sp->x[k];
+  }
+  si->drops = nd;
+  /* A drop that stands out of the usual falls (noise falls about as far in
+   * every bucket) and of the next largest (docs/detector.md, GC sawtooth). */
+  si->stands = nu >= 3 && biggest >= DROP_NOISE * mdp_robust_median(usual, nu) &&
+               biggest >= LONE_DROP * second;
+}
+
+/* Each point's phase in its tooth (-1 when unknown): since the last drop
+ * at or before it (a drop's own bucket holds the trough: phase 0); before
+ * the first drop, since one period before it, if that is not after the
+ * point. Returns the ramp per bucket that a least-squares fit of level,
+ * slope and ramp * phase finds in the points (0 when it cannot say). */
+static double tooth_phases(saw_points *sp, const unsigned char *have, unsigned m, double period)
+{
+  double last = -1, m3[3][3] = {{0}}, r3[3] = {0}, coef[3];
+  for(unsigned k = 0; k < m; k++) {
+    if(sp->drop[k])
+      last = sp->x[k];
+    sp->phase[k] = -1;
+    if(!have[k])
+      continue;
+    if(last >= 0)
+      sp->phase[k] = sp->x[k] - last;
+    else if(sp->x[k] >= sp->first_drop - period)
+      sp->phase[k] = sp->x[k] - (sp->first_drop - period);
+    if(sp->phase[k] < 0)
+      continue;
+    double v[3] = {1, sp->x[k], sp->phase[k]};
+    for(int i = 0; i < 3; i++) {
+      r3[i] += v[i] * sp->y[k];
+      for(int j = 0; j < 3; j++)
+        m3[i][j] += v[i] * v[j];
+    }
+  }
+  return m3[0][0] >= 5 && solve3(m3, r3, coef) ? coef[2] : 0;
+}
+
+/* Whether the drops come as a sawtooth's do: every gap between two drops
+ * within TEETH_SLACK of the median gap, or of a whole multiple of it (a
+ * tooth whose drop fell short of the bar). Noise that falls far now and
+ * then drops at random gaps. Two drops have one gap: nothing to compare. */
+#define TEETH_SLACK 0.25
+static int drops_periodic(const saw_points *sp, unsigned m, unsigned nd)
+{
+  double gap[CB], sorted[CB], prev = -1;
+  unsigned n = 0;
+  if(nd < 3)
+    return 1;
+  for(unsigned k = 0; k < m; k++) {
+    if(!sp->drop[k])
+      continue;
+    if(prev >= 0)
+      gap[n++] = sp->x[k] - prev;
+    prev = sp->x[k];
+  }
+  memcpy(sorted, gap, n * sizeof(gap[0]));
+  mdp_robust_sort(sorted, n);
+  double med = sorted[n / 2];
+  if(!(med > 0))
+    return 0;
+  for(unsigned i = 0; i < n; i++) {
+    double r = gap[i] / med, whole = floor(r + 0.5);
+    if(whole < 1 || fabs(r - whole) > TEETH_SLACK)
+      return 0;
+  }
+  return 1;
+}
+
+/* The course points of the last m closed buckets, oldest first: each
+ * bucket's minimum (have[k] 0 for an empty one). Under a sawtooth (two
+ * drops or more, docs/detector.md "The early path") a drop's trough, and
+ * every other minimum less the ramp its tooth climbed since its drop; the
+ * ramp is what the drops gave back over the teeth between them (each drop
+ * returns what its ramp climbed over the tooth, less the ramp of the two
+ * samples the fall is measured over, whatever the envelope did), and is
+ * used only if the minima do climb it between drops. Each point is then
+ * moved from where it was seen to its bucket's start along the points'
+ * slope. */
+void mdp_detector_course_points(const mdp_detector *d, unsigned m, double *y, unsigned char *have,
+                          mdp_detector_saw *si)
+{
+  saw_points sp;
+
+  memset(si, 0, sizeof(*si));
+  si->last_drop = -1;
+  find_drops(d, m, y, have, &sp, si);
+  /* The buckets of the episode's first minutes, closed before any pace was
+   * known, give their minimum: under a fast trend that is the first sample
+   * or two, higher than the least of all less the pace. They are lowered by
+   * the usual gap between the two in the buckets that had a pace. */
+  double gap[CB];
+  unsigned ng = 0, first_paced = m;
+  for(unsigned k = 0; k < m; k++) {
+    const mdp_detector_point *b = mdp_detector_course_bucket(d, m, k);
+    y[k] = b->dmin;
+    if(!have[k] || !b->paced)
+      continue;
+    gap[ng++] = (double)b->min - b->dmin;
+    if(first_paced == m)
+      first_paced = k;
+  }
+  double g = ng >= 3 ? mdp_robust_median(gap, ng) : 0;
+  for(unsigned k = 0; k < first_paced && g > 0; k++)
+    y[k] -= g;
+  if(si->drops < 2)
+    return;
+  unsigned nd = si->drops;
+  if(!drops_periodic(&sp, m, nd))
+    return;
+  si->period = (si->last_drop - sp.first_drop) / (nd - 1);
+  double fitted = tooth_phases(&sp, have, m, si->period);
+  double climbed = 0;
+  for(unsigned i = 1; i < nd; i++)
+    climbed += sp.falls[i];
+  double teeth = si->last_drop - sp.first_drop - 2 * sp.dt * (nd - 1);
+  if(!(teeth > 0))
+    return;
+  double ramp = climbed / teeth;
+  /* Noise falls as far as it rises: its minima climb no ramp. */
+  if(!(fitted > 0 && fitted >= SAW_CONSISTENT * ramp))
+    return;
+  si->ramp = ramp;
+  double sx = 0, sy = 0, sxx = 0, sxy = 0, n = 0;
+  for(unsigned k = 0; k < m; k++) {
+    if(!have[k] || sp.phase[k] < 0)
+      continue;
+    sp.y[k] -= ramp * sp.phase[k];
+    sx += sp.x[k];
+    sy += sp.y[k];
+    sxx += sp.x[k] * sp.x[k];
+    sxy += sp.x[k] * sp.y[k];
+    n++;
+  }
+  double slope = n * sxx - sx * sx > 0 ? (n * sxy - sx * sy) / (n * sxx - sx * sx) : 0;
+  for(unsigned k = 0; k < m; k++) {
+    if(have[k] && sp.phase[k] < 0)
+      have[k] = 0;
+    else if(have[k])
+      y[k] = sp.y[k] - slope * (sp.x[k] - k);
+  }
+}
+
