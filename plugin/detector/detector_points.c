@@ -10,9 +10,9 @@
 #include "detector_internal.h"
 #include "robust.h"
 
-#define CB    MDP_DETECTOR_COURSE_BUCKETS
-#define CRING (MDP_DETECTOR_COURSE_BUCKETS + 1)
-#define MIB   (1024.0 * 1024.0)
+#define CB         MDP_DETECTOR_COURSE_BUCKETS
+#define CRING      (MDP_DETECTOR_COURSE_BUCKETS + 1)
+#define MIB        (1024.0 * 1024.0)
 /* The pace a bucket's samples are taken less of: the least rise between
  * the closed buckets before it, of up to PACE_RISES that follow one
  * another (docs/detector.md, "The early path"). */
@@ -249,7 +249,7 @@ static int drops_periodic(const saw_points *sp, unsigned m, unsigned nd)
  * moved from where it was seen to its bucket's start along the points'
  * slope. */
 void mdp_detector_course_points(const mdp_detector *d, unsigned m, double *y, unsigned char *have,
-                          mdp_detector_saw *si)
+                                mdp_detector_saw *si)
 {
   saw_points sp;
 
@@ -311,4 +311,3 @@ void mdp_detector_course_points(const mdp_detector *d, unsigned m, double *y, un
       y[k] = sp.y[k] - slope * (sp.x[k] - k);
   }
 }
-
