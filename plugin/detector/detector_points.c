@@ -239,7 +239,9 @@ static int drops_periodic(const saw_points *sp, unsigned m, unsigned nd)
 }
 
 /* The course points of the last m closed buckets, oldest first: each
- * bucket's minimum (have[k] 0 for an empty one). Under a sawtooth (two
+ * bucket's level at its start, its least sample less the pace (have[k] 0
+ * for an empty one; the buckets closed before any pace was known, their
+ * minimum less the usual gap between the two). Under a sawtooth (two
  * drops or more, docs/detector.md "The early path") a drop's trough, and
  * every other minimum less the ramp its tooth climbed since its drop; the
  * ramp is what the drops gave back over the teeth between them (each drop
