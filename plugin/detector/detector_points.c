@@ -40,9 +40,10 @@ int mdp_detector_course_advance(mdp_detector *d, uint64_t idx)
    * the points' own errors would come back through the pace (a warm-up
    * without noise had its points off by -6.9, -0.5, -3.3, -2.8 MiB). */
   double pace = -1;
-  for(unsigned k = 1; k <= PACE_RISES && k + 1 < d->cfilled; k++) {
-    const mdp_detector_point *a = &d->cring[(d->chead + CRING - k) % CRING];
-    const mdp_detector_point *b = &d->cring[(d->chead + CRING - k - 1) % CRING];
+  unsigned m = d->cfilled ? d->cfilled - 1 : 0; /* closed buckets */
+  for(unsigned k = m; k >= 2 && k + PACE_RISES > m; k--) {
+    const mdp_detector_point *a = mdp_detector_course_bucket(d, m, k - 1);
+    const mdp_detector_point *b = mdp_detector_course_bucket(d, m, k - 2);
     double rise = (double)a->min - (double)b->min;
     if(a->count && b->count && (pace < 0 || rise < pace))
       pace = rise;
@@ -134,10 +135,11 @@ const mdp_detector_point *mdp_detector_course_bucket(const mdp_detector *d, unsi
   return &d->cring[(d->chead + CRING - m + k) % CRING];
 }
 
-/* Finds the drops of the m closed buckets (fills sp and si->drops,
- * si->last_drop, si->stands); the raw minima go to y and have. */
-static void find_drops(const mdp_detector *d, unsigned m, double *y, unsigned char *have,
-                       saw_points *sp, mdp_detector_saw *si)
+/* Finds the drops of the m closed buckets (fills sp, with each bucket's
+ * minimum or a drop's trough, and si->drops, si->last_drop, si->stands);
+ * which buckets hold a sample goes to have. */
+static void find_drops(const mdp_detector *d, unsigned m, unsigned char *have, saw_points *sp,
+                       mdp_detector_saw *si)
 {
   double biggest = 0, second = 0, usual[CB];
   unsigned nu = 0, nd = 0;
@@ -147,7 +149,7 @@ static void find_drops(const mdp_detector *d, unsigned m, double *y, unsigned ch
   for(unsigned k = 0; k < m; k++) {
     const mdp_detector_point *b = mdp_detector_course_bucket(d, m, k);
     have[k] = b->count > 0;
-    y[k] = sp->y[k] = (double)b->min;
+    sp->y[k] = (double)b->min;
     sp->x[k] = k + b->min_at / 65536.0;
     sp->drop[k] = 0;
     if(!have[k])
@@ -260,7 +262,7 @@ void mdp_detector_course_points(const mdp_detector *d, unsigned m, double *y, un
 
   memset(si, 0, sizeof(*si));
   si->last_drop = -1;
-  find_drops(d, m, y, have, &sp, si);
+  find_drops(d, m, have, &sp, si);
   /* The buckets of the episode's first minutes, closed before any pace was
    * known, give their minimum: under a fast trend that is the first sample
    * or two, higher than the least of all less the pace. They are lowered by

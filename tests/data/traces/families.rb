@@ -127,6 +127,32 @@ module Families
     v * MIB + sawtooth(p, t) + p[:noise_mib] * MIB * noise.next
   end
 
+  # The noise seed of trace i of a draw.
+  def self.noise_seed(seed, i)
+    seed * 7919 + i * 104_729 + 1
+  end
+
+  # Writes one trace of `family` (params p) to path, a sample every STEP
+  # seconds for `seconds`; returns the last time it was at or above 1 GiB
+  # (s, nil if never): the first, as it stops there, if stop_at_limit.
+  def self.write_trace(path, family, p, noise, seconds:, stop_at_limit:)
+    limit_t = nil
+    File.open(path, "w") do |f|
+      f.puts "epoch,value"
+      (0...seconds / STEP).each do |k|
+        t = k * STEP
+        x = family == "warmup" ? warmup_value(p, t.to_f, noise) : leak_value(p, t.to_f, noise)
+        v = [x, 0].max.round
+        f.puts format("%.3f,%d", T0 + t, v)
+        next unless v >= LIMIT
+
+        limit_t = t
+        break if stop_at_limit
+      end
+    end
+    limit_t
+  end
+
   def self.write(outdir, family, seed, count, ranges)
     r = RANGES.fetch(ranges)
     rng = Random.new(seed)
@@ -134,22 +160,9 @@ module Families
     count.times do |i|
       name = format("%s-%03d", family, i)
       p = family == "warmup" ? warmup_params(rng, r, i) : leak_params(rng, r, i)
-      noise = Noise.new(seed * 7919 + i * 104_729 + 1)
-      limit_t = nil
-      File.open(File.join(outdir, "#{name}.csv"), "w") do |f|
-        f.puts "epoch,value"
-        (0...6 * 3600 / STEP).each do |k|
-          t = k * STEP
-          x = family == "warmup" ? warmup_value(p, t.to_f, noise) : leak_value(p, t.to_f, noise)
-          v = [x, 0].max.round
-          f.puts format("%.3f,%d", T0 + t, v)
-          next unless v >= LIMIT
-
-          limit_t = t
-          break if family == "fast-leak"
-        end
-      end
-      p[:limit_s] = limit_t
+      noise = Noise.new(noise_seed(seed, i))
+      p[:limit_s] = write_trace(File.join(outdir, "#{name}.csv"), family, p, noise,
+                                seconds: 6 * 3600, stop_at_limit: family == "fast-leak")
       index[name] = p
     end
     File.write(File.join(outdir, "#{family}.json"), JSON.pretty_generate(index) + "\n")

@@ -4,6 +4,7 @@
 #
 #   MEMDIAG_CTL=build/plugin/ctl/memdiagctl ruby family_replay.rb \
 #       warmup|fast-leak [--seed N] [--count N] [--ranges held-out]
+require "etc"
 require "json"
 require "open3"
 require "tmpdir"
@@ -29,6 +30,32 @@ module FamilyReplay
     JSON.parse(File.read(File.join(dir, "#{family}.json")))
   end
 
+  # `memdiagctl replay --summary MemoryLimit=1G ARGS PATH`: its first
+  # capture (nil if none) and its summary line, parsed; raises if it fails.
+  def self.replay(ctl, path, args = [])
+    out, err, status = Open3.capture3(ctl, "replay", "--summary", "MemoryLimit=1G", *args, path)
+    raise "memdiagctl replay #{path}: exit #{status.exitstatus}: #{err}" unless status.success?
+
+    lines = out.lines.map { |l| JSON.parse(l) }
+    [(lines.first unless lines.first["summary"]), lines.last]
+  end
+
+  # The block's result for every job, run on as many threads as there are
+  # processors, in no order.
+  def self.parallel(jobs)
+    queue = Queue.new
+    jobs.each { |j| queue << j }
+    results = Queue.new
+    Array.new(Etc.nprocessors) do
+      Thread.new do
+        while (job = (queue.pop(true) rescue nil))
+          results << yield(job)
+        end
+      end
+    end.each(&:join)
+    Array.new(results.size) { results.pop }
+  end
+
   # Runs every trace of the family (or only those named in `only`); returns
   # their outcomes, oldest first.
   def self.run(ctl, family, extra = [], args = [], only: nil)
@@ -36,13 +63,7 @@ module FamilyReplay
       index = generate(dir, family, extra)
       index = index.select { |name, _| only.include?(name) } if only
       index.map do |name, p|
-        path = File.join(dir, "#{name}.csv")
-        out, err, status = Open3.capture3(ctl, "replay", "--summary", "MemoryLimit=1G", *args, path)
-        raise "memdiagctl replay #{path}: exit #{status.exitstatus}: #{err}" unless status.success?
-
-        lines = out.lines.map { |l| JSON.parse(l) }
-        summary = lines.last
-        first = lines.first unless lines.first["summary"]
+        first, summary = replay(ctl, File.join(dir, "#{name}.csv"), args)
         start = 1_790_000_000
         o = Outcome.new(name: name, params: p, captures: summary["captures"],
                         first_s: first && first["time"] - start, reason: first && first["reason"],

@@ -15,7 +15,6 @@
 # looked at only to measure a change already chosen. 1440 warm-ups and 720
 # fast leaks each; -v lists every warm-up that fires and every leak caught
 # later than asked.
-require "etc"
 require_relative "family_replay"
 
 module FamilyTable
@@ -28,20 +27,11 @@ module FamilyTable
 
   # Outcome of every trace of every draw, each tagged with its ranges.
   def self.run(ctl, set)
-    queue = Queue.new
-    jobs(set).each { |j| queue << j }
-    results = Queue.new
-    Array.new(Etc.nprocessors) do
-      Thread.new do
-        while (job = (queue.pop(true) rescue nil))
-          seed, ranges, family = job
-          FamilyReplay.run(ctl, family, ["--seed", seed.to_s, "--ranges", ranges]).each do |o|
-            results << [ranges, seed, family, o]
-          end
-        end
+    FamilyReplay.parallel(jobs(set)) do |seed, ranges, family|
+      FamilyReplay.run(ctl, family, ["--seed", seed.to_s, "--ranges", ranges]).map do |o|
+        [ranges, seed, family, o]
       end
-    end.each(&:join)
-    Array.new(results.size) { results.pop }
+    end.flatten(1)
   end
 
   def self.print_table(rows)

@@ -13,17 +13,11 @@
 # (seeds 99, 100 and 101 when none is given; anything but a whole number is
 # refused with a usage line, exit 2). Prints, per seed, the warm-ups that
 # fire and the leaks that meet the lead asked (FamilyReplay.lead_needed).
-require "etc"
-require "json"
-require "open3"
 require "tmpdir"
 require_relative "family_replay"
 require_relative "../../data/traces/families"
 
 module PlainTable
-  MIB = 1024.0 * 1024.0
-  T0 = 1_790_000_000
-
   def self.draw(seed)
     rng = Random.new(seed)
     u = ->(lo, hi) { lo + (hi - lo) * rng.rand }
@@ -47,44 +41,18 @@ module PlainTable
     warm + leaks
   end
 
-  # Writes trace i of the draw to path; returns when it reaches 1 GiB (s).
-  def self.write(path, seed, i, p)
-    noise = Noise.new(seed * 7919 + i * 104_729 + 1)
-    File.open(path, "w") do |f|
-      f.puts "epoch,value"
-      (0...3 * 360).each do |k|
-        t = k * 10.0
-        x = p["kind"] == "warmup" ? Families.warmup_value(p, t, noise) : Families.leak_value(p, t, noise)
-        v = [x, 0].max.round
-        f.puts format("%.3f,%d", T0 + t, v)
-        return t if v >= 1 << 30
-      end
-    end
-    nil
-  end
-
   # Replays the draw of seed (only the traces whose index is in `only`, when
   # given: warm-ups are 0-399, leaks 400-799); returns [params, limit_s,
   # summary] per trace, in no order.
   def self.run(ctl, seed, only: nil)
     Dir.mktmpdir do |dir|
-      jobs = Queue.new
-      draw(seed).each_with_index { |p, i| jobs << [i, p] if only.nil? || only.include?(i) }
-      out = Queue.new
-      Array.new(Etc.nprocessors) do
-        Thread.new do
-          while (job = (jobs.pop(true) rescue nil))
-            i, p = job
-            path = File.join(dir, "#{i}.csv")
-            limit_s = write(path, seed, i, p)
-            text, status = Open3.capture2(ctl, "replay", "--summary", "MemoryLimit=1G", path)
-            raise "memdiagctl replay #{path}: exit #{status.exitstatus}" unless status.success?
-
-            out << [p, limit_s, JSON.parse(text.lines.last)]
-          end
-        end
-      end.each(&:join)
-      Array.new(out.size) { out.pop }
+      jobs = draw(seed).each_with_index.select { |_, i| only.nil? || only.include?(i) }
+      FamilyReplay.parallel(jobs) do |p, i|
+        path = File.join(dir, "#{i}.csv")
+        limit_s = Families.write_trace(path, p["kind"], p, Noise.new(Families.noise_seed(seed, i)),
+                                       seconds: 3 * 3600, stop_at_limit: true)
+        [p, limit_s, FamilyReplay.replay(ctl, path).last]
+      end
     end
   end
 
