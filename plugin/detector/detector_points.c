@@ -126,6 +126,7 @@ static int solve3(const double m[3][3], const double r[3], double x[3])
  * else the minimum), whether it holds a drop, and its phase in its tooth. */
 typedef struct {
   double x[CB], y[CB], phase[CB], falls[CB];
+  double at[CB]; /* a drop bucket's fitted drop time (drop_times) */
   unsigned char drop[CB];
   double first_drop, dt; /* x of the first drop; the sampling interval */
 } saw_points;
@@ -187,17 +188,18 @@ static void find_drops(const mdp_detector *d, unsigned m, unsigned char *have, s
  * the first drop, since one period before it, if that is not after the
  * point. Returns the ramp per bucket that a least-squares fit of level,
  * slope and ramp * phase finds in the points (0 when it cannot say). */
-static double tooth_phases(saw_points *sp, const unsigned char *have, unsigned m, double period)
+static double tooth_phases(saw_points *sp, const unsigned char *have, unsigned m, double period,
+                           double *trend)
 {
   double last = -1, m3[3][3] = {{0}}, r3[3] = {0}, coef[3];
   for(unsigned k = 0; k < m; k++) {
     if(sp->drop[k])
-      last = sp->x[k];
+      last = sp->at[k];
     sp->phase[k] = -1;
     if(!have[k])
       continue;
     if(last >= 0)
-      sp->phase[k] = sp->x[k] - last;
+      sp->phase[k] = fmax(sp->x[k] - last, 0);
     else if(sp->x[k] >= sp->first_drop - period)
       sp->phase[k] = sp->x[k] - (sp->first_drop - period);
     if(sp->phase[k] < 0)
@@ -209,7 +211,11 @@ static double tooth_phases(saw_points *sp, const unsigned char *have, unsigned m
         m3[i][j] += v[i] * v[j];
     }
   }
-  return m3[0][0] >= 5 && solve3(m3, r3, coef) ? coef[2] : 0;
+  *trend = 0;
+  if(!(m3[0][0] >= 5 && solve3(m3, r3, coef)))
+    return 0;
+  *trend = coef[1];
+  return coef[2];
 }
 
 /* Whether the drops come as a sawtooth's do: every gap between two drops
@@ -217,12 +223,10 @@ static double tooth_phases(saw_points *sp, const unsigned char *have, unsigned m
  * tooth whose drop fell short of the bar). Noise that falls far now and
  * then drops at random gaps. Two drops have one gap: nothing to compare. */
 #define TEETH_SLACK 0.25
-static int drops_periodic(const saw_points *sp, unsigned m, unsigned nd)
+static double drops_periodic(const saw_points *sp, unsigned m, unsigned nd)
 {
   double gap[CB], sorted[CB], prev = -1;
   unsigned n = 0;
-  if(nd < 3)
-    return 1;
   for(unsigned k = 0; k < m; k++) {
     if(!sp->drop[k])
       continue;
@@ -230,6 +234,8 @@ static int drops_periodic(const saw_points *sp, unsigned m, unsigned nd)
       gap[n++] = sp->x[k] - prev;
     prev = sp->x[k];
   }
+  if(nd < 3)
+    return n ? gap[0] : 0;
   memcpy(sorted, gap, n * sizeof(gap[0]));
   mdp_robust_sort(sorted, n);
   double med = sorted[n / 2];
@@ -240,7 +246,48 @@ static int drops_periodic(const saw_points *sp, unsigned m, unsigned nd)
     if(whole < 1 || fabs(r - whole) > TEETH_SLACK)
       return 0;
   }
-  return 1;
+  return med;
+}
+
+/* When each drop fell (sp->at; returns the period, 0 if it cannot say).
+ * A trough is the first sample after its drop, anywhere up to a sampling
+ * interval after it: where the period is no whole number of intervals,
+ * that lag drifts from tooth to tooth, and every point of a tooth would
+ * carry its trough's (a slow wave of up to the ramp of one interval, which
+ * bends a leak's points like a warm-up's). The teeth fall at a steady
+ * period, so the drops' times are a line through the teeth's numbers,
+ * half an interval before the troughs on average. */
+static double drop_times(saw_points *sp, unsigned m, double gap)
+{
+  double sn = 0, sx = 0, snn = 0, snx = 0, n = 0, num = 0, prev = -1;
+  for(unsigned k = 0; k < m; k++) {
+    if(!sp->drop[k])
+      continue;
+    if(prev >= 0)
+      num += fmax(floor((sp->x[k] - prev) / gap + 0.5), 1);
+    prev = sp->x[k];
+    sp->at[k] = num; /* the tooth's number, until the fit */
+    sn += num;
+    sx += sp->x[k];
+    snn += num * num;
+    snx += num * sp->x[k];
+    n++;
+  }
+  double den = n * snn - sn * sn;
+  if(!(den > 0))
+    return 0;
+  double period = (n * snx - sn * sx) / den, origin = (sx - period * sn) / n - sp->dt / 2;
+  if(!(period > 0))
+    return 0;
+  sp->first_drop = -1;
+  for(unsigned k = 0; k < m; k++) {
+    if(!sp->drop[k])
+      continue;
+    sp->at[k] = origin + period * sp->at[k];
+    if(sp->first_drop < 0)
+      sp->first_drop = sp->at[k];
+  }
+  return period;
 }
 
 /* The course points of the last m closed buckets, oldest first: each
@@ -284,17 +331,25 @@ void mdp_detector_course_points(const mdp_detector *d, unsigned m, double *y, un
   if(si->drops < 2)
     return;
   unsigned nd = si->drops;
-  if(!drops_periodic(&sp, m, nd))
+  double med = drops_periodic(&sp, m, nd);
+  if(!(med > 0))
     return;
-  si->period = (si->last_drop - sp.first_drop) / (nd - 1);
-  double fitted = tooth_phases(&sp, have, m, si->period);
+  si->period = drop_times(&sp, m, med);
+  if(!(si->period > 0))
+    return;
+  double trend;
+  double fitted = tooth_phases(&sp, have, m, si->period, &trend);
   double climbed = 0;
-  for(unsigned i = 1; i < nd; i++)
+  for(unsigned i = 0; i < nd; i++)
     climbed += sp.falls[i];
-  double teeth = si->last_drop - sp.first_drop - 2 * sp.dt * (nd - 1);
+  /* Each fall is what the ramp climbed over its tooth less the two
+   * intervals it is measured over. */
+  double teeth = nd * (si->period - 2 * sp.dt);
   if(!(teeth > 0))
     return;
-  double ramp = climbed / teeth;
+  /* The sample after a drop is two intervals later than the lower of the
+   * two before it: the envelope's trend over them comes off every fall. */
+  double ramp = (climbed + (trend > 0 ? trend : 0) * 2 * sp.dt * nd) / teeth;
   /* Noise falls as far as it rises: its minima climb no ramp. */
   if(!(fitted > 0 && fitted >= SAW_CONSISTENT * ramp))
     return;
