@@ -162,11 +162,21 @@ static void find_drops(const mdp_detector *d, unsigned m, unsigned char *have, s
   }
   if(nu)
     sp->dt /= nu;
-  if(biggest < DROP_MIN)
+  /* A fall spans two samples, over which the trend climbs back: a tooth
+   * of 15 MiB on a 13 MiB/min leak falls 10 MiB. The falls are judged
+   * with what the trend (the median rise of the minima) took off them. */
+  double rises[CB], lift = 0;
+  unsigned nr = 0;
+  for(unsigned k = 1; k < m; k++)
+    if(have[k] && have[k - 1])
+      rises[nr++] = sp->y[k] - sp->y[k - 1];
+  if(nr >= 3)
+    lift = fmax(mdp_robust_median(rises, nr), 0) * 2 * sp->dt;
+  if(biggest + lift < DROP_MIN)
     return;
   for(unsigned k = 0; k < m; k++) {
     const mdp_detector_point *b = mdp_detector_course_bucket(d, m, k);
-    if(!have[k] || b->fall < DROP_SHARE * biggest || b->fall < DROP_MIN)
+    if(!have[k] || b->fall + lift < DROP_SHARE * (biggest + lift) || b->fall + lift < DROP_MIN)
       continue;
     sp->drop[k] = 1;
     sp->y[k] = b->trough;
@@ -179,8 +189,8 @@ static void find_drops(const mdp_detector *d, unsigned m, unsigned char *have, s
   si->drops = nd;
   /* A drop that stands out of the usual falls (noise falls about as far in
    * every bucket) and of the next largest (docs/detector.md, GC sawtooth). */
-  si->stands = nu >= 3 && biggest >= DROP_NOISE * mdp_robust_median(usual, nu) &&
-               biggest >= LONE_DROP * second;
+  si->stands = nu >= 3 && biggest + lift >= DROP_NOISE * (mdp_robust_median(usual, nu) + lift) &&
+               biggest + lift >= LONE_DROP * (second + lift);
 }
 
 /* Each point's phase in its tooth (-1 when unknown): since the last drop

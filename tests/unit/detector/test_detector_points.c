@@ -42,6 +42,10 @@ static double warmup(double t) { return 200 + 500 * (1 - exp(-t / 600)); }
 static double saw_leak(double t) { return 280 + 11.5 * t / 60; }
 static double saw_tooth(double t) { return 54 * fmod(t + 11, 91) / 91; }
 
+/* A leak of 13 MiB/min under small teeth: 15 MiB every 234 s. */
+static double small_leak(double t) { return 190 + 13 * t / 60; }
+static double small_tooth(double t) { return 15 * fmod(t + 231, 234) / 234; }
+
 /* Feeds `minutes` of level(t) MiB plus +-amp MiB of noise; returns the
  * closed course buckets (m) and fills the points, and each bucket's error
  * against the level at its start, for the points and for the minima. */
@@ -175,12 +179,36 @@ static void test_sawtooth_points_do_not_drift_with_the_troughs_lag(void **state)
   assert_true(fabs(lo) < 3 && fabs(hi) < 3);
 }
 
+/* Under the small teeth above, each fall spans two samples over which
+ * the leak climbs back 4.3 MiB: its teeth fall 10 MiB, and with noise
+ * some fell short of the 8 MiB a drop must fall; a tooth missed made the
+ * gaps between drops 7.8 and 3.9 minutes, no sawtooth's, and the minima
+ * rode the teeth. Judged with what the trend took off them, every tooth's
+ * drop is found, whatever the phase. */
+static void test_small_teeth_on_a_fast_leak_are_found(void **state)
+{
+  (void)state;
+  double ep[MDP_DETECTOR_COURSE_BUCKETS], em[MDP_DETECTOR_COURSE_BUCKETS];
+  mdp_detector_saw si;
+  unsigned m = feed_and_read_saw(small_leak, small_tooth, 2.5, 16, ep, em, &si);
+  print_message("%u drops, period %.2f buckets (234 s is 3.90), ramp %.1f MiB a bucket (3.8)\n",
+                si.drops, si.period, si.ramp / MIB);
+  /* Teeth fall at 3 s (before a fall can be measured: it needs two
+   * samples before it), then every 234 s: three more in the 15 closed
+   * buckets. */
+  assert_true(m >= 15);
+  assert_int_equal(si.drops, 3);
+  assert_true(fabs(si.period - 3.9) < 0.2);
+  assert_true(si.ramp > 0);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_points_scatter_less_than_minima),
       cmocka_unit_test(test_points_keep_a_warmups_bend),
       cmocka_unit_test(test_sawtooth_points_do_not_drift_with_the_troughs_lag),
+      cmocka_unit_test(test_small_teeth_on_a_fast_leak_are_found),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
