@@ -22,7 +22,8 @@ const mdp_detector_point *mdp_detector_course_bucket(const mdp_detector *d, unsi
  * path's GC sawtooth bullet). */
 typedef struct {
   unsigned drops;   /* drops found */
-  double period;    /* mean spacing of the drops, buckets; 0 if fewer than 2 */
+  double period;    /* the drops' period, buckets (a line through the teeth);
+                       0 if fewer than 2 drops or not a sawtooth's */
   double ramp;      /* the sawtooth's own rise per bucket, taken out; 0 if none */
   double last_drop; /* x of the last drop; -1 if none */
   int stands;       /* the largest drop stands out of the usual falls */

@@ -228,10 +228,11 @@ static double tooth_phases(saw_points *sp, const unsigned char *have, unsigned m
   return coef[2];
 }
 
-/* Whether the drops come as a sawtooth's do: every gap between two drops
- * within TEETH_SLACK of the median gap, or of a whole multiple of it (a
- * tooth whose drop fell short of the bar). Noise that falls far now and
- * then drops at random gaps. Two drops have one gap: nothing to compare. */
+/* The median gap between drops (buckets) when they come as a sawtooth's
+ * do, 0 when not: every gap within TEETH_SLACK of the median gap, or of a
+ * whole multiple of it (a tooth whose drop fell short of the bar). Noise
+ * that falls far now and then drops at random gaps. Two drops have one
+ * gap: nothing to compare, it is returned. */
 #define TEETH_SLACK 0.25
 static double drops_periodic(const saw_points *sp, unsigned m, unsigned nd)
 {
@@ -306,12 +307,13 @@ static double drop_times(saw_points *sp, unsigned m, double gap)
  * minimum less the usual gap between the two). Under a sawtooth (two
  * drops or more, docs/detector.md "The early path") a drop's trough, and
  * every other minimum less the ramp its tooth climbed since its drop; the
- * ramp is what the drops gave back over the teeth between them (each drop
- * returns what its ramp climbed over the tooth, less the ramp of the two
- * samples the fall is measured over, whatever the envelope did), and is
- * used only if the minima do climb it between drops. Each point is then
- * moved from where it was seen to its bucket's start along the points'
- * slope. */
+ * ramp is what the drops gave back over their teeth (each drop returns
+ * what its ramp climbed over the tooth, less the ramp and the envelope's
+ * trend over the two samples the fall is measured over), and is used only
+ * if the minima do climb it between drops; each tooth's phase counts from
+ * its drop's time on the period's line (drop_times), not from its trough.
+ * Each point is then moved from where it was seen to its bucket's start
+ * along the points' slope. */
 void mdp_detector_course_points(const mdp_detector *d, unsigned m, double *y, unsigned char *have,
                                 mdp_detector_saw *si)
 {
