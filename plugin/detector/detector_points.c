@@ -176,7 +176,10 @@ static void find_drops(const mdp_detector *d, unsigned m, unsigned char *have, s
     return;
   for(unsigned k = 0; k < m; k++) {
     const mdp_detector_point *b = mdp_detector_course_bucket(d, m, k);
-    if(!have[k] || b->fall + lift < DROP_SHARE * (biggest + lift) || b->fall + lift < DROP_MIN)
+    /* A bucket whose samples only climbed holds no drop, whatever the
+     * lift (a steep warm-up's every bucket would). */
+    if(!have[k] || !(b->fall > 0) || b->fall + lift < DROP_SHARE * (biggest + lift) ||
+       b->fall + lift < DROP_MIN)
       continue;
     sp->drop[k] = 1;
     sp->y[k] = b->trough;
@@ -198,8 +201,7 @@ static void find_drops(const mdp_detector *d, unsigned m, unsigned char *have, s
  * the first drop, since one period before it, if that is not after the
  * point. Returns the ramp per bucket that a least-squares fit of level,
  * slope and ramp * phase finds in the points (0 when it cannot say). */
-static double tooth_phases(saw_points *sp, const unsigned char *have, unsigned m, double period,
-                           double *trend)
+static double tooth_phases(saw_points *sp, const unsigned char *have, unsigned m, double period)
 {
   double last = -1, m3[3][3] = {{0}}, r3[3] = {0}, coef[3];
   for(unsigned k = 0; k < m; k++) {
@@ -221,11 +223,7 @@ static double tooth_phases(saw_points *sp, const unsigned char *have, unsigned m
         m3[i][j] += v[i] * v[j];
     }
   }
-  *trend = 0;
-  if(!(m3[0][0] >= 5 && solve3(m3, r3, coef)))
-    return 0;
-  *trend = coef[1];
-  return coef[2];
+  return m3[0][0] >= 5 && solve3(m3, r3, coef) ? coef[2] : 0;
 }
 
 /* The median gap between drops (buckets) when they come as a sawtooth's
@@ -309,7 +307,8 @@ static double drop_times(saw_points *sp, unsigned m, double gap)
  * every other minimum less the ramp its tooth climbed since its drop; the
  * ramp is what the drops gave back over their teeth (each drop returns
  * what its ramp climbed over the tooth, less the ramp and the envelope's
- * trend over the two samples the fall is measured over), and is used only
+ * trend over the two samples the fall is measured over; the trend's part
+ * is not added back), and is used only
  * if the minima do climb it between drops; each tooth's phase counts from
  * its drop's time on the period's line (drop_times), not from its trough.
  * Each point is then moved from where it was seen to its bucket's start
@@ -349,19 +348,22 @@ void mdp_detector_course_points(const mdp_detector *d, unsigned m, double *y, un
   si->period = drop_times(&sp, m, med);
   if(!(si->period > 0))
     return;
-  double trend;
-  double fitted = tooth_phases(&sp, have, m, si->period, &trend);
+  double fitted = tooth_phases(&sp, have, m, si->period);
   double climbed = 0;
   for(unsigned i = 0; i < nd; i++)
     climbed += sp.falls[i];
   /* Each fall is what the ramp climbed over its tooth less the two
-   * intervals it is measured over. */
+   * intervals it is measured over (and less the trend over them, below). */
   double teeth = nd * (si->period - 2 * sp.dt);
   if(!(teeth > 0))
     return;
   /* The sample after a drop is two intervals later than the lower of the
-   * two before it: the envelope's trend over them comes off every fall. */
-  double ramp = (climbed + (trend > 0 ? trend : 0) * 2 * sp.dt * nd) / teeth;
+   * two before it: the envelope's trend over them comes off every fall,
+   * and the ramp comes out short by it (a tenth under teeth of 90 s on a
+   * 12 MiB/min leak). Not added back: only the whole ring's trend is
+   * known, a warm-up's falls each lose their own, and with it more
+   * warm-ups fired (docs/detector.md, the third stop of 2026-12-04). */
+  double ramp = climbed / teeth;
   /* Noise falls as far as it rises: its minima climb no ramp. */
   if(!(fitted > 0 && fitted >= SAW_CONSISTENT * ramp))
     return;
