@@ -60,7 +60,7 @@ typedef struct {
 } mdp_detector_config;
 
 /* Defaults: no MemoryLimit, no CaptureSize, GrowthWindow 3600 s,
- * MinGrowthRate not set, Horizon 21600 s, NearLimit 0.9, WarmupTime 7200 s,
+ * MinGrowthRate not set, Horizon 21600 s, NearLimit 0.9, WarmupTime 10800 s,
  * ShortWindow 1200 s. */
 void mdp_detector_config_init(mdp_detector_config *cfg);
 

@@ -17,7 +17,9 @@ void mdp_detector_config_init(mdp_detector_config *cfg)
   cfg->growth_window = 3600;
   cfg->horizon = 6 * 3600;
   cfg->near_limit = 0.9;
-  cfg->warmup = 2 * 3600;
+  /* Three hours: a warm-up of an hour's time constant is within 5 % of
+   * its plateau after three (docs/detector.md, Limits and tuning). */
+  cfg->warmup = 3 * 3600;
   cfg->short_window = 20 * 60;
 }
 

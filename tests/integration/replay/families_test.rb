@@ -8,10 +8,11 @@
 # figures each bound had before are in this file's history): every fast
 # leak is captured by sustained-growth before the limit; none of the 120
 # standard warm-ups fires; at most 3 of the 120 held-out ones (seed 4242);
-# at most 4 of the 720 warm-ups of six more draws (seeds 31337, 11 and 12
+# at most 1 of the 720 warm-ups of six more draws (seeds 31337, 11 and 12
 # standard, 31338, 13 and 14 held-out; 15 on the build of 2026-12-02's
 # start, 95e017b, 11 on 72b1131, 10 on 42559c6, 7 on a2ca200, 5 on
-# da780b0), and at least 256 of their 360 fast leaks meet the lead asked
+# da780b0, 4 with WarmupTime 2 h on 8298a69), and at least 256 of their
+# 360 fast leaks meet the lead asked
 # (220 on 95e017b,
 # 245 on 6f159d5, 246 on 72b1131, 250 on 42559c6: the one lost is the
 # price of the three warm-ups; 06aeb9e has the same 7 and 249; 251 since
@@ -86,7 +87,7 @@ class ReplayFamiliesTest < Minitest::Test
       leaks.each { |o| assert o.lead_s&.positive?, "#{extra[1]} #{o.name} #{o.params}: not captured in time" }
       in_time += leaks.count(&:ok)
     end
-    assert_operator fired.size, :<=, 4, "warm-ups of the fresh draws that fire: #{fired.join(' ')}"
+    assert_operator fired.size, :<=, 1, "warm-ups of the fresh draws that fire: #{fired.join(' ')}"
     assert_operator in_time, :>=, 256, "fast leaks of the fresh draws that meet the lead asked"
   end
 

@@ -53,7 +53,7 @@ static void test_defaults(void **s)
   assert_int_equal(cfg.capture_size, 0);
   assert_true(cfg.growth_window == 3600);
   assert_true(cfg.horizon == 21600);
-  assert_true(cfg.warmup == 7200);
+  assert_true(cfg.warmup == 10800);
   assert_true(cfg.near_limit == 0.9);
   assert_true(cfg.min_growth_rate == 0);
   assert_true(cfg.short_window == 1200);

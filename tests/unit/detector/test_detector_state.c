@@ -158,24 +158,24 @@ static void test_describe(void **s)
   feed_line(0, 1800, 200, 2, NULL);
   assert_int_equal(det.state, MDP_DETECTOR_WARMING);
   mdp_detector_describe(&det, line, sizeof(line));
-  assert_string_equal(line, "warming (30/120 min)");
+  assert_string_equal(line, "warming (30/180 min)");
   assert_string_equal(mdp_detector_state_name(det.state), "warming");
 
   cfg.horizon = 600; /* growth seen, limit too far away to fire */
   mdp_detector_init(&det, &cfg);
-  feed_line(0, 3 * 3600, 200, 2, NULL);
+  feed_line(0, 4 * 3600, 200, 2, NULL);
   assert_int_equal(det.state, MDP_DETECTOR_GROWING);
   mdp_detector_describe(&det, line, sizeof(line));
   assert_non_null(strstr(line, "growing 2.0 MiB/min, limit in "));
 
   mdp_detector_init(&det, &cfg);
-  feed_line(0, 3 * 3600, 300, 0, NULL);
+  feed_line(0, 4 * 3600, 300, 0, NULL);
   assert_int_equal(det.state, MDP_DETECTOR_STABLE);
   mdp_detector_describe(&det, line, sizeof(line));
   assert_string_equal(line, "stable");
 
-  feed(3 * 3600, 950 * MIB);
-  feed(3 * 3600 + 10, 950 * MIB);
+  feed(4 * 3600, 950 * MIB);
+  feed(4 * 3600 + 10, 950 * MIB);
   mdp_detector_describe(&det, line, sizeof(line));
   assert_string_equal(line, "fired (near-limit)");
 }

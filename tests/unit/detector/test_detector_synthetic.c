@@ -280,7 +280,8 @@ static void test_leak_linear(void **s)
 {
   (void)s;
   outcome o = assert_leak("leak-linear", leak_linear, 12 * HOUR, 3 * HOUR);
-  assert_true(o.first_rss < 600 * MIB);
+  /* Caught at WarmupTime (3 h since 2026-12-04; 2 h before): 607 MiB. */
+  assert_true(o.first_rss < 650 * MIB);
 }
 
 static void test_leak_daily(void **s)
@@ -298,7 +299,9 @@ static void test_leak_late_fast(void **s)
 static void test_leak_staircase(void **s)
 {
   (void)s;
-  assert_leak("leak-staircase", leak_staircase, 12 * HOUR, 3 * HOUR);
+  /* Caught at WarmupTime (3 h since 2026-12-04), 2 h 50 before the
+   * limit; at 2 h, 3 h 50 before it. */
+  assert_leak("leak-staircase", leak_staircase, 12 * HOUR, 2.5 * HOUR);
 }
 
 /* ---- the fast class: leaks that reach the limit about an hour after
