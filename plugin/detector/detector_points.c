@@ -128,7 +128,8 @@ typedef struct {
   double x[CB], y[CB], phase[CB], falls[CB];
   double at[CB]; /* a drop bucket's fitted drop time (drop_times) */
   unsigned char drop[CB];
-  double first_drop, dt; /* x of the first drop; the sampling interval */
+  double first_drop, dt; /* the first drop's fitted time (drop_times); the
+                            sampling interval */
 } saw_points;
 
 const mdp_detector_point *mdp_detector_course_bucket(const mdp_detector *d, unsigned m, unsigned k)
@@ -146,7 +147,6 @@ static void find_drops(const mdp_detector *d, unsigned m, unsigned char *have, s
   unsigned nu = 0, nd = 0;
 
   sp->dt = 0;
-  sp->first_drop = -1;
   for(unsigned k = 0; k < m; k++) {
     const mdp_detector_point *b = mdp_detector_course_bucket(d, m, k);
     have[k] = b->count > 0;
@@ -185,8 +185,6 @@ static void find_drops(const mdp_detector *d, unsigned m, unsigned char *have, s
     sp->y[k] = b->trough;
     sp->x[k] = k + b->fall_at / 65536.0;
     sp->falls[nd++] = b->fall;
-    if(nd == 1)
-      sp->first_drop = sp->x[k];
     si->last_drop = sp->x[k];
   }
   si->drops = nd;

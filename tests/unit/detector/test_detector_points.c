@@ -46,19 +46,10 @@ static double saw_tooth(double t) { return 54 * fmod(t + 11, 91) / 91; }
 static double small_leak(double t) { return 190 + 13 * t / 60; }
 static double small_tooth(double t) { return 15 * fmod(t + 231, 234) / 234; }
 
-/* Feeds `minutes` of level(t) MiB plus +-amp MiB of noise; returns the
- * closed course buckets (m) and fills the points, and each bucket's error
- * against the level at its start, for the points and for the minima. */
-static unsigned feed_and_read_saw(level_fn level, level_fn saw, double amp, double minutes,
-                                  double *err_point, double *err_min, mdp_detector_saw *si);
-
-static unsigned feed_and_read(level_fn level, double amp, double minutes, double *err_point,
-                              double *err_min)
-{
-  mdp_detector_saw si;
-  return feed_and_read_saw(level, NULL, amp, minutes, err_point, err_min, &si);
-}
-
+/* Feeds `minutes` of level(t) MiB, plus saw(t) when not NULL, plus +-amp
+ * MiB of noise; returns the closed course buckets (m) and fills si and
+ * each bucket's error against the level at its start, for the points and
+ * for the minima (NAN for a bucket the points leave out). */
 static unsigned feed_and_read_saw(level_fn level, level_fn saw, double amp, double minutes,
                                   double *err_point, double *err_min, mdp_detector_saw *si)
 {
@@ -85,6 +76,14 @@ static unsigned feed_and_read_saw(level_fn level, level_fn saw, double amp, doub
     err_min[k] = (double)mdp_detector_course_bucket(&det, m, k)->min / MIB - level(start);
   }
   return m;
+}
+
+/* The same without a sawtooth. */
+static unsigned feed_and_read(level_fn level, double amp, double minutes, double *err_point,
+                              double *err_min)
+{
+  mdp_detector_saw si;
+  return feed_and_read_saw(level, NULL, amp, minutes, err_point, err_min, &si);
 }
 
 static double mean(const double *v, unsigned from, unsigned to)
