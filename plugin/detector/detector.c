@@ -216,12 +216,16 @@ static uint64_t history_high(const mdp_detector_levels *h)
   return hi;
 }
 
-/* Returns the slope recorded one window ago (0 if none) and records the
- * current one in its place. */
-static double remembered_slope(mdp_detector *d, double slope)
+/* Returns the slope recorded one window ago (0 if none), and in *before2
+ * the one two windows ago (0 if none), and records the current one in
+ * their place. */
+static double remembered_slope(mdp_detector *d, double slope, double *before2)
 {
   unsigned slot = (unsigned)(d->nbucket % NB);
-  double before = d->past_at[slot] == d->nbucket - NB + 1 ? d->past_slope[slot] : 0;
+  int valid = d->past_at[slot] == d->nbucket - NB + 1;
+  double before = valid ? d->past_slope[slot] : 0;
+  *before2 = valid ? d->past2_slope[slot] : 0;
+  d->past2_slope[slot] = before;
   d->past_slope[slot] = slope;
   d->past_at[slot] = d->nbucket + 1;
   return before;
@@ -356,7 +360,8 @@ static int evaluate_growth(mdp_detector *d, double t, mdp_decision *ev)
   double now = t - d->origin;
   double envelope = f.intercept + slope * now;
   double rise = slope * NB * d->bucket_len;
-  double before = remembered_slope(d, slope);
+  double before2;
+  double before = remembered_slope(d, slope, &before2);
 
   decision_fill(ev, t, envelope, &f, before, &w);
   ev->window = NB * d->bucket_len;
@@ -365,9 +370,18 @@ static int evaluate_growth(mdp_detector *d, double t, mdp_decision *ev)
                 f.slope_old >= OLDER_MIN_SHARE * slope && rise >= RISE_OVER_SCATTER * f.scatter &&
                 rise >= MIN_RISE &&
                 f.recent_low >= (double)history_high(&d->held) + NEW_LEVEL_SHARE * rise;
-  if(growing && c->memory_limit)
-    ev->time_to_limit = time_to_reach((double)c->memory_limit - (envelope + f.excursion), slope,
-                                      before, NB * d->bucket_len);
+  if(growing && c->memory_limit) {
+    double room = (double)c->memory_limit - (envelope + f.excursion);
+    ev->time_to_limit = time_to_reach(room, slope, before, NB * d->bucket_len);
+    /* Caches loaded late in an hour-long warm-up keep its last window as
+     * steep as the one before; the slowdown since two windows ago still
+     * shows the plateau (docs/detector.md, "How growth is measured"). */
+    if(ev->time_to_limit >= 0 && before2 > 0 && slope < before2) {
+      double two = time_to_reach(room, slope, before2, 2 * NB * d->bucket_len);
+      if(two < 0 || two > ev->time_to_limit)
+        ev->time_to_limit = two;
+    }
+  }
   if(now < c->warmup) {
     d->long_state = MDP_DETECTOR_WARMING;
     return 0;

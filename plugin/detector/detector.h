@@ -159,6 +159,8 @@ typedef struct {
    * slope now can be compared with the slope one window ago. */
   double past_slope[MDP_DETECTOR_BUCKETS];
   uint64_t past_at[MDP_DETECTOR_BUCKETS]; /* bucket index + 1; 0 = empty */
+  /* ... and at the same slot one window before that (0 = none). */
+  double past2_slope[MDP_DETECTOR_BUCKETS];
   mdp_detector_state state;
   mdp_detector_state long_state; /* what the long window said last */
   uint64_t rearm_below;          /* FIRED until a sample drops below this */

@@ -176,6 +176,30 @@ static double warmup_steps(double t, uint32_t *r)
   return v + 2 * MIB * noise(r);
 }
 
+/* A warm-up of an hour's time constant to 557 MiB whose last caches load
+ * late: 22 MiB at 2 h 10 and 32 MiB at 2 h 40, when the warm-up itself
+ * still adds 30 MiB an hour. Its last hour grows as fast as a slow leak;
+ * the hours before it grew faster. */
+static double warmup_late_caches(double t, uint32_t *r)
+{
+  double v = 195 * MIB + 268 * MIB * (1 - exp(-t / 3480)) + 58 * MIB * fmod(t, 135.0) / 135.0;
+  if(t >= 570)
+    v += 36 * MIB;
+  if(t >= 7800)
+    v += 22 * MIB;
+  if(t >= 9600)
+    v += 32 * MIB;
+  return v + 2 * MIB * noise(r);
+}
+
+/* The long window's slope one window ago (an hour) is as high as now:
+ * only the slope two windows ago says the growth is a warm-up's. */
+static void test_warmup_late_caches(void **s)
+{
+  (void)s;
+  assert_quiet("warmup-late-caches", warmup_late_caches, 12 * HOUR);
+}
+
 static void test_stable_large(void **s)
 {
   (void)s;
@@ -270,6 +294,13 @@ static double leak_staircase(double t, uint32_t *r)
   return v;
 }
 
+/* 1 MiB/min from start-up under a 300 MiB warm-up of half an hour: 1 GiB
+ * about 9 h after start. */
+static double leak_under_warmup(double t, uint32_t *r)
+{
+  return 200 * MIB + 300 * MIB * (1 - exp(-t / 1800)) + MIB * t / 60 + 4 * MIB * noise(r);
+}
+
 static void test_leak_slow_sawtooth(void **s)
 {
   (void)s;
@@ -294,6 +325,16 @@ static void test_leak_late_fast(void **s)
 {
   (void)s;
   assert_leak("leak-late-fast", leak_late_fast, 6 * HOUR, 10 * 60);
+}
+
+static void test_leak_under_warmup(void **s)
+{
+  (void)s;
+  /* The growth slowed from the first hour to the third, as a warm-up's
+   * does: held until the slowdown no longer implies a plateau below the
+   * limit: at 4 h 25, 4 h 16 before it (at 3 h 55, 4 h 47 before it,
+   * with the slope one window ago alone). */
+  assert_leak("leak-under-warmup", leak_under_warmup, 12 * HOUR, 4 * HOUR);
 }
 
 static void test_leak_staircase(void **s)
@@ -483,12 +524,14 @@ int main(void)
       cmocka_unit_test(test_two_hour_cycle),
       cmocka_unit_test(test_warmup_fast),
       cmocka_unit_test(test_warmup_slow),
+      cmocka_unit_test(test_warmup_late_caches),
       cmocka_unit_test(test_warmup_steps_gem_fires_we_do_not),
       cmocka_unit_test(test_leak_slow_sawtooth),
       cmocka_unit_test(test_leak_linear),
       cmocka_unit_test(test_leak_daily),
       cmocka_unit_test(test_leak_late_fast),
       cmocka_unit_test(test_leak_staircase),
+      cmocka_unit_test(test_leak_under_warmup),
       cmocka_unit_test(test_fast_leak),
       cmocka_unit_test(test_fast_leak_sawtooth),
       cmocka_unit_test(test_fast_leak_warmup),
