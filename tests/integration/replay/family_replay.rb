@@ -2,7 +2,7 @@
 # through `memdiagctl replay --summary MemoryLimit=1G` and sums up what it
 # fired on. Used by families_test.rb; also a tool, to see the rates:
 #
-#   MEMDIAG_CTL=build/plugin/ctl/memdiagctl ruby family_replay.rb \
+#   MEMDIAG_CTL=build/plugin/memdiagctl ruby family_replay.rb \
 #       warmup|fast-leak [--seed N] [--count N] [--ranges held-out]
 require "etc"
 require "json"
@@ -28,6 +28,17 @@ module FamilyReplay
     raise "generate.rb #{family} #{extra.join(' ')}: #{out}" unless status.success?
 
     JSON.parse(File.read(File.join(dir, "#{family}.json")))
+  end
+
+  # The memdiagctl the tools run: $MEMDIAG_CTL, which must name an
+  # executable; else the usage line and exit status 2.
+  def self.ctl_from_env(usage)
+    ctl = ENV["MEMDIAG_CTL"]
+    return ctl if ctl && File.file?(ctl) && File.executable?(ctl)
+
+    warn "usage: #{usage}"
+    warn(ctl ? "MEMDIAG_CTL=#{ctl}: not an executable file" : "MEMDIAG_CTL is not set")
+    exit 2
   end
 
   # `memdiagctl replay --summary MemoryLimit=1G ARGS PATH`: its first
@@ -108,7 +119,9 @@ end
 
 if $PROGRAM_NAME == __FILE__
   family = ARGV.shift
-  outcomes = FamilyReplay.run(ENV.fetch("MEMDIAG_CTL"), family, ARGV)
+  ctl = FamilyReplay.ctl_from_env("MEMDIAG_CTL=memdiagctl ruby family_replay.rb warmup|fast-leak " \
+                                  "[--seed N] [--count N] [--ranges held-out]")
+  outcomes = FamilyReplay.run(ctl, family, ARGV)
   outcomes.each do |o|
     next if o.ok && !ENV["ALL"]
 

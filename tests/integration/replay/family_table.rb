@@ -80,7 +80,8 @@ if $PROGRAM_NAME == __FILE__
          "#{unknown.any? ? " (unknown: #{unknown.join(' ')})" : ''}"
     exit 2
   end
-  rows = FamilyTable.run(ENV.fetch("MEMDIAG_CTL"), sets.first || "tune")
+  ctl = FamilyReplay.ctl_from_env("MEMDIAG_CTL=memdiagctl ruby family_table.rb [tune|check] [-v]")
+  rows = FamilyTable.run(ctl, sets.first || "tune")
   FamilyTable.print_misses(rows) if ARGV.include?("-v")
   FamilyTable.print_table(rows)
   FamilyTable.print_totals(rows)

@@ -77,6 +77,6 @@ if $PROGRAM_NAME == __FILE__
     warn "usage: MEMDIAG_CTL=memdiagctl ruby plain_table.rb [SEED ...]"
     exit 2
   end
-  ctl = ENV.fetch("MEMDIAG_CTL")
+  ctl = FamilyReplay.ctl_from_env("MEMDIAG_CTL=memdiagctl ruby plain_table.rb [SEED ...]")
   seeds.each { |s| puts PlainTable.line(s, PlainTable.run(ctl, s)) }
 end
