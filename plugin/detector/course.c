@@ -164,11 +164,15 @@ static int fit_settling(const sums *s, const powers *p, curve *out)
  * coarsely. A step after the first point counts: a cache loaded within the
  * first minute, after the first bucket's minimum, was otherwise fitted as a
  * warm-up of about a minute beside a line for the slower warm-up (settling;
- * held-out-6007 warmup-027 of the tune draws fired at minute 12). */
+ * held-out-6007 warmup-027 of the tune draws fired at minute 12). Within
+ * 2.5 times rather than 2 since 2026-12-05: under a GC sawtooth a cache's
+ * step spreads over the points of its tooth, and 5 of the 38 warm-ups of
+ * 80 blind draws that fired, all with caches, fired no more (8 of 5700
+ * fast leaks fewer in time; docs/detector.md). */
 #define STEP_ALT_MIN    (16.0 * 1024 * 1024)
 #define STEP_ALT_BEFORE 1
 #define STEP_ALT_AFTER  2
-#define STEP_ALT_FIT    2.0
+#define STEP_ALT_FIT    2.5
 
 /* The noise of the points from their second differences (the median's,
  * as a normal variance): what a smooth curve cannot explain. 0 when fewer
