@@ -158,6 +158,19 @@ class ReplayFamiliesTest < Minitest::Test
     assert_operator o.first_s, :<=, 25 * 60, "#{o.params}: fires at #{o.first_s} s"
   end
 
+  # A plateau above the limit whose time constant is six times the points'
+  # span or more is projected at its slope. standard-1007 fast-leak-021 of
+  # the tune draws (13.1 MiB/min under 54 MiB teeth of 90 s, asked by
+  # minute 14.3) was fitted at minute 12 as a 77-minute plateau at 1.3 GiB
+  # that reached the limit in 81 minutes, past the early path's hour, and
+  # fired at minute 15; now at minute 14.
+  def test_long_plateau_above_the_limit_is_projected_at_its_slope
+    o = FamilyReplay.run(CTL, "fast-leak", %w[--seed 1007], only: %w[fast-leak-021]).first
+    assert_equal "sustained-growth", o.reason, o.params.to_s
+    assert_operator o.lead_s, :>=, FamilyReplay.lead_needed(o.params),
+                    "#{o.params}: fires at #{o.first_s} s"
+  end
+
   # Plain exponential warm-ups (plain_table.rb: no steps, spikes or
   # sawtooth; time constants 16-43 minutes, plateaus at 63-80 % of the
   # limit, +-2-10 MiB of noise) that fired on a2ca200 by the early path at
