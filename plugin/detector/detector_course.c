@@ -41,11 +41,13 @@ _Static_assert(CB <= MDP_COURSE_MAX_POINTS, "the course fit must hold the ring")
 #define URGENCY_SHARE 0.25
 #define STEP_SHARE    0.4
 #define CONFIRM       3
-#define LONG_TAU      6.0
 /* ... or CONFIRM - 1 when every such plateau is ruled out at FIRM times the
  * 99 % point: a leak whose course is plainly straight gains a minute. */
 #define FIRM          4.0
 #define RULED_OUT     0.2
+/* A plateau above the limit with a time constant of LONG_TAU times the
+ * points' span or more is projected at its slope (early_judge). */
+#define LONG_TAU      6.0
 #define STEP_MIN      (8.0 * MIB)
 #define STEP_SPREAD   6.0
 #define STEP_MAX      3
