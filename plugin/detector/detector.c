@@ -376,7 +376,7 @@ static int evaluate_growth(mdp_detector *d, double t, mdp_decision *ev)
     /* Caches loaded late in an hour-long warm-up keep its last window as
      * steep as the one before; the slowdown since two windows ago still
      * shows the plateau (docs/detector.md, "How growth is measured"). */
-    if(ev->time_to_limit >= 0 && before2 > 0 && slope < before2) {
+    if(ev->time_to_limit >= 0) {
       double two = time_to_reach(room, slope, before2, 2 * NB * d->bucket_len);
       if(two < 0 || two > ev->time_to_limit)
         ev->time_to_limit = two;

@@ -46,7 +46,7 @@ _Static_assert(CB <= MDP_COURSE_MAX_POINTS, "the course fit must hold the ring")
 #define FIRM          4.0
 #define RULED_OUT     0.2
 /* A plateau above the limit with a time constant of LONG_TAU times the
- * points' span or more is projected at its slope (early_judge). */
+ * points' span or more is projected at its slope (course_reach). */
 #define LONG_TAU      6.0
 #define STEP_MIN      (8.0 * MIB)
 #define STEP_SPREAD   6.0
@@ -190,14 +190,22 @@ static void remove_local_steps(double *y, const unsigned char *have, unsigned m)
  * levelled off between NearLimit and the limit). Once every plateau below
  * NearLimit is ruled out at 99 % (LINE_RULED_OUT: at 0.4 of it, about its
  * 90 % point, two more warm-ups of the check set fired), such a course is projected at its
- * present slope, as a steady one, when that is sooner. */
+ * present slope, as a steady one, when that is sooner. So is a plateau
+ * above the level itself whose time constant is LONG_TAU times the span
+ * (in points) of what was fitted or more, whatever is ruled out: it bends
+ * the points by little more than their noise, and says that the course
+ * reaches the level, not reliably when (a 13 MiB/min leak under 54 MiB
+ * teeth, fitted at minute 12 as a 77-minute plateau at 1.3 GiB, reached
+ * the limit in 81 minutes that way and in 53 at its slope). */
 #define LINE_RULED_OUT 1.0
-static double course_reach(const mdp_course *c, double x, double level, double settle)
+static double course_reach(const mdp_course *c, double x, double level, double settle, double span)
 {
   double reach = mdp_course_reach(c, x, level);
   double slope = mdp_course_slope(c, x), room = level - mdp_course_at(c, x);
-  if(c->kind == MDP_COURSE_PLATEAU && mdp_course_plateau(c) > settle && slope > 0 && room > 0 &&
-     mdp_course_ruled_out(c) >= LINE_RULED_OUT && (reach < 0 || room / slope < reach))
+  double plateau = mdp_course_plateau(c);
+  int settles_above = plateau > settle && mdp_course_ruled_out(c) >= LINE_RULED_OUT;
+  int long_above = plateau > level && -1 / log(c->q) >= LONG_TAU * span;
+  if((settles_above || long_above) && slope > 0 && room > 0 && (reach < 0 || room / slope < reach))
     reach = room / slope;
   return reach;
 }
@@ -319,18 +327,8 @@ static int early_judge(mdp_detector *d, double t, early_look *lk, mdp_decision *
   double slope = mdp_course_slope(&course, x_now) / len;
   double rise = envelope - mdp_course_at(&course, course.first);
   double room = level - envelope;
-  double reach = course_reach(&course, x_now, level, lk->settle);
+  double reach = course_reach(&course, x_now, level, lk->settle, (double)(m - lk->from));
   double plateau = mdp_course_plateau(&course);
-  /* A plateau above the limit whose time constant is LONG_TAU times the
-   * points' span or more bends them by little more than their noise: it
-   * says the course reaches the limit, not reliably when. It is projected
-   * at its slope when that is sooner (a 13 MiB/min leak under 54 MiB
-   * teeth, fitted at minute 12 as a 77-minute plateau at 1.3 GiB, reached
-   * the limit in 81 minutes that way and in 53 at its slope). */
-  if(plateau > level && slope > 0 && room > 0 &&
-     -1 / log(course.q) >= LONG_TAU * (double)(m - lk->from) &&
-     (reach < 0 || room / (slope * len) < reach))
-    reach = room / (slope * len);
 
   ev->time = t;
   ev->envelope = envelope > 0 ? (uint64_t)envelope : 0;

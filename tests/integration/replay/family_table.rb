@@ -73,14 +73,14 @@ module FamilyTable
 end
 
 if $PROGRAM_NAME == __FILE__
+  usage = "MEMDIAG_CTL=memdiagctl ruby family_table.rb [tune|check] [-v]"
   unknown = ARGV.reject { |a| FamilyTable::SEEDS.key?(a) || a == "-v" }
   sets = ARGV.select { |a| FamilyTable::SEEDS.key?(a) }
   if unknown.any? || sets.size > 1
-    warn "usage: MEMDIAG_CTL=memdiagctl ruby family_table.rb [tune|check] [-v]" \
-         "#{unknown.any? ? " (unknown: #{unknown.join(' ')})" : ''}"
+    warn "usage: #{usage}#{unknown.any? ? " (unknown: #{unknown.join(' ')})" : ''}"
     exit 2
   end
-  ctl = FamilyReplay.ctl_from_env("MEMDIAG_CTL=memdiagctl ruby family_table.rb [tune|check] [-v]")
+  ctl = FamilyReplay.ctl_from_env(usage)
   rows = FamilyTable.run(ctl, sets.first || "tune")
   FamilyTable.print_misses(rows) if ARGV.include?("-v")
   FamilyTable.print_table(rows)

@@ -72,11 +72,12 @@ module PlainTable
 end
 
 if $PROGRAM_NAME == __FILE__
+  usage = "MEMDIAG_CTL=memdiagctl ruby plain_table.rb [SEED ...]"
   seeds = ARGV.empty? ? [99, 100, 101] : ARGV.map { |a| Integer(a, exception: false) }
   if seeds.any?(&:nil?)
-    warn "usage: MEMDIAG_CTL=memdiagctl ruby plain_table.rb [SEED ...]"
+    warn "usage: #{usage}"
     exit 2
   end
-  ctl = FamilyReplay.ctl_from_env("MEMDIAG_CTL=memdiagctl ruby plain_table.rb [SEED ...]")
+  ctl = FamilyReplay.ctl_from_env(usage)
   seeds.each { |s| puts PlainTable.line(s, PlainTable.run(ctl, s)) }
 end
