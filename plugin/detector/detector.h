@@ -126,19 +126,24 @@ typedef struct {
                            when it does not (urgent rule only) */
 } mdp_decision;
 
-/* A bucket of the course ring. */
+/* A bucket of the course ring (40 bytes). */
 typedef struct {
-  uint64_t min, max;
-  uint32_t count;   /* 0 = no sample fell in this bucket */
-  uint16_t min_at;  /* when the minimum was seen, in 65536ths of the bucket */
-  uint16_t fall_at; /* when the largest fall was seen, likewise */
-  float fall;       /* the largest fall of a sample below both samples before
-                       it, bytes: a GC sawtooth's drop (a one-sample spike
-                       falls only back to the sample before it) */
-  float trough;     /* the sample that fell so, bytes */
-  float dmin;       /* the least sample less the pace (ctrend) since the
-                       bucket's start: the level at its start, bytes */
-  uint8_t paced;    /* 1 when a pace was known (dmin is not the minimum) */
+  uint64_t min;
+  float spread;            /* the largest sample less the least, bytes */
+  float fall;              /* the largest fall of a sample below both samples before
+                              it, bytes: a GC sawtooth's drop (a one-sample spike
+                              falls only back to the sample before it) */
+  float trough;            /* the sample that fell so, bytes */
+  float dmin;              /* the least sample less the pace (ctrend) since the
+                              bucket's start: the level at its start, bytes */
+  float sum;               /* the samples' sum less count times min, bytes */
+  float sum_at;            /* the sum of where they fell in the bucket (0 to 1) */
+  uint16_t count;          /* 0 = no sample fell in this bucket; stops at 65535
+                              (the sums with it) */
+  uint16_t min_at;         /* when the minimum was seen, in 65536ths of the bucket */
+  uint16_t fall_at;        /* when the largest fall was seen, likewise */
+  unsigned from_fall : 15; /* samples counted from the largest fall's trough on */
+  unsigned paced : 1;      /* 1 when a pace was known (dmin is not the minimum) */
 } mdp_detector_point;
 
 typedef struct {

@@ -273,7 +273,7 @@ static double course_excursion(const mdp_detector *d, unsigned m, double slope)
   for(unsigned k = 0; k < m; k++) {
     const mdp_detector_point *b = mdp_detector_course_bucket(d, m, k);
     if(b->count)
-      spread[n++] = (double)(b->max - b->min);
+      spread[n++] = b->spread;
   }
   if(n < 3)
     return 0;

@@ -17,6 +17,8 @@
  * the minima of the closed buckets before it, of up to PACE_RISES that
  * follow one another (docs/detector.md, "The early path"). */
 #define PACE_RISES 3
+/* A bucket counts (and sums) up to this many samples, as from_fall can. */
+#define COUNT_MAX  32767
 
 int mdp_detector_course_advance(mdp_detector *d, uint64_t idx)
 {
@@ -69,12 +71,18 @@ void mdp_detector_course_add(mdp_detector *d, double t, uint64_t v)
   double dv = (double)v - d->ctrend * d->cbucket_len * (at / 65536.0);
   if(!p->count || dv < p->dmin)
     p->dmin = (float)dv;
-  if(!p->count || v < p->min) {
+  if(!p->count) {
+    p->min = v;
+    p->min_at = at;
+  } else if(v < p->min) {
+    /* The sum is kept less count times the minimum: a float holds it. */
+    p->sum += (float)((double)p->count * (double)(p->min - v));
+    p->spread += (float)(p->min - v);
     p->min = v;
     p->min_at = at;
   }
-  if(!p->count || v > p->max)
-    p->max = v;
+  if((double)(v - p->min) > p->spread)
+    p->spread = (float)(v - p->min);
   /* A fall below both samples before it (a spike falls back only to the
    * sample before it). */
   if(d->samples >= 2) {
@@ -84,8 +92,15 @@ void mdp_detector_course_add(mdp_detector *d, double t, uint64_t v)
       p->fall = (float)fall;
       p->fall_at = at;
       p->trough = (float)v;
+      p->from_fall = 0;
     }
   }
+  if(p->count == COUNT_MAX)
+    return;
+  p->sum += (float)(v - p->min);
+  p->sum_at += (float)(at / 65536.0);
+  if(p->fall > 0)
+    p->from_fall++;
   p->count++;
 }
 
@@ -130,6 +145,7 @@ typedef struct {
   unsigned char drop[CB];
   double first_drop, dt; /* the first drop's fitted time (drop_times); the
                             sampling interval */
+  double slope;          /* the points' slope, less the ramp (course_points) */
 } saw_points;
 
 const mdp_detector_point *mdp_detector_course_bucket(const mdp_detector *d, unsigned m, unsigned k)
@@ -297,6 +313,73 @@ static double drop_times(saw_points *sp, unsigned m, double gap)
   return period;
 }
 
+/* Under a GC sawtooth whose teeth are real drops (their median fall is
+ * MEAN_FALL or more, without the trend's lift) and short enough that the
+ * ring holds several (a period of MEAN_PERIOD buckets or less), each
+ * bucket's point is the mean of all its samples less the ramp each climbed
+ * since its tooth's drop, not its one least sample so: a tooth's samples
+ * each carry the trend and their own noise, and their mean carries about a
+ * third of the variance a minimum does at 6 samples a bucket. The samples
+ * after the bucket's largest fall count from its drop, those before from
+ * the drop before (before the first drop, one period before it). A bucket
+ * the period's line puts another drop in (a tooth that fell short of the
+ * bar, or two teeth in one bucket), or one whose tooth began before the
+ * bucket did not, keeps its point; so does one whose mean stands off its
+ * point by MEAN_OFF more than the buckets' usual offset (and three times
+ * its scatter): a cache loaded within a bucket lifts only part of the
+ * bucket's mean, and a step spread over two points is no longer one the
+ * step filters see. */
+#define MEAN_FALL    (8.0 * MIB)
+#define MEAN_PERIOD  5.0
+#define MEAN_OFF     (8.0 * MIB)
+#define MEAN_SCATTER 3.0
+static void tooth_means(const mdp_detector *d, unsigned m, const saw_points *sp,
+                        const mdp_detector_saw *si, double *y, const unsigned char *have)
+{
+  double falls[CB], mean[CB], off[CB], dev[CB];
+  unsigned char use[CB];
+  unsigned nd = si->drops, n_off = 0;
+  memcpy(falls, sp->falls, nd * sizeof(falls[0]));
+  if(si->period > MEAN_PERIOD || mdp_robust_median(falls, nd) < MEAN_FALL)
+    return;
+  double drop_before = sp->first_drop - si->period;
+  for(unsigned k = 0; k < m; k++) {
+    const mdp_detector_point *b = mdp_detector_course_bucket(d, m, k);
+    double before = drop_before, n = b->count, phases;
+    use[k] = 0;
+    if(sp->drop[k])
+      drop_before = sp->at[k];
+    if(!have[k] || before > k)
+      continue;
+    if(sp->drop[k]) {
+      if(sp->at[k] - before > 1.5 * si->period || k + 1 - sp->at[k] > si->period)
+        continue;
+      phases = n * k + b->sum_at - b->from_fall * sp->at[k] - (n - b->from_fall) * before;
+    } else {
+      if(k + 1 - before > si->period)
+        continue;
+      phases = n * k + b->sum_at - n * before;
+    }
+    double at = k + b->sum_at / n;
+    mean[k] = (double)b->min + (b->sum - si->ramp * phases) / n - sp->slope * (at - k);
+    off[n_off++] = mean[k] - y[k];
+    use[k] = 1;
+  }
+  if(n_off < 3)
+    return;
+  memcpy(dev, off, n_off * sizeof(off[0]));
+  double usual = mdp_robust_median(dev, n_off);
+  for(unsigned i = 0; i < n_off; i++)
+    dev[i] = fabs(off[i] - usual);
+  /* The median absolute deviation, scaled to a normal's standard one. */
+  double bar = fmax(MEAN_OFF, MEAN_SCATTER * 1.4826 * mdp_robust_median(dev, n_off));
+  for(unsigned k = 0; k < m; k++) {
+    if(!use[k])
+      continue;
+    y[k] = fabs(mean[k] - y[k] - usual) <= bar ? mean[k] : y[k] + usual;
+  }
+}
+
 /* The course points of the last m closed buckets, oldest first: each
  * bucket's level at its start, its least sample less the pace (have[k] 0
  * for an empty one; the buckets closed before any pace was known, their
@@ -377,11 +460,12 @@ void mdp_detector_course_points(const mdp_detector *d, unsigned m, double *y, un
     sxy += sp.x[k] * sp.y[k];
     n++;
   }
-  double slope = n * sxx - sx * sx > 0 ? (n * sxy - sx * sy) / (n * sxx - sx * sx) : 0;
+  sp.slope = n * sxx - sx * sx > 0 ? (n * sxy - sx * sy) / (n * sxx - sx * sx) : 0;
   for(unsigned k = 0; k < m; k++) {
     if(have[k] && sp.phase[k] < 0)
       have[k] = 0;
     else if(have[k])
-      y[k] = sp.y[k] - slope * (sp.x[k] - k);
+      y[k] = sp.y[k] - sp.slope * (sp.x[k] - k);
   }
+  tooth_means(d, m, &sp, si, y, have);
 }
