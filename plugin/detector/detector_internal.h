@@ -34,7 +34,8 @@ typedef struct {
  * each bucket's level at its start (dmin; a bucket closed before any pace
  * was known gives its minimum less the usual gap between the two), or
  * under a GC sawtooth its trough or its minimum less the ramp its tooth
- * climbed, each moved to its bucket's start. Fills si. */
+ * climbed (under short teeth of real drops, the mean of its samples less
+ * the ramp each climbed), each moved to its bucket's start. Fills si. */
 void mdp_detector_course_points(const mdp_detector *d, unsigned m, double *y, unsigned char *have,
                                 mdp_detector_saw *si);
 
