@@ -108,10 +108,24 @@ module Memdiag
         # after-fork callbacks) are bypassed by calling Process._fork's own
         # implementation: the child only dumps and exits, and must not reconnect
         # to databases or servers. The thread flag covers native handlers.
+        #
+        # The child starts with collection off (it lives only for the dump,
+        # and marking would write to every heap page and copy it): turned off
+        # in the worker across the fork call only, so that no collection runs
+        # in the child before it could turn it off itself. One there would
+        # show in the allocation generations of the child's own objects, newer
+        # than any the worker had made: the analysis then took worker objects
+        # allocated after the fork (at the worker's generation, below the
+        # dump's newest) for objects moved by compaction, and called the
+        # capture doubtful. Under GC.stress (a collection at every
+        # allocation) the child collected 66 times between the fork and the
+        # dump when it turned collection off itself (4395bb0).
         def fork_child
+          was_disabled = GC.disable
           Thread.current[:memdiag_dump_child] = true
-          original_fork.call
+          pid = original_fork.call
         ensure
+          GC.enable if !was_disabled && pid != 0
           Thread.current[:memdiag_dump_child] = nil
         end
 
@@ -126,6 +140,9 @@ module Memdiag
           # Nothing may unwind from here into the worker's code: every
           # exception becomes a status line and the child always ends in exit!.
           begin
+            # Already off since the fork (fork_child); off here whatever
+            # forked the child.
+            GC.disable
             reader.close
             lifeline[1].close
             schedule_in_background
@@ -135,9 +152,6 @@ module Memdiag
             rescue ArgumentError
               nil
             end
-            # Marking would write to every heap page and copy it; the child
-            # lives only for the dump.
-            GC.disable
             message = yield
             writer.write("ok #{message}\n")
             code = 0
