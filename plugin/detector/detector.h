@@ -138,8 +138,8 @@ typedef struct {
                               bucket's start: the level at its start, bytes */
   float sum;               /* the samples' sum less count times min, bytes */
   float sum_at;            /* the sum of where they fell in the bucket (0 to 1) */
-  uint16_t count;          /* 0 = no sample fell in this bucket; stops at 65535
-                              (the sums with it) */
+  uint16_t count;          /* 0 = no sample fell in this bucket; stops at 32767
+                              (the sums and from_fall with it) */
   uint16_t min_at;         /* when the minimum was seen, in 65536ths of the bucket */
   uint16_t fall_at;        /* when the largest fall was seen, likewise */
   unsigned from_fall : 15; /* samples counted from the largest fall's trough on */
