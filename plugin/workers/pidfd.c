@@ -148,6 +148,49 @@ int mdp_pidfd_parse_stat(const char *text, char *state, int *exit_code)
   return 0;
 }
 
+int mdp_pidfd_parse_exiting(const char *text)
+{
+  const char *p = strrchr(text, ')');
+  char *end;
+  unsigned long flags;
+
+  if(!p || p[1] != ' ' || !p[2])
+    return -EINVAL;
+  if(p[2] == 'Z' || p[2] == 'X')
+    return 1;
+  for(int field = 2; field < 9; field++) {
+    p = strchr(p + 1, ' ');
+    if(!p)
+      return -EINVAL;
+  }
+  flags = strtoul(p + 1, &end, 10);
+  if(end == p + 1)
+    return -EINVAL;
+  return (flags & 0x4ul) != 0; /* PF_EXITING */
+}
+
+int mdp_pidfd_exiting(int pidfd, pid_t pid)
+{
+  char path[64], buf[2048];
+  ssize_t n;
+  int fd, rc;
+
+  snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+  fd = open(path, O_RDONLY | O_CLOEXEC);
+  if(fd < 0)
+    return -ESRCH;
+  n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if(n <= 0)
+    return -ESRCH;
+  buf[n] = '\0';
+  rc = mdp_pidfd_parse_exiting(buf);
+  /* still unreaped after the read: the PID was its own */
+  if(pidfd >= 0 && !mdp_pidfd_alive(pidfd))
+    return -ESRCH;
+  return rc < 0 ? -ESRCH : rc;
+}
+
 /* Whether /proc/PID/stat shows this reader the exit code: ptrace access,
  * from CAP_SYS_PTRACE (bit 19 of CapEff) or the same user. */
 static int may_read_exit_code(uid_t uid)

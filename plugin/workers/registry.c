@@ -473,6 +473,12 @@ mdp_cgroup_move mdp_registry_follow_cgroup(mdp_worker *w, mdp_cgroup_move_info *
   if(mdp_cgroup_path_of(w->who.pid, w->cg_version, now, sizeof now) != 0 ||
      !strcmp(now, w->cg_path))
     return MDP_CGROUP_STAYED; /* there still, or gone (its connection closes) */
+  /* Exiting (killed by the OOM killer, say): the kernel has moved it to the
+   * root cgroup as it exits, and its cgroup is still the one it died in.
+   * PF_EXITING is set before that move, so it shows in a read made after
+   * the cgroup's. */
+  if(mdp_pidfd_exiting(w->pidfd, w->who.pid) != 0)
+    return MDP_CGROUP_STAYED;
   memset(out, 0, sizeof *out);
   if(mdp_cgroup_acquire(w->who.pid, &ncg, out->err, sizeof out->err) != 0)
     ncg = NULL;

@@ -75,6 +75,23 @@ static void stat_fields(void **state)
   assert_int_equal(mdp_pidfd_parse_stat("garbage", &st, &code), -EINVAL);
 }
 
+/* Whether a process has begun to exit: a zombie, or PF_EXITING (0x4) in
+ * the flags (field 9). A task the OOM killer ends is moved to the root
+ * cgroup as it exits, before it is a zombie: the plugin took that for a
+ * move, and reported the kill at the root's charge with no limit
+ * (containers_oom_memorylimit, now and then). */
+static void exiting_from_stat(void **state)
+{
+  (void)state;
+  /* running: flags 0x400100 (PF_RANDOMIZE | PF_FORKNOEXEC) */
+  assert_int_equal(mdp_pidfd_parse_exiting("77 (ruby (w)) R 1 77 77 0 -1 4194560 9 0 0 0\n"), 0);
+  /* exiting, not yet a zombie: 0x400104 */
+  assert_int_equal(mdp_pidfd_parse_exiting("77 (ruby (w)) D 1 77 77 0 -1 4194564 9 0 0 0\n"), 1);
+  assert_int_equal(mdp_pidfd_parse_exiting("77 (ruby) Z 1 77 77 0 -1 0 9\n"), 1);
+  assert_int_equal(mdp_pidfd_parse_exiting("77 (ruby) S 1 77\n"), -EINVAL);
+  assert_int_equal(mdp_pidfd_parse_exiting("garbage"), -EINVAL);
+}
+
 /* A child that exits as told once it reads a byte from fd. */
 static pid_t child(int *ctl, int how)
 {
@@ -119,13 +136,17 @@ static void how_a_process_ended(void **state)
   assert_true(fd >= 0);
   mdp_pidfd_exit(fd, pid, getuid(), &ex);
   assert_int_equal(ex.kind, MDP_EXIT_RUNNING);
+  assert_int_equal(mdp_pidfd_exiting(fd, pid), 0);
   /* exit(3), a zombie: its exit code from /proc/PID/stat */
   assert_int_equal(write(ctl, "x", 1), 1);
   wait_for_status(fd, pid, &ex);
   assert_int_equal(ex.kind, MDP_EXIT_STATUS);
   assert_true(WIFEXITED(ex.status) && WEXITSTATUS(ex.status) == 3);
+  /* a zombie has begun to exit; a running process has not (above) */
+  assert_int_equal(mdp_pidfd_exiting(fd, pid), 1);
   /* reaped: from the pidfd where the kernel keeps it (6.15), else unknown */
   assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_int_equal(mdp_pidfd_exiting(fd, pid), -ESRCH);
   mdp_pidfd_exit(fd, pid, getuid(), &ex);
   assert_true(ex.kind == MDP_EXIT_UNKNOWN ||
               (ex.kind == MDP_EXIT_STATUS && WIFEXITED(ex.status) && WEXITSTATUS(ex.status) == 3));
@@ -153,6 +174,7 @@ int main(void)
       cmocka_unit_test(peer_of_a_socketpair_is_this_process),
       cmocka_unit_test(fallback_refuses_a_process_started_after_the_accept),
       cmocka_unit_test(stat_fields),
+      cmocka_unit_test(exiting_from_stat),
       cmocka_unit_test(how_a_process_ended),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
