@@ -71,15 +71,15 @@ int mdp_pidfd_parse_stat(const char *text, char *state, int *exit_code);
 
 /* 1 when /proc/PID/stat's text shows a process that has begun to exit: a
  * zombie (state Z or X), or PF_EXITING (0x4) in its flags (field 9), set
- * before the kernel moves an exiting task to the root cgroup and long
- * before it is a zombie; 0 when not; -EINVAL when the text has neither. */
+ * as it begins to exit, long before it is a zombie; 0 when not; -EINVAL
+ * when the text has neither. */
 int mdp_pidfd_parse_exiting(const char *text);
 
 /* 1 when the pidfd's process has begun to exit (read through pid, and kept
  * only if the pidfd's process was still unreaped afterwards, so the PID was
  * its own), 0 when it has not, -ESRCH when it is gone or pid is no longer
- * its own. While it exits, /proc/PID/cgroup already names the root cgroup:
- * that is no move. */
+ * its own. On a cgroup v1 hierarchy, /proc/PID/cgroup of a process with
+ * PF_EXITING names the root cgroup: that is no move. */
 int mdp_pidfd_exiting(int pidfd, pid_t pid);
 
 #endif

@@ -473,10 +473,11 @@ mdp_cgroup_move mdp_registry_follow_cgroup(mdp_worker *w, mdp_cgroup_move_info *
   if(mdp_cgroup_path_of(w->who.pid, w->cg_version, now, sizeof now) != 0 ||
      !strcmp(now, w->cg_path))
     return MDP_CGROUP_STAYED; /* there still, or gone (its connection closes) */
-  /* Exiting (killed by the OOM killer, say): the kernel has moved it to the
-   * root cgroup as it exits, and its cgroup is still the one it died in.
-   * PF_EXITING is set before that move, so it shows in a read made after
-   * the cgroup's. */
+  /* Exiting (killed by the OOM killer, say): on a cgroup v1 hierarchy the
+   * kernel shows a task with PF_EXITING in the root cgroup (/proc/PID/cgroup
+   * reads "/"), but its cgroup is still the one it dies in. The flag is set
+   * before that read could show it, so a read of /proc/PID/stat made after
+   * the cgroup's sees it. */
   if(mdp_pidfd_exiting(w->pidfd, w->who.pid) != 0)
     return MDP_CGROUP_STAYED;
   memset(out, 0, sizeof *out);

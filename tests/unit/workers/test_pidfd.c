@@ -76,9 +76,10 @@ static void stat_fields(void **state)
 }
 
 /* Whether a process has begun to exit: a zombie, or PF_EXITING (0x4) in
- * the flags (field 9). A task the OOM killer ends is moved to the root
- * cgroup as it exits, before it is a zombie: the plugin took that for a
- * move, and reported the kill at the root's charge with no limit
+ * the flags (field 9). On a cgroup v1 hierarchy the kernel shows a task
+ * with PF_EXITING in the root cgroup, before it is a zombie: the plugin
+ * took a worker the OOM killer was ending for one moved to the root, and
+ * reported the kill at the root's charge with no limit
  * (containers_oom_memorylimit, now and then). */
 static void exiting_from_stat(void **state)
 {
