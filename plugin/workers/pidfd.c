@@ -42,6 +42,16 @@ int mdp_pidfd_signal(int pidfd, int sig)
 
 int mdp_pidfd_alive(int pidfd) { return mdp_pidfd_signal(pidfd, 0) == 0; }
 
+/* The space before /proc/PID/stat's field n (n >= 3) in text, or NULL.
+ * comm (field 2) may hold spaces and parentheses: count from its end. */
+static const char *stat_field(const char *text, int n)
+{
+  const char *p = strrchr(text, ')');
+  for(int field = 2; p && field < n; field++)
+    p = strchr(p + 1, ' ');
+  return p;
+}
+
 /* Start time of pid in ms since boot (/proc/PID/stat field 22, in clock
  * ticks); -1 when it cannot be read. */
 static int64_t start_ms(pid_t pid)
@@ -57,10 +67,7 @@ static int64_t start_ms(pid_t pid)
   if(n <= 0 || hz <= 0)
     return -1;
   buf[n] = '\0';
-  /* comm (field 2) may hold spaces and parentheses: count from its end. */
-  char *p = strrchr(buf, ')');
-  for(int field = 2; p && field < 22; field++)
-    p = strchr(p + 1, ' ');
+  const char *p = stat_field(buf, 22);
   if(!p)
     return -1;
   char *end;
@@ -128,19 +135,13 @@ static int info_exit(int pidfd, int *status)
 
 int mdp_pidfd_parse_stat(const char *text, char *state, int *exit_code)
 {
-  /* comm (field 2) may hold spaces and parentheses: count from its end */
-  const char *p = strrchr(text, ')');
+  const char *s = stat_field(text, 3), *p = stat_field(text, 52);
   char *end;
   long v;
 
-  if(!p || p[1] != ' ' || !p[2])
+  if(!s || !s[1] || !p)
     return -EINVAL;
-  *state = p[2];
-  for(int field = 2; field < 52; field++) {
-    p = strchr(p + 1, ' ');
-    if(!p)
-      return -EINVAL;
-  }
+  *state = s[1];
   v = strtol(p + 1, &end, 10);
   if(end == p + 1)
     return -EINVAL;
@@ -150,19 +151,16 @@ int mdp_pidfd_parse_stat(const char *text, char *state, int *exit_code)
 
 int mdp_pidfd_parse_exiting(const char *text)
 {
-  const char *p = strrchr(text, ')');
+  const char *s = stat_field(text, 3), *p = stat_field(text, 9);
   char *end;
   unsigned long flags;
 
-  if(!p || p[1] != ' ' || !p[2])
+  if(!s || !s[1])
     return -EINVAL;
-  if(p[2] == 'Z' || p[2] == 'X')
+  if(s[1] == 'Z' || s[1] == 'X')
     return 1;
-  for(int field = 2; field < 9; field++) {
-    p = strchr(p + 1, ' ');
-    if(!p)
-      return -EINVAL;
-  }
+  if(!p)
+    return -EINVAL;
   flags = strtoul(p + 1, &end, 10);
   if(end == p + 1)
     return -EINVAL;
