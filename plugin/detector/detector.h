@@ -184,12 +184,15 @@ typedef struct {
   mdp_detector_point cring[MDP_DETECTOR_COURSE_BUCKETS + 1];
   unsigned chead, cfilled;
   uint64_t cnbucket;
-  double splateau;  /* the plateau the last urgent evaluation's course
-                       levels off at, bytes; 0 if none */
-  unsigned cstreak; /* consecutive early evaluations whose course passed */
-  unsigned cgrown;  /* ... of which the last ones had grown enough too */
-  double ctrend;    /* the pace the open course bucket is taken less of
-                       (detector_points.c), bytes/s; 0 if none */
+  double splateau;     /* the plateau the last urgent evaluation's course
+                          levels off at, bytes; 0 if none */
+  unsigned cstreak;    /* consecutive early evaluations whose course passed */
+  unsigned cgrown;     /* ... of which the last ones had grown enough too */
+  uint64_t cknee;      /* course bucket (index + 1) of the last knee the
+                          early path found; 0 = none */
+  uint64_t cknee_seen; /* the open course bucket when it found it */
+  double ctrend;       /* the pace the open course bucket is taken less of
+                          (detector_points.c), bytes/s; 0 if none */
 } mdp_detector;
 
 /* Starts a detector with a copy of cfg. One detector per series: per

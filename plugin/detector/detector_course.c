@@ -58,6 +58,15 @@ _Static_assert(CB <= MDP_COURSE_MAX_POINTS, "the course fit must hold the ring")
  * bucket's minimum of a 15 MiB/min leak sampled every 10 s moves by up to
  * a sample's 2.5 MiB with where the samples fall. */
 #define KNEE_SD       (1.5 * MIB)
+/* A knee once found stands for KNEE_HOLD looks more (course buckets) while
+ * no new one is found, as long as KNEE_KEEP points (the run the knee test
+ * asks for) follow it in the ring. Each look's knee test asks that the
+ * last points lie on one line: one point the sawtooth or the noise puts
+ * low (a bucket whose least sample is a trough's) broke the run, the look
+ * fell back to the whole ring's course (a warm-up's bend) and the streak
+ * of looks began again. */
+#define KNEE_KEEP     6
+#define KNEE_HOLD     2
 
 void mdp_detector_course_init(mdp_detector *d)
 {
@@ -419,8 +428,20 @@ int mdp_detector_course_early(mdp_detector *d, double t, mdp_decision *ev)
   early_look lk = {raw, y, have, m, 0, lo, level, settle, 0, 0};
   int course_ok = early_judge(d, t, &lk, ev);
   /* A leak that started after a warm-up: the course since the last change
-   * of slope, when the whole ring's does not pass. */
+   * of slope, when the whole ring's does not pass (or since the last one
+   * found, for KNEE_HOLD looks). */
   unsigned knee = course_ok ? 0 : mdp_course_knee(y, have, m, KNEE_SD);
+  uint64_t first_at = d->cnbucket - m; /* the course bucket of point 0 */
+  if(knee) {
+    d->cknee = first_at + knee + 1;
+    d->cknee_seen = d->cnbucket;
+  } else if(!course_ok && d->cknee > first_at + 2 && d->cknee - 1 + KNEE_KEEP <= first_at + m &&
+            d->cnbucket <= d->cknee_seen + KNEE_HOLD) {
+    knee = (unsigned)(d->cknee - 1 - first_at);
+#ifdef MDP_URGENT_DEBUG
+    fprintf(stderr, "knee kept %u\n", knee);
+#endif
+  }
   if(knee) {
     for(unsigned k = 0; k < knee; k++)
       have[k] = 0;
