@@ -53,7 +53,7 @@ typedef struct {
   const char *profile; /* the profile's file, for the report */
   const mdp_analysis_sample *objs;
   size_t n;
-  /* The GC count of the profile taken after the middle dump: a sample
+  /* The GC count at the middle dump (mdp_sampled_for_analysis): a sample
    * allocated later was no object of that dump (has_before_gc 0: not known). */
   int has_before_gc;
   uint64_t before_gc;

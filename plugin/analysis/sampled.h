@@ -9,9 +9,13 @@
  * last profile's samples by address (mdp_sampled_join_note); one found
  * there, of the sample's class and allocated no later than the middle dump
  * (the sample's generation, the GC count at its allocation, at most the
- * middle profile's GC count), is that sampled object: it gets the sample's
- * site. A slot that was freed and reused since the middle dump is told by
- * that generation, another object of another class by its class. Once the
+ * middle dump's GC count, before_gc), is that sampled object: it gets the
+ * sample's site. A slot that was freed and reused since the middle dump is
+ * told by that generation, another object of another class by its class.
+ * before_gc is the middle profile's dump_gc_count, the GC count at the
+ * middle dump's fork (an inline one's start); an older hook's profile has
+ * only its gc_count, when it was written after the dump, which lets
+ * through objects allocated while a slow forked dump wrote. Once the
  * groups are built (mdp_sampled_join_sites), a group without a traced site
  * gets the site (file, line of the Ruby frame that allocated it) most of
  * its sampled members share, marked MDP_ANALYSIS_SITE_SAMPLED, with
@@ -46,6 +50,14 @@ typedef struct {
   size_t n;
   uint64_t gc_count; /* the GC count when the profile was taken */
   int has_gc_count;
+  /* The GC count when the heap dump before this profile was taken (at its
+   * fork, with collection off; an inline one's start): every object of
+   * that dump was live then, and another object at one of their addresses
+   * later needs a collection after it, so its generation is greater. Lower
+   * than gc_count by the collections run while the dump wrote. From the
+   * comment's "dump_gc_count N"; hooks before it write none. */
+  uint64_t dump_gc_count;
+  int has_dump_gc_count;
   char **strs; /* the names the samples point to, each once */
   size_t n_strs;
   uint64_t bytes; /* what the set holds */
@@ -65,7 +77,8 @@ int mdp_sampled_load(const char *path, const mdp_sampled_opts *o, mdp_sampled_se
 void mdp_sampled_free(mdp_sampled_set *s);
 
 /* The samples of `last` as the analysis takes them (borrowing last's
- * memory); middle (may be NULL) gives before_gc. */
+ * memory); middle (may be NULL) gives before_gc: its dump_gc_count, else
+ * (an older hook) its gc_count, else none. */
 mdp_analysis_samples mdp_sampled_for_analysis(const mdp_sampled_set *last,
                                               const mdp_sampled_set *middle, const char *profile);
 

@@ -186,7 +186,8 @@ static void dump_rss(const job_t *j, char *const *paths, unsigned n, uint64_t *r
 
 /* The heap profile beside the last dump, for the analysis to join its
  * samples to the retained objects by address, and the middle one's GC
- * count, which tells a sample allocated after the middle dump (sampled.h).
+ * count at the middle dump, which tells a sample allocated after that dump
+ * (sampled.h).
  * A capture without them (an older hook, sampling off) is analysed without.
  * Reading one may take a quarter of AnalyzeMaxMemory; what the samples keep
  * comes out of the analysis' budget. */

@@ -8,7 +8,7 @@
 # turns it off with a reason while the worker runs on, a start right after
 # a failure is not undone by it, sampling stopped from Ruby code inside a
 # prune and starts and stops while threads allocate leave the worker
-# running.
+# running, and a profile after a heap dump gives the GC count at that dump.
 require_relative "helper"
 
 class HookHeapProfileTest < Minitest::Test
@@ -48,6 +48,11 @@ class HookHeapProfileTest < Minitest::Test
         puts "failed"
       when "alive"
         puts "alive \#{LEAK.size}"
+      when /^count /
+        puts "count \#{cmd.split[1]}=\#{GC.count}"
+      when /^collect /
+        3.times { GC.start }
+        puts "collected \#{cmd.split[1]} after=\#{GC.count}"
       end
     end
   RUBY
@@ -165,6 +170,40 @@ class HookHeapProfileTest < Minitest::Test
     assert_equal "ok", reply["status"], reply["error"]
     assert_equal 3, server.count("hello"), "no dump child or extra process registered"
     assert_match(/sessions=/, http_get(http, "/"), "Puma still serves")
+  end
+
+  # A profile after a heap dump gives, beside its own GC count, the GC
+  # count at that dump: at its fork, not once it was written. The
+  # collections the worker ran while a forked dump wrote (several under CPU
+  # load) let the analysis take objects allocated meanwhile into slots
+  # freed since the fork for the dump's (a decoy line named with 21 of 31
+  # samples, 1 run in 4 of heap_profile_sampled_sites beside 3 busy loops).
+  def test_the_profile_gives_the_gc_count_at_the_last_dump
+    server = start_server
+    worker = start_leaker
+    conn = server.wait_for("hello") { |e| e["name"] == "leaker" }["conn"]
+    worker.wait_out(/leaked 100000/)
+    comment = profile_comment(server, conn, "first.pb.gz")
+    assert_match(/gc_count \d+/, comment)
+    refute_match(/dump_gc_count/, comment, "no dump taken yet")
+
+    %w[fork inline].each do |mode|
+      before = gc_count(worker, "#{mode}-before")
+      dump = server.request(conn, "memory_dump", path: "heap-#{mode}.json", mode: mode)
+      assert_equal "ok", dump["status"], dump["error"]
+      assert_equal mode, dump["mode"]
+      after = gc_count(worker, "#{mode}-after")
+      worker_command(worker, "collect #{mode}")
+      collected = worker.wait_out(/collected #{mode} after=(\d+)/)[1].to_i
+
+      comment = profile_comment(server, conn, "#{mode}.pb.gz")
+      at_dump = comment[/\bdump_gc_count (\d+)/, 1]
+      refute_nil at_dump, "#{mode} dump: #{comment}"
+      now = comment[/\bgc_count (\d+)/, 1].to_i
+      assert_includes before..after, at_dump.to_i, "#{mode} dump: #{comment}"
+      assert_operator now, :>=, collected, comment
+      assert_operator now, :>=, at_dump.to_i + 3, "#{mode} dump: the 3 GC.start after it are not in it: #{comment}"
+    end
   end
 
   def test_the_plugin_turns_sampling_off_through_the_welcome
@@ -462,6 +501,22 @@ class HookHeapProfileTest < Minitest::Test
   def worker_command(worker, cmd)
     @commands.fetch(worker).puts(cmd)
     @commands.fetch(worker).flush
+  end
+
+  # GC.count in the worker, read by a command (tag: a name for its line).
+  def gc_count(worker, tag)
+    worker_command(worker, "count #{tag}")
+    worker.wait_out(/count #{tag}=(\d+)/)[1].to_i
+  end
+
+  # The comment of a heap profile the worker writes now, as
+  # `go tool pprof -comments` prints it.
+  def profile_comment(server, conn, path)
+    reply = server.request(conn, "heap_profile", path: path)
+    assert_equal "ok", reply["status"], reply["error"]
+    out = IO.popen([GO, "tool", "pprof", "-comments", reply["path"]], err: %i[child out], &:read)
+    assert $?.success?, "go tool pprof failed:\n#{out}"
+    out[/^memdiag heap profile: .*$/] || flunk("no memdiag comment:\n#{out}")
   end
 
   # The rows of `go tool pprof -top`, biggest first.

@@ -612,13 +612,25 @@ static VALUE sampler_prune(VALUE self)
   return ULL2NUM(S.tab ? mdh_stab_live(S.tab) : 0);
 }
 
-/* Sampler.profile -> String (binary): the live sampled objects as a
- * gzip'd pprof profile. Works while sampling is off too (an empty one). */
-static VALUE sampler_profile(VALUE self)
+/* Sampler.profile(dump_gc_count = nil) -> String (binary): the live
+ * sampled objects as a gzip'd pprof profile. Works while sampling is off
+ * too (an empty one). dump_gc_count: GC.count when the last heap dump was
+ * taken, written in the comment beside the profile's own (see
+ * mdh_sampler_profile); checked before the prune, so a bad one costs
+ * nothing. */
+static VALUE sampler_profile(int argc, VALUE *argv, VALUE self)
 {
+  VALUE dump_gc = Qnil;
+  size_t dump_gc_count = 0;
   (void)self;
+  rb_scan_args(argc, argv, "01", &dump_gc);
+  if(!NIL_P(dump_gc)) {
+    if(!RB_INTEGER_TYPE_P(dump_gc) || RTEST(rb_funcall(dump_gc, rb_intern("negative?"), 0)))
+      rb_raise(rb_eArgError, "memdiag sampler: dump_gc_count must be a GC count (an Integer >= 0)");
+    dump_gc_count = NUM2SIZET(dump_gc);
+  }
   prune();
-  return mdh_sampler_profile();
+  return mdh_sampler_profile(!NIL_P(dump_gc), dump_gc_count);
 }
 
 /* Sampler.simulate_failure(reason): what a failure inside the sampler
@@ -643,7 +655,7 @@ void mdh_sampler_init(VALUE hook_module)
   rb_define_module_function(m, "resume", sampler_resume, 0);
   rb_define_module_function(m, "stats", mdh_sampler_stats, 0);
   rb_define_module_function(m, "prune", sampler_prune, 0);
-  rb_define_module_function(m, "profile", sampler_profile, 0);
+  rb_define_module_function(m, "profile", sampler_profile, -1);
   rb_define_module_function(m, "simulate_failure", sampler_simulate_failure, 1);
   if(once)
     return;

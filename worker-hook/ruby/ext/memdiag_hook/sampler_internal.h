@@ -54,8 +54,12 @@ typedef struct {
 extern mdh_sampler_state mdh_sampler_g;
 
 /* The table's entries as a gzip'd pprof profile (a binary String); an
- * empty one while sampling is off. The caller prunes freed entries first. */
-VALUE mdh_sampler_profile(void);
+ * empty one while sampling is off. The caller prunes freed entries first.
+ * Its comment gives the GC count now ("gc_count N") and, when
+ * has_dump_gc_count, the count when the last heap dump was taken
+ * ("dump_gc_count N"), by which the plugin's analysis tells a sample
+ * allocated after that dump (plugin/analysis/sampled.h). */
+VALUE mdh_sampler_profile(int has_dump_gc_count, size_t dump_gc_count);
 
 /* Drops the table's entries whose objects were freed (sampler_profile.c).
  * It asks Ruby (ObjectSpace._id2ref) about each, and Ruby code can run

@@ -94,7 +94,9 @@ struct profile_job {
   uint8_t *gz;
   size_t gz_len;
   int rc;
-  char comment[200];
+  int has_dump_gc_count;
+  size_t dump_gc_count;
+  char comment[256];
 };
 
 /* With the GC off (rb_gc_disable finishes a lazy sweep first) and sampling
@@ -106,6 +108,7 @@ static VALUE build_profile(VALUE arg)
   size_t i, n, kept = 0;
   uint64_t weights = 0;
   struct timespec now;
+  char dump_gc[48] = "";
 
   if(!S.tab && !(S.tab = mdh_stab_new()))
     rb_raise(rb_eNoMemError, "memdiag sampler: out of memory");
@@ -137,10 +140,17 @@ static VALUE build_profile(VALUE arg)
     weights += j->entries[i].weight;
     kept++;
   }
+  /* "dump_gc_count N": the GC count at the last heap dump's fork (or an
+   * inline one's start). The plugin takes a sample allocated after it for
+   * another object in a slot freed since that dump; gc_count, now, is
+   * later by the collections the worker ran while a forked dump wrote
+   * (several under load), and let such samples pass for the dump's. */
+  if(j->has_dump_gc_count)
+    snprintf(dump_gc, sizeof dump_gc, ", dump_gc_count %zu", j->dump_gc_count);
   snprintf(j->comment, sizeof j->comment,
-           "memdiag heap profile: pid %ld, gc_count %zu, %zu live samples standing for %llu "
+           "memdiag heap profile: pid %ld, gc_count %zu%s, %zu live samples standing for %llu "
            "allocations (up to %u samples a second)",
-           (long)getpid(), rb_gc_count(), kept, (unsigned long long)weights, S.rate);
+           (long)getpid(), rb_gc_count(), dump_gc, kept, (unsigned long long)weights, S.rate);
   clock_gettime(CLOCK_REALTIME, &now);
   {
     mdh_pprof_input in = {
@@ -177,12 +187,14 @@ static void *gzip_without_gvl(void *arg)
   return NULL;
 }
 
-VALUE mdh_sampler_profile(void)
+VALUE mdh_sampler_profile(int has_dump_gc_count, size_t dump_gc_count)
 {
   struct profile_job j;
   VALUE out;
   memset(&j, 0, sizeof j);
   j.gc_was_disabled = Qtrue;
+  j.has_dump_gc_count = has_dump_gc_count;
+  j.dump_gc_count = dump_gc_count;
   rb_ensure(build_profile, (VALUE)&j, end_profile, (VALUE)&j);
   if(j.rc) {
     free(j.raw);

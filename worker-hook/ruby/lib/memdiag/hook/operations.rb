@@ -174,10 +174,12 @@ module Memdiag
         "; stopped if connection #{req.connection_id} ends first"
       end
 
-      # The allocation sampler's live objects as a gzip'd pprof profile.
+      # The allocation sampler's live objects as a gzip'd pprof profile, with
+      # the GC count of the last heap dump, which the analysis joins its
+      # samples to (docs/analysis.md, Sampled sites).
       def heap_profile(req)
         target = req.stream_target || target_for(req.path, "heap_profile", "pb.gz")
-        Ops::HeapProfile.write(target)
+        Ops::HeapProfile.write(target, dump_gc_count: @heap.last_gc_count)
       end
 
       def allocation_trace_start(req)

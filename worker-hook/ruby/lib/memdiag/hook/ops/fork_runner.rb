@@ -45,10 +45,11 @@ module Memdiag
         # GVL (the application runs meanwhile) or for a CPU.
         # child_run_us / child_wait_us: the child's time on a CPU and waiting
         # for one (/proc/PID/schedstat, read before it is reaped; nil where
-        # that file is missing). slow_note: why a dump that took longer than
+        # that file is missing). gc_count: GC.count in the worker at the fork
+        # (fork_child). slow_note: why a dump that took longer than
         # SLOW_DUMP_US did, or nil.
         Result = Struct.new(:pause_us, :fork_wall_us, :child_us, :child_run_us, :child_wait_us, :message,
-                            keyword_init: true) do
+                            :gc_count, keyword_init: true) do
           def slow_note
             return nil unless child_us > SLOW_DUMP_US && child_run_us && child_wait_us
 
@@ -93,6 +94,7 @@ module Memdiag
           result.fork_wall_us = fork_wall_us
           result.child_run_us = run_us
           result.child_wait_us = wait_us
+          result.gc_count = @gc_count
           result
         ensure
           # Reached with a live child only when this thread is interrupted
@@ -120,8 +122,18 @@ module Memdiag
         # capture doubtful. Under GC.stress (a collection at every
         # allocation) the child collected 66 times between the fork and the
         # dump when it turned collection off itself (4395bb0).
+        #
+        # GC.count is read with collection off (GC.disable has finished any
+        # lazy sweep): every object in the child's dump is live at that
+        # count, and another object at one of their addresses later needs a
+        # collection after it, so its allocation generation is greater. The
+        # analysis tells slots reused after the dump by that count (the heap
+        # profile's dump_gc_count); the count when the dump ended is too late
+        # under load, when the worker collects several times while the child
+        # dumps.
         def fork_child
           was_disabled = GC.disable
+          @gc_count = GC.count
           Thread.current[:memdiag_dump_child] = true
           pid = original_fork.call
         ensure

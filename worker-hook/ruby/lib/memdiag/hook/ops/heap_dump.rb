@@ -29,18 +29,28 @@ module Memdiag
         def initialize(size_factor: DEFAULT_SIZE_FACTOR, fork_headroom_factor: DEFAULT_FORK_HEADROOM_FACTOR)
           @size_factor = size_factor
           @fork_headroom_factor = fork_headroom_factor
+          @last_gc_count = nil
         end
+
+        # GC.count when the last heap dump written was taken: at its fork
+        # (ForkRunner#fork_child), or as an inline one started; nil before
+        # the first and after one that failed. heap_profile writes it in its
+        # comment as dump_gc_count: an object allocated after it is no object
+        # of that dump (docs/analysis.md, Sampled sites).
+        attr_reader :last_gc_count
 
         # Returns the reply fields: path, bytes, mode, pause_us, note. pause_us is
         # how long the application's threads were held: the fork call in fork
         # mode, the whole dump inline (dump_all holds the GVL throughout).
         def write(target, shapes:, mode:, timeout_ms:)
+          @last_gc_count = nil
           notes = []
           chosen, why = choose_mode(mode)
           notes << why if why
           notes << SHAPES_NOTE if !shapes && !SHAPES_KEYWORD
           check_free_space(target)
-          pause_us, fork_wall_us, bytes, slow = dump(target, chosen, shapes, timeout_ms)
+          pause_us, fork_wall_us, bytes, slow, gc_count = dump(target, chosen, shapes, timeout_ms)
+          @last_gc_count = gc_count
           notes << slow if slow
           if fork_wall_us && fork_wall_us > pause_us + 1000
             notes << format("the fork call took %.1f ms by the clock; beyond its pause this thread was " \
@@ -55,7 +65,7 @@ module Memdiag
         def dump(target, chosen, shapes, timeout_ms)
           partial = target.create_temp
           begin
-            pause_us = fork_wall_us = slow = nil
+            pause_us = fork_wall_us = slow = gc_count = nil
             if chosen == "fork"
               result = ForkRunner.new.run(timeout_ms) do
                 write_heap(partial.io, shapes)
@@ -66,12 +76,14 @@ module Memdiag
               pause_us = result.pause_us
               fork_wall_us = result.fork_wall_us
               slow = result.slow_note
+              gc_count = result.gc_count
             else
+              gc_count = GC.count
               started = Clock.now_us
               write_heap(partial.io, shapes)
               pause_us = Clock.now_us - started
             end
-            [pause_us, fork_wall_us, partial.publish, slow]
+            [pause_us, fork_wall_us, partial.publish, slow, gc_count]
           rescue SystemCallError, IOError => e
             raise Failure.error("heap dump to #{where(target)} failed: #{e.message}; nothing was left behind")
           rescue Failure => e

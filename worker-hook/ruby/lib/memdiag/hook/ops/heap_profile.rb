@@ -13,11 +13,14 @@ module Memdiag
       module HeapProfile
         class << self
           # Writes the profile to a Target (file or stream); returns the reply.
-          def write(target)
+          # dump_gc_count: GC.count when the last heap dump was taken
+          # (HeapDump#last_gc_count), written in the profile's comment as
+          # "dump_gc_count N" beside its own "gc_count N"; nil: none.
+          def write(target, dump_gc_count: nil)
             sampler = load_sampler
             stats = sampler.stats
             check_state(stats)
-            data = sampler.profile
+            data = dump_gc_count ? sampler.profile(dump_gc_count) : sampler.profile
             partial = target.create_temp
             begin
               partial.io.write(data)
