@@ -510,11 +510,12 @@ static double sums_slope(const sums *s, double *sse)
   return line.c;
 }
 
-unsigned mdp_course_knee(const double *y, const unsigned char *have, unsigned m, double sd_floor)
+/* The noise variance y's second differences show (at least sd_floor
+ * squared); -1 with fewer than 5 of them. */
+static double second_diff_var(const double *y, const unsigned char *have, unsigned m,
+                              double sd_floor)
 {
-  double d2[MDP_COURSE_MAX_POINTS], ref = -1;
-  if(m > MDP_COURSE_MAX_POINTS)
-    m = MDP_COURSE_MAX_POINTS;
+  double d2[MDP_COURSE_MAX_POINTS];
   unsigned n2 = 0;
   for(unsigned k = 1; k + 1 < m; k++)
     if(!have || (have[k - 1] && have[k] && have[k + 1])) {
@@ -522,31 +523,69 @@ unsigned mdp_course_knee(const double *y, const unsigned char *have, unsigned m,
       d2[n2++] = d * d;
     }
   if(n2 < 5)
-    return 0;
+    return -1;
   /* White noise of variance v: second differences of variance 6 v, their
    * squares' median 0.455 times that. */
   double var = mdp_robust_median(d2, n2) / (6 * 0.455);
-  if(var < sd_floor * sd_floor)
-    var = sd_floor * sd_floor;
-  for(unsigned k = 0; k < m && ref < 0; k++)
+  return var < sd_floor * sd_floor ? sd_floor * sd_floor : var;
+}
+
+/* The longest run of the last points that a straight line fits within
+ * TAIL_CHI times the noise: how many, the first, and their sums (taken
+ * less ref, the first point's value). */
+typedef struct {
+  unsigned n, start;
+  double ref;
+  sums line;
+} tail_run_t;
+
+static void tail_run(const double *y, const unsigned char *have, unsigned m, double var,
+                     tail_run_t *out)
+{
+  memset(out, 0, sizeof(*out));
+  out->ref = -1;
+  for(unsigned k = 0; k < m && out->ref < 0; k++)
     if(!have || have[k])
-      ref = y[k];
-  sums tail = {0};
-  unsigned start = 0, nt = 0;
+      out->ref = y[k];
   for(unsigned k = m; k-- > 0;) {
     if(have && !have[k])
       continue;
-    sums t = tail;
-    sums_add(&t, k, y[k] - ref);
+    sums t = out->line;
+    sums_add(&t, k, y[k] - out->ref);
     double sse;
     sums_slope(&t, &sse);
     if(t.s0 >= 3 && sse > TAIL_CHI * var * (t.s0 - 2))
       break;
-    tail = t;
-    start = k;
-    nt++;
+    out->line = t;
+    out->start = k;
+    out->n++;
   }
-  if(nt < KNEE_AFTER || start < 2)
+}
+
+unsigned mdp_course_tail(const double *y, const unsigned char *have, unsigned m, double sd_floor)
+{
+  if(m > MDP_COURSE_MAX_POINTS)
+    m = MDP_COURSE_MAX_POINTS;
+  double var = second_diff_var(y, have, m, sd_floor);
+  if(var < 0)
+    return 0;
+  tail_run_t run;
+  tail_run(y, have, m, var, &run);
+  return run.n;
+}
+
+unsigned mdp_course_knee(const double *y, const unsigned char *have, unsigned m, double sd_floor)
+{
+  if(m > MDP_COURSE_MAX_POINTS)
+    m = MDP_COURSE_MAX_POINTS;
+  double var = second_diff_var(y, have, m, sd_floor);
+  if(var < 0)
+    return 0;
+  tail_run_t run;
+  tail_run(y, have, m, var, &run);
+  double ref = run.ref;
+  unsigned start = run.start;
+  if(run.n < KNEE_AFTER || start < 2)
     return 0;
   sums before = {0};
   for(unsigned k = start, got = 0; k-- > 0 && got < KNEE_BEFORE;)
@@ -556,7 +595,7 @@ unsigned mdp_course_knee(const double *y, const unsigned char *have, unsigned m,
     }
   if(before.s0 < 2)
     return 0;
-  double b_tail = sums_slope(&tail, NULL), b_before = sums_slope(&before, NULL);
+  double b_tail = sums_slope(&run.line, NULL), b_before = sums_slope(&before, NULL);
   if(!(b_tail > KNEE_GAIN * (b_before > 0 ? b_before : 0) + KNEE_RISE * sqrt(var)))
     return 0;
   return start;

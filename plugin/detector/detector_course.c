@@ -67,6 +67,10 @@ _Static_assert(CB <= MDP_COURSE_MAX_POINTS, "the course fit must hold the ring")
  * of looks began again. */
 #define KNEE_KEEP     6
 #define KNEE_HOLD     2
+/* The points a settling course's tail must run straight (early_judge): as
+ * many as the knee test's run (5 fired two more warm-ups of the `check`
+ * draws, 8 cost leaks and quieted none). */
+#define SETTLE_TAIL   6
 
 void mdp_detector_course_init(mdp_detector *d)
 {
@@ -356,6 +360,13 @@ static int early_judge(mdp_detector *d, double t, early_look *lk, mdp_decision *
                   rise >= MIN_RISE && rise >= RISE_SCATTER * course.scatter &&
                   jump <= STEP_SHARE * rise && mdp_course_ruled_out(&course) >= RULED_OUT &&
                   (c->min_growth_rate <= 0 || slope >= c->min_growth_rate);
+  /* A settling course (a warm-up dying out under a line) must show its
+   * line in a straight tail of SETTLE_TAIL points: a warm-up with a cache
+   * or two loaded as it ends fits that course too, and the steps break
+   * its tail. */
+  if(course_ok && course.kind == MDP_COURSE_SETTLING && !lk->from &&
+     mdp_course_tail(y, have, m, KNEE_SD) < SETTLE_TAIL)
+    course_ok = 0;
   int grown = envelope - lo >= URGENCY_SHARE * room;
   lk->grown = grown;
   lk->firm = mdp_course_ruled_out(&course) >= FIRM;

@@ -144,7 +144,16 @@ class ReplayFamiliesTest < Minitest::Test
             # again, at minute 26: each of its two caches lifts two means
             # part-way, docs/detector.md "What 2026-12-05 changed".)
             %w[--seed 9031] => %w[warmup-082],
-            %w[--seed 9046 --ranges held-out] => %w[warmup-058] }.freeze
+            # (and 9046's warmup-034: below)
+            %w[--seed 9046 --ranges held-out] => %w[warmup-058 warmup-034],
+            # By the early path at minutes 12-27 until a settling course
+            # had to show its line in a straight tail of six points
+            # (SETTLE_TAIL in detector_course.c): warm-ups of 5-13 minutes
+            # with two or three caches loaded as they end, of draws nothing
+            # was tuned on, and held-out-9046 warmup-034 above.
+            %w[--seed 9012] => %w[warmup-015],
+            %w[--seed 9002 --ranges held-out] => %w[warmup-027],
+            %w[--seed 9028 --ranges held-out] => %w[warmup-099] }.freeze
 
   # A course that levels off between NearLimit and the limit, or beyond it,
   # is projected at its slope once the plateaus below NearLimit are ruled

@@ -134,6 +134,24 @@ static void test_leak_after_warmup_has_a_knee(void **st)
   assert_int_equal(mdp_course_knee(y, NULL, 24, 1.5), 0);
 }
 
+/* A leak under a warm-up that dies out runs straight at its end; a
+ * warm-up whose last minutes carry two loaded caches does not (the early
+ * path asks this of a settling course). */
+static void test_tail_runs_straight_after_a_warmup_not_over_caches(void **st)
+{
+  (void)st;
+  double y[N];
+  uint32_t r = 5;
+  for(int i = 0; i < 22; i++)
+    y[i] = 400 - 250 * exp(-i / 4.0) + 12 * i + 2.0 * noise(&r);
+  assert_true(mdp_course_tail(y, NULL, 22, 1.5) >= 10);
+  for(int i = 0; i < 22; i++)
+    y[i] = 780 - 650 * exp(-i / 9.0) + (i >= 17 ? 22 : 0) + (i >= 19 ? 25 : 0) + 2.0 * noise(&r);
+  assert_true(mdp_course_tail(y, NULL, 22, 1.5) < 6);
+  /* Too few points to tell the noise. */
+  assert_int_equal(mdp_course_tail(y, NULL, 5, 1.5), 0);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -143,6 +161,7 @@ int main(void)
       cmocka_unit_test(test_warmup_with_loaded_cache_levels_off),
       cmocka_unit_test(test_holes_and_too_few_points),
       cmocka_unit_test(test_leak_after_warmup_has_a_knee),
+      cmocka_unit_test(test_tail_runs_straight_after_a_warmup_not_over_caches),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
