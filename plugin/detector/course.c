@@ -531,18 +531,22 @@ static double second_diff_var(const double *y, const unsigned char *have, unsign
 }
 
 /* The longest run of the last points that a straight line fits within
- * TAIL_CHI times the noise: how many, the first, and their sums (taken
- * less ref, the first point's value). */
+ * TAIL_CHI times the noise (var, from the second differences): how many,
+ * the first, and their sums (taken less ref, the first point's value). */
 typedef struct {
   unsigned n, start;
-  double ref;
+  double var, ref;
   sums line;
 } tail_run_t;
 
-static void tail_run(const double *y, const unsigned char *have, unsigned m, double var,
-                     tail_run_t *out)
+/* Fills out from y[0..m) (m at most MDP_COURSE_MAX_POINTS); 0 when there
+ * are too few points to tell the noise. */
+static int tail_run(const double *y, const unsigned char *have, unsigned m, double sd_floor,
+                    tail_run_t *out)
 {
   memset(out, 0, sizeof(*out));
+  if((out->var = second_diff_var(y, have, m, sd_floor)) < 0)
+    return 0;
   out->ref = -1;
   for(unsigned k = 0; k < m && out->ref < 0; k++)
     if(!have || have[k])
@@ -554,36 +558,31 @@ static void tail_run(const double *y, const unsigned char *have, unsigned m, dou
     sums_add(&t, k, y[k] - out->ref);
     double sse;
     sums_slope(&t, &sse);
-    if(t.s0 >= 3 && sse > TAIL_CHI * var * (t.s0 - 2))
+    if(t.s0 >= 3 && sse > TAIL_CHI * out->var * (t.s0 - 2))
       break;
     out->line = t;
     out->start = k;
     out->n++;
   }
+  return 1;
 }
 
 unsigned mdp_course_tail(const double *y, const unsigned char *have, unsigned m, double sd_floor)
 {
+  tail_run_t run;
   if(m > MDP_COURSE_MAX_POINTS)
     m = MDP_COURSE_MAX_POINTS;
-  double var = second_diff_var(y, have, m, sd_floor);
-  if(var < 0)
-    return 0;
-  tail_run_t run;
-  tail_run(y, have, m, var, &run);
-  return run.n;
+  return tail_run(y, have, m, sd_floor, &run) ? run.n : 0;
 }
 
 unsigned mdp_course_knee(const double *y, const unsigned char *have, unsigned m, double sd_floor)
 {
+  tail_run_t run;
   if(m > MDP_COURSE_MAX_POINTS)
     m = MDP_COURSE_MAX_POINTS;
-  double var = second_diff_var(y, have, m, sd_floor);
-  if(var < 0)
+  if(!tail_run(y, have, m, sd_floor, &run))
     return 0;
-  tail_run_t run;
-  tail_run(y, have, m, var, &run);
-  double ref = run.ref;
+  double ref = run.ref, var = run.var;
   unsigned start = run.start;
   if(run.n < KNEE_AFTER || start < 2)
     return 0;

@@ -193,10 +193,7 @@ class ReplayFamiliesTest < Minitest::Test
     os = FamilyReplay.run(CTL, "fast-leak", %w[--seed 1007 --ranges held-out],
                           only: %w[fast-leak-005 fast-leak-025])
     assert_equal 2, os.size
-    os.each do |o|
-      assert_operator o.lead_s, :>=, FamilyReplay.lead_needed(o.params),
-                      "#{o.name} #{o.params}: fires at #{o.first_s} s"
-    end
+    assert_all_in_time(os)
   end
 
   # Plain exponential warm-ups (plain_table.rb: no steps, spikes or
@@ -221,10 +218,7 @@ class ReplayFamiliesTest < Minitest::Test
     os = FamilyReplay.run(CTL, "fast-leak", %w[--seed 9060], only: %w[fast-leak-047]) +
          FamilyReplay.run(CTL, "fast-leak", %w[--seed 9028 --ranges held-out], only: %w[fast-leak-031])
     assert_equal 2, os.size
-    os.each do |o|
-      assert_operator o.lead_s, :>=, FamilyReplay.lead_needed(o.params),
-                      "#{o.name} #{o.params}: fires at #{o.first_s} s"
-    end
+    assert_all_in_time(os)
   end
 
   def test_plain_warmups_that_fired_before_stay_quiet
@@ -257,6 +251,14 @@ class ReplayFamiliesTest < Minitest::Test
                                   File.join(__dir__, "plain_table.rb"))
     assert_equal 2, status.exitstatus, out
     assert_match(/not an executable file/, out)
+  end
+
+  # Each outcome fired with the lead asked.
+  def assert_all_in_time(outcomes)
+    outcomes.each do |o|
+      assert_operator o.lead_s, :>=, FamilyReplay.lead_needed(o.params),
+                      "#{o.name} #{o.params}: fires at #{o.first_s} s"
+    end
   end
 
   # Replays the traces named per draw ({draw's generate.rb arguments =>
