@@ -381,12 +381,9 @@ mdp_analysis_samples mdp_sampled_for_analysis(const mdp_sampled_set *last,
    * for the dump's (a decoy site named with 21 of 31 samples, 1 run in 4
    * of heap_profile_sampled_sites under 3 busy loops). An older hook's
    * profile has only its own count, the bound used before. */
-  if(middle && middle->has_dump_gc_count) {
+  if(middle && (middle->has_dump_gc_count || middle->has_gc_count)) {
     a.has_before_gc = 1;
-    a.before_gc = middle->dump_gc_count;
-  } else if(middle && middle->has_gc_count) {
-    a.has_before_gc = 1;
-    a.before_gc = middle->gc_count;
+    a.before_gc = middle->has_dump_gc_count ? middle->dump_gc_count : middle->gc_count;
   }
   return a;
 }

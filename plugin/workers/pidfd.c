@@ -52,21 +52,31 @@ static const char *stat_field(const char *text, int n)
   return p;
 }
 
+/* /proc/PID/stat's text in buf (len bytes at most, NUL-terminated); 0, or
+ * -1 when it cannot be read (the process is gone). */
+static int read_stat(pid_t pid, char *buf, size_t len)
+{
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if(fd < 0)
+    return -1;
+  ssize_t n = read(fd, buf, len - 1);
+  close(fd);
+  if(n <= 0)
+    return -1;
+  buf[n] = '\0';
+  return 0;
+}
+
 /* Start time of pid in ms since boot (/proc/PID/stat field 22, in clock
  * ticks); -1 when it cannot be read. */
 static int64_t start_ms(pid_t pid)
 {
-  char path[64], buf[1024];
+  char buf[1024];
   long hz = sysconf(_SC_CLK_TCK);
-  snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if(fd < 0)
+  if(hz <= 0 || read_stat(pid, buf, sizeof buf) != 0)
     return -1;
-  ssize_t n = read(fd, buf, sizeof(buf) - 1);
-  close(fd);
-  if(n <= 0 || hz <= 0)
-    return -1;
-  buf[n] = '\0';
   const char *p = stat_field(buf, 22);
   if(!p)
     return -1;
@@ -169,19 +179,11 @@ int mdp_pidfd_parse_exiting(const char *text)
 
 int mdp_pidfd_exiting(int pidfd, pid_t pid)
 {
-  char path[64], buf[2048];
-  ssize_t n;
-  int fd, rc;
+  char buf[2048];
+  int rc;
 
-  snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
-  fd = open(path, O_RDONLY | O_CLOEXEC);
-  if(fd < 0)
+  if(read_stat(pid, buf, sizeof buf) != 0)
     return -ESRCH;
-  n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if(n <= 0)
-    return -ESRCH;
-  buf[n] = '\0';
   rc = mdp_pidfd_parse_exiting(buf);
   /* still unreaped after the read: the PID was its own */
   if(pidfd >= 0 && !mdp_pidfd_alive(pidfd))
@@ -208,9 +210,8 @@ static int may_read_exit_code(uid_t uid)
 
 void mdp_pidfd_exit(int pidfd, pid_t pid, uid_t uid, mdp_exit_info *out)
 {
-  char path[64], buf[2048], state;
-  int fd, code, rc;
-  ssize_t n;
+  char buf[2048], state;
+  int code, rc;
 
   out->kind = MDP_EXIT_UNKNOWN;
   out->status = 0;
@@ -222,15 +223,8 @@ void mdp_pidfd_exit(int pidfd, pid_t pid, uid_t uid, mdp_exit_info *out)
     out->status = code;
     return;
   }
-  snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
-  fd = open(path, O_RDONLY | O_CLOEXEC);
-  if(fd < 0)
+  if(read_stat(pid, buf, sizeof buf) != 0)
     goto reaped;
-  n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if(n <= 0)
-    goto reaped;
-  buf[n] = '\0';
   /* still unreaped after the read: the PID was its own */
   if(!mdp_pidfd_alive(pidfd) || mdp_pidfd_parse_stat(buf, &state, &code) != 0)
     goto reaped;
