@@ -567,12 +567,17 @@ static int tail_run(const double *y, const unsigned char *have, unsigned m, doub
   return 1;
 }
 
-unsigned mdp_course_tail(const double *y, const unsigned char *have, unsigned m, double sd_floor)
+unsigned mdp_course_tail(const double *y, const unsigned char *have, unsigned m, double sd_floor,
+                         double *slope)
 {
   tail_run_t run;
   if(m > MDP_COURSE_MAX_POINTS)
     m = MDP_COURSE_MAX_POINTS;
-  return tail_run(y, have, m, sd_floor, &run) ? run.n : 0;
+  if(!tail_run(y, have, m, sd_floor, &run))
+    return 0;
+  if(slope)
+    *slope = sums_slope(&run.line, NULL);
+  return run.n;
 }
 
 unsigned mdp_course_knee(const double *y, const unsigned char *have, unsigned m, double sd_floor)

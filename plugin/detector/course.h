@@ -74,6 +74,13 @@ double mdp_course_plateau(const mdp_course *c);
  * speeding up is not extrapolated. */
 double mdp_course_reach(const mdp_course *c, double x, double level);
 
+/* How many of the last points of y[0..n) lie on one straight line within
+ * 3 times their noise (the run mdp_course_knee looks for); 0 with too few
+ * points to tell the noise. When it is not 0 and slope is not NULL,
+ * *slope is that line's slope (per point). */
+unsigned mdp_course_tail(const double *y, const unsigned char *have, unsigned n, double sd_floor,
+                         double *slope);
+
 /* The last change of slope in y[0..n) (have as for mdp_course_fit): the
  * first of the last points that lie on one straight line, when that line
  * climbs faster than the points before it, as a leak that starts after a
@@ -83,11 +90,6 @@ double mdp_course_reach(const mdp_course *c, double x, double level);
  * counts when its slope is at least twice that of the 6 points before it
  * (or that slope is not positive) plus the noise's standard deviation per
  * point. 0 when there is no such run (or it starts at point 0 or 1). */
-/* How many of the last points of y[0..n) lie on one straight line within
- * 3 times their noise (the run mdp_course_knee looks for); 0 with too few
- * points to tell the noise. */
-unsigned mdp_course_tail(const double *y, const unsigned char *have, unsigned n, double sd_floor);
-
 unsigned mdp_course_knee(const double *y, const unsigned char *have, unsigned n, double sd_floor);
 
 #endif

@@ -343,6 +343,26 @@ static int early_judge(mdp_detector *d, double t, early_look *lk, mdp_decision *
   double reach = course_reach(&course, x_now, level, lk->settle, (double)(m - lk->from));
   double plateau = mdp_course_plateau(&course);
 
+  /* A leak that starts after a warm-up has levelled off bends up from a
+   * level; fitted on the whole ring as a settling or accelerating course,
+   * its slope at x_now can be half the leak's, and the limit hours away. If
+   * its last SETTLE_TAIL points or more run on one line, and that line
+   * climbs faster than the course itself where the line starts (a course
+   * that levels off, a warm-up's, is faster there than the line after it),
+   * it is projected at that line's slope when that is sooner. */
+  double tail_slope = 0;
+  unsigned run = 0;
+  if(!lk->from && (course.kind == MDP_COURSE_SETTLING || course.kind == MDP_COURSE_ACCELERATING) &&
+     room > 0)
+    run = mdp_course_tail(y, have, m, KNEE_SD, &tail_slope);
+  if(run >= SETTLE_TAIL) {
+    unsigned start = m, got = 0;
+    while(start > 0 && got < run)
+      if(have[--start])
+        got++;
+    if(tail_slope > mdp_course_slope(&course, start) && (reach < 0 || room / tail_slope < reach))
+      reach = room / tail_slope;
+  }
   ev->time = t;
   ev->envelope = envelope > 0 ? (uint64_t)envelope : 0;
   ev->slope = slope;
@@ -365,7 +385,7 @@ static int early_judge(mdp_detector *d, double t, early_look *lk, mdp_decision *
    * or two loaded as it ends fits that course too, and the steps break
    * its tail. */
   if(course_ok && course.kind == MDP_COURSE_SETTLING && !lk->from &&
-     mdp_course_tail(y, have, m, KNEE_SD) < SETTLE_TAIL)
+     mdp_course_tail(y, have, m, KNEE_SD, NULL) < SETTLE_TAIL)
     course_ok = 0;
   int grown = envelope - lo >= URGENCY_SHARE * room;
   lk->grown = grown;
@@ -439,25 +459,42 @@ int mdp_detector_course_early(mdp_detector *d, double t, mdp_decision *ev)
   early_look lk = {raw, y, have, m, 0, lo, level, settle, 0, 0};
   int course_ok = early_judge(d, t, &lk, ev);
   /* A leak that started after a warm-up: the course since the last change
-   * of slope, when the whole ring's does not pass (or since the last one
-   * found, for KNEE_HOLD looks). */
-  unsigned knee = course_ok ? 0 : mdp_course_knee(y, have, m, KNEE_SD);
+   * of slope (or since the last one found, for KNEE_HOLD looks), when the
+   * whole ring's fails or passes without having grown its share (its
+   * envelope, under the warm-up's bend, stands lower); the whole ring's
+   * stands when the knee's fails. The knee is looked for at every look, so
+   * that one found stands for the looks after it whatever the whole ring
+   * did. */
+  unsigned knee = mdp_course_knee(y, have, m, KNEE_SD);
   uint64_t first_at = d->cnbucket - m; /* the course bucket of point 0 */
   if(knee) {
     d->cknee = first_at + knee + 1;
     d->cknee_seen = d->cnbucket;
-  } else if(!course_ok && d->cknee > first_at + 2 && d->cknee - 1 + KNEE_KEEP <= first_at + m &&
+  } else if(d->cknee > first_at + 2 && d->cknee - 1 + KNEE_KEEP <= first_at + m &&
             d->cnbucket <= d->cknee_seen + KNEE_HOLD) {
     knee = (unsigned)(d->cknee - 1 - first_at);
 #ifdef MDP_URGENT_DEBUG
     fprintf(stderr, "knee kept %u\n", knee);
 #endif
   }
+  if(course_ok && lk.grown)
+    knee = 0;
   if(knee) {
+    mdp_decision whole = *ev;
+    early_look whole_lk = lk;
+    unsigned char whole_have[CB];
+    memcpy(whole_have, have, m);
     for(unsigned k = 0; k < knee; k++)
       have[k] = 0;
     lk.from = knee;
-    course_ok = early_judge(d, t, &lk, ev);
+    if(early_judge(d, t, &lk, ev)) {
+      course_ok = 1;
+    } else if(course_ok) {
+      *ev = whole;
+      lk = whole_lk;
+      memcpy(have, whole_have, m);
+      knee = 0;
+    }
   }
   /* The whole ring's plateaus, ruled out on the points with their local
    * steps out, must be on the points as seen too (see the view). */

@@ -221,6 +221,30 @@ class ReplayFamiliesTest < Minitest::Test
     assert_all_in_time(os)
   end
 
+  # A leak that starts after a warm-up has levelled off, fitted on the
+  # whole ring, is a settling course whose slope at the last point is about
+  # half the leak's: its plateaus were ruled out, but the limit looked more
+  # than an hour away. When its last points run straight, faster than the
+  # course where they start, it is projected at their line's slope; and the
+  # course since the knee is judged whenever the whole ring's has not grown
+  # its share. Draws nothing was tuned on (standard ranges), on 25bac4f:
+  # fast-leak-043 of 9007 (13.3 MiB/min from minute 18.8) fired at minute
+  # 30 where 29.2 was asked, now at 27; fast-leak-055 of 9011 (10.9 MiB/min
+  # from minute 9.9 under 54 MiB teeth of 83 s) at 24, asked by 23.5, now
+  # at 19; fast-leak-007 of 9025 (14.6 MiB/min from minute 19 under 49 MiB
+  # teeth of 300 s) at 31, asked by 29.8, now at 27. fast-leak-043 of 9019
+  # (14.9 MiB/min from minute 17), in time on 25bac4f (26, asked by 26.5),
+  # fired at 27 while a knee found at a look the whole ring passed was
+  # forgotten: it now fires at 25.
+  def test_a_leak_after_a_warmup_is_projected_at_its_tails_slope
+    os = [[9007, "fast-leak-043"], [9011, "fast-leak-055"], [9025, "fast-leak-007"],
+          [9019, "fast-leak-043"]].flat_map do |seed, name|
+      FamilyReplay.run(CTL, "fast-leak", ["--seed", seed.to_s], only: [name])
+    end
+    assert_equal 4, os.size
+    assert_all_in_time(os)
+  end
+
   def test_plain_warmups_that_fired_before_stay_quiet
     PLAIN_QUIET.each do |seed, only|
       rows = PlainTable.run(CTL, seed, only: only)
