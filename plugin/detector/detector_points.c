@@ -113,6 +113,7 @@ void mdp_detector_course_add(mdp_detector *d, double t, uint64_t v)
 #define DROP_NOISE     3.0
 #define SAW_CONSISTENT 0.5
 #define LONE_DROP      2.0
+#define SAW_FIRST      3.0
 
 static double det3(const double a[3][3])
 {
@@ -386,7 +387,8 @@ static void tooth_means(const mdp_detector *d, unsigned m, const saw_points *sp,
  * bucket's level at its start, its least sample less the pace (have[k] 0
  * for an empty one; the buckets closed before any pace was known, their
  * minimum less the usual gap between the two). Under a sawtooth (two
- * drops or more, docs/detector.md "The early path") a drop's trough, and
+ * drops or more at a steady period, the first within SAW_FIRST periods of
+ * the first point; docs/detector.md "The early path") a drop's trough, and
  * every other minimum less the ramp its tooth climbed since its drop; the
  * ramp is what the drops gave back over their teeth (each drop returns
  * what its ramp climbed over the tooth, less the ramp and the envelope's
@@ -431,6 +433,14 @@ void mdp_detector_course_points(const mdp_detector *d, unsigned m, double *y, un
   si->period = drop_times(&sp, m, med);
   if(!(si->period > 0))
     return;
+  /* A sawtooth drops from the first points on: SAW_FIRST periods or more
+   * of points before its first drop, with none there, say the drops are
+   * the noise's (two falls of a few MiB during a warm-up's level), and
+   * taking out the points before them took out the warm-up. */
+  if(sp.first_drop > SAW_FIRST * si->period) {
+    si->period = 0;
+    return;
+  }
   double fitted = tooth_phases(&sp, have, m, si->period);
   double climbed = 0;
   for(unsigned i = 0; i < nd; i++)

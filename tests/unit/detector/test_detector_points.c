@@ -244,6 +244,34 @@ static void test_sawtooth_points_are_their_teeth_means(void **state)
   assert_true(spread(used, n) < 3.8);
 }
 
+/* A warm-up that has levelled off at 450 MiB (+-3 MiB of noise), and a
+ * leak of 11 MiB/min from minute 15; two pairs of samples 14 MiB high
+ * fall back at minutes 12.2 and 13.8, below both samples before them, as
+ * a sawtooth's teeth would. Two drops 1.7 minutes apart after 12 minutes
+ * with none are no sawtooth (one drops from the first points on), and no
+ * point before them is left out (on 7e31ba5 the ten before minute 10.5
+ * were, and the leak was judged from the level: fast-leak-011 of draw
+ * 9051, replay_families). */
+static double level_then_leak(double t) { return 450 + (t > 900 ? 11 * (t - 900) / 60 : 0); }
+static double two_blips(double t)
+{
+  return (t >= 710 && t <= 720) || (t >= 810 && t <= 820) ? 14 : 0;
+}
+
+static void test_two_noise_falls_after_a_level_are_no_sawtooth(void **state)
+{
+  (void)state;
+  double ep[MDP_DETECTOR_COURSE_BUCKETS], em[MDP_DETECTOR_COURSE_BUCKETS];
+  mdp_detector_saw si;
+  unsigned m = feed_and_read_saw(level_then_leak, two_blips, 3, 24, ep, em, &si);
+  print_message("%u drops, period %.2f buckets\n", si.drops, si.period);
+  assert_true(m >= 22);
+  assert_int_equal(si.drops, 2);
+  assert_true(si.period == 0);
+  for(unsigned k = 0; k < m; k++)
+    assert_false(isnan(ep[k]));
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -252,6 +280,7 @@ int main(void)
       cmocka_unit_test(test_sawtooth_points_do_not_drift_with_the_troughs_lag),
       cmocka_unit_test(test_small_teeth_on_a_fast_leak_are_found),
       cmocka_unit_test(test_sawtooth_points_are_their_teeth_means),
+      cmocka_unit_test(test_two_noise_falls_after_a_level_are_no_sawtooth),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
