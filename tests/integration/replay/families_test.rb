@@ -11,7 +11,7 @@
 # at most 1 of the 720 warm-ups of six more draws (seeds 31337, 11 and 12
 # standard, 31338, 13 and 14 held-out; 15 on the build of 2026-12-02's
 # start, 95e017b, 11 on 72b1131, 10 on 42559c6, 7 on a2ca200, 5 on
-# da780b0, 4 with WarmupTime 2 h on 8298a69), and at least 256 of their
+# da780b0, 4 with WarmupTime 2 h on 8298a69), and at least 276 of their
 # 360 fast leaks meet the lead asked
 # (220 on 95e017b,
 # 245 on 6f159d5, 246 on 72b1131, 250 on 42559c6: the one lost is the
@@ -20,7 +20,9 @@
 # course's points are taken less the pace (from the minima's rises) and
 # the plateaus ruled out at 0.2 of the 99 % point; 256 since a
 # sawtooth's drops are timed by its period and its falls judged with what
-# the trend took off them). Named warm-ups of the tune draws that fired on
+# the trend took off them; 274 on 25bac4f, 277 since a leak after a
+# warm-up is projected at its straight tail's slope and drops that start
+# late are no sawtooth: the bound is one under that). Named warm-ups of the tune draws that fired on
 # 72b1131, 42559c6 or 06aeb9e, and of plain_table.rb's plain warm-ups that
 # fired on a2ca200, stay quiet. It does not yet assert the issue's
 # acceptance (no warm-up fires; every fast leak 50 minutes ahead): that
@@ -88,7 +90,7 @@ class ReplayFamiliesTest < Minitest::Test
       in_time += leaks.count(&:ok)
     end
     assert_operator fired.size, :<=, 1, "warm-ups of the fresh draws that fire: #{fired.join(' ')}"
-    assert_operator in_time, :>=, 256, "fast leaks of the fresh draws that meet the lead asked"
+    assert_operator in_time, :>=, 276, "fast leaks of the fresh draws that meet the lead asked"
   end
 
   # Plain leaks of 12.9-14.8 MiB/min under +-8-10 MiB of noise (the tune
