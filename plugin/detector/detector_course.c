@@ -352,10 +352,9 @@ static int early_judge(mdp_detector *d, double t, early_look *lk, mdp_decision *
    * it is projected at that line's slope when that is sooner. */
   double tail_slope = 0;
   unsigned run = 0;
-  if(!lk->from && (course.kind == MDP_COURSE_SETTLING || course.kind == MDP_COURSE_ACCELERATING) &&
-     room > 0)
+  if(!lk->from && (course.kind == MDP_COURSE_SETTLING || course.kind == MDP_COURSE_ACCELERATING))
     run = mdp_course_tail(y, have, m, KNEE_SD, &tail_slope);
-  if(run >= SETTLE_TAIL) {
+  if(run >= SETTLE_TAIL && room > 0) {
     unsigned start = m, got = 0;
     while(start > 0 && got < run)
       if(have[--start])
@@ -384,8 +383,7 @@ static int early_judge(mdp_detector *d, double t, early_look *lk, mdp_decision *
    * line in a straight tail of SETTLE_TAIL points: a warm-up with a cache
    * or two loaded as it ends fits that course too, and the steps break
    * its tail. */
-  if(course_ok && course.kind == MDP_COURSE_SETTLING && !lk->from &&
-     mdp_course_tail(y, have, m, KNEE_SD, NULL) < SETTLE_TAIL)
+  if(course_ok && course.kind == MDP_COURSE_SETTLING && !lk->from && run < SETTLE_TAIL)
     course_ok = 0;
   int grown = envelope - lo >= URGENCY_SHARE * room;
   lk->grown = grown;
