@@ -568,15 +568,17 @@ static int tail_run(const double *y, const unsigned char *have, unsigned m, doub
 }
 
 unsigned mdp_course_tail(const double *y, const unsigned char *have, unsigned m, double sd_floor,
-                         double *slope)
+                         mdp_course_run *out)
 {
   tail_run_t run;
   if(m > MDP_COURSE_MAX_POINTS)
     m = MDP_COURSE_MAX_POINTS;
   if(!tail_run(y, have, m, sd_floor, &run))
     return 0;
-  if(slope)
-    *slope = sums_slope(&run.line, NULL);
+  if(out) {
+    out->start = run.start;
+    out->slope = sums_slope(&run.line, NULL);
+  }
   return run.n;
 }
 

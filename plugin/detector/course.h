@@ -74,12 +74,19 @@ double mdp_course_plateau(const mdp_course *c);
  * speeding up is not extrapolated. */
 double mdp_course_reach(const mdp_course *c, double x, double level);
 
+/* The straight run of the last points (mdp_course_tail): the first of
+ * them and the line's slope (per point). */
+typedef struct {
+  unsigned start;
+  double slope;
+} mdp_course_run;
+
 /* How many of the last points of y[0..n) lie on one straight line within
  * 3 times their noise (the run mdp_course_knee looks for); 0 with too few
- * points to tell the noise. When it is not 0 and slope is not NULL,
- * *slope is that line's slope (per point). */
+ * points to tell the noise. When it is not 0 and run is not NULL, *run
+ * says where the run starts and how steeply it climbs. */
 unsigned mdp_course_tail(const double *y, const unsigned char *have, unsigned n, double sd_floor,
-                         double *slope);
+                         mdp_course_run *run);
 
 /* The last change of slope in y[0..n) (have as for mdp_course_fit): the
  * first of the last points that lie on one straight line, when that line

@@ -350,18 +350,13 @@ static int early_judge(mdp_detector *d, double t, early_look *lk, mdp_decision *
    * climbs faster than the course itself where the line starts (a course
    * that levels off, a warm-up's, is faster there than the line after it),
    * it is projected at that line's slope when that is sooner. */
-  double tail_slope = 0;
+  mdp_course_run tail = {0};
   unsigned run = 0;
   if(!lk->from && (course.kind == MDP_COURSE_SETTLING || course.kind == MDP_COURSE_ACCELERATING))
-    run = mdp_course_tail(y, have, m, KNEE_SD, &tail_slope);
-  if(run >= SETTLE_TAIL && room > 0) {
-    unsigned start = m, got = 0;
-    while(start > 0 && got < run)
-      if(have[--start])
-        got++;
-    if(tail_slope > mdp_course_slope(&course, start) && (reach < 0 || room / tail_slope < reach))
-      reach = room / tail_slope;
-  }
+    run = mdp_course_tail(y, have, m, KNEE_SD, &tail);
+  if(run >= SETTLE_TAIL && room > 0 && tail.slope > mdp_course_slope(&course, tail.start) &&
+     (reach < 0 || room / tail.slope < reach))
+    reach = room / tail.slope;
   ev->time = t;
   ev->envelope = envelope > 0 ? (uint64_t)envelope : 0;
   ev->slope = slope;
@@ -478,19 +473,21 @@ int mdp_detector_course_early(mdp_detector *d, double t, mdp_decision *ev)
   if(course_ok && lk.grown)
     knee = 0;
   if(knee) {
-    mdp_decision whole = *ev;
-    early_look whole_lk = lk;
-    unsigned char whole_have[CB];
-    memcpy(whole_have, have, m);
-    for(unsigned k = 0; k < knee; k++)
-      have[k] = 0;
-    lk.from = knee;
-    if(early_judge(d, t, &lk, ev)) {
+    /* Judged on a copy: the whole ring's points and decision stand unless
+     * the knee's course passes. */
+    unsigned char since[CB];
+    memcpy(since, have, m);
+    memset(since, 0, knee);
+    early_look klk = lk;
+    mdp_decision kev;
+    klk.have = since;
+    klk.from = knee;
+    if(early_judge(d, t, &klk, &kev)) {
+      *ev = kev;
+      lk.grown = klk.grown;
+      lk.firm = klk.firm;
       course_ok = 1;
     } else if(course_ok) {
-      *ev = whole;
-      lk = whole_lk;
-      memcpy(have, whole_have, m);
       knee = 0;
     }
   }

@@ -22,9 +22,9 @@
 # sawtooth's drops are timed by its period and its falls judged with what
 # the trend took off them; 274 on 25bac4f, 277 since a leak after a
 # warm-up is projected at its straight tail's slope and drops that start
-# late are no sawtooth: the bound is one under that). Named warm-ups of the tune draws that fired on
-# 72b1131, 42559c6 or 06aeb9e, and of plain_table.rb's plain warm-ups that
-# fired on a2ca200, stay quiet. It does not yet assert the issue's
+# late are no sawtooth: the bound is one under that). Named warm-ups of
+# the tune draws that fired on 72b1131, 42559c6 or 06aeb9e, and of
+# plain_table.rb's plain warm-ups that fired on a2ca200, stay quiet. It does not yet assert the issue's
 # acceptance (no warm-up fires; every fast leak 50 minutes ahead): that
 # does not hold.
 require "minitest/autorun"

@@ -144,16 +144,16 @@ static void test_tail_runs_straight_after_a_warmup_not_over_caches(void **st)
   uint32_t r = 5;
   for(int i = 0; i < 22; i++)
     y[i] = 400 - 250 * exp(-i / 4.0) + 12 * i + 2.0 * noise(&r);
-  double slope = 0;
-  assert_true(mdp_course_tail(y, NULL, 22, 1.5, &slope) >= 10);
+  mdp_course_run run = {0};
+  assert_true(mdp_course_tail(y, NULL, 22, 1.5, &run) >= 10);
   /* The tail's line climbs at about the leak's pace (12 a point, with a
    * little of the warm-up's end), not the warm-up's (62 at first). */
-  assert_true(slope > 12 && slope < 15);
+  assert_true(run.slope > 12 && run.slope < 15);
   for(int i = 0; i < 22; i++)
     y[i] = 780 - 650 * exp(-i / 9.0) + (i >= 17 ? 22 : 0) + (i >= 19 ? 25 : 0) + 2.0 * noise(&r);
   assert_true(mdp_course_tail(y, NULL, 22, 1.5, NULL) < 6);
   /* Too few points to tell the noise. */
-  assert_int_equal(mdp_course_tail(y, NULL, 5, 1.5, &slope), 0);
+  assert_int_equal(mdp_course_tail(y, NULL, 5, 1.5, &run), 0);
 }
 
 int main(void)
