@@ -35,7 +35,10 @@ typedef struct {
  * was known gives its minimum less the usual gap between the two), or
  * under a GC sawtooth its trough or its minimum less the ramp its tooth
  * climbed (under short teeth of real drops, the mean of its samples less
- * the ramp each climbed), each moved to its bucket's start. Fills si. */
+ * the ramp each climbed), each moved to its bucket's start; where no
+ * sawtooth's ramp is taken out, the mean of its samples less its largest,
+ * moved so and less the buckets' usual offset above that level (a bucket
+ * whose mean stands far off keeps its level). Fills si. */
 void mdp_detector_course_points(const mdp_detector *d, unsigned m, double *y, unsigned char *have,
                                 mdp_detector_saw *si);
 

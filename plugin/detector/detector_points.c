@@ -4,7 +4,8 @@
  * the buckets before it), or under a GC sawtooth its trough, or its
  * minimum less the ramp its tooth climbed, or (teeth of real drops and up
  * to MEAN_PERIOD buckets) the mean of its samples less the ramp each
- * climbed. Pure code, as the rest of the detector. */
+ * climbed; without a sawtooth's ramp, the mean of its samples less its
+ * largest (plain_means). Pure code, as the rest of the detector. */
 #include <math.h>
 #include <string.h>
 
@@ -336,10 +337,27 @@ static double drop_times(saw_points *sp, unsigned m, double gap)
 #define MEAN_PERIOD  5.0
 #define MEAN_OFF     (8.0 * MIB)
 #define MEAN_SCATTER 3.0
+/* The usual offset of the buckets' means above their points (the median
+ * of off[0..n)) and the bar past which a mean stands off it: floor, or
+ * MEAN_SCATTER times the offsets' scatter (their median absolute
+ * deviation, scaled to a normal's standard one). 0 with fewer than 3. */
+static int mean_offsets(const double *off, unsigned n, double floor, double *usual, double *bar)
+{
+  double dev[CB];
+  if(n < 3)
+    return 0;
+  memcpy(dev, off, n * sizeof(off[0]));
+  *usual = mdp_robust_median(dev, n);
+  for(unsigned i = 0; i < n; i++)
+    dev[i] = fabs(off[i] - *usual);
+  *bar = fmax(floor, MEAN_SCATTER * 1.4826 * mdp_robust_median(dev, n));
+  return 1;
+}
+
 static void tooth_means(const mdp_detector *d, unsigned m, const saw_points *sp,
                         const mdp_detector_saw *si, double *y, const unsigned char *have)
 {
-  double falls[CB], mean[CB], off[CB], dev[CB];
+  double falls[CB], mean[CB], off[CB];
   unsigned char use[CB];
   unsigned nd = si->drops, n_off = 0;
   memcpy(falls, sp->falls, nd * sizeof(falls[0]));
@@ -368,19 +386,69 @@ static void tooth_means(const mdp_detector *d, unsigned m, const saw_points *sp,
     off[n_off++] = mean[k] - y[k];
     use[k] = 1;
   }
-  if(n_off < 3)
+  double usual, bar;
+  if(!mean_offsets(off, n_off, MEAN_OFF, &usual, &bar))
     return;
-  memcpy(dev, off, n_off * sizeof(off[0]));
-  double usual = mdp_robust_median(dev, n_off);
-  for(unsigned i = 0; i < n_off; i++)
-    dev[i] = fabs(off[i] - usual);
-  /* The median absolute deviation, scaled to a normal's standard one. */
-  double bar = fmax(MEAN_OFF, MEAN_SCATTER * 1.4826 * mdp_robust_median(dev, n_off));
   for(unsigned k = 0; k < m; k++) {
     if(!use[k])
       continue;
     y[k] = fabs(mean[k] - y[k] - usual) <= bar ? mean[k] : y[k] + usual;
   }
+}
+
+/* Without a sawtooth's ramp taken out, each bucket's point is the mean of
+ * its samples less its largest (a one-sample spike), moved to its
+ * bucket's start along the slope of the points about it, less the buckets' usual offset
+ * of that mean above their least sample less the pace: the same level, a
+ * steadier figure. The least of six samples is one sample's noise picked
+ * low: under noise of a normal's shape it scattered 1.8 times as far as
+ * this mean (test_detector_points), and under uniform noise about as far.
+ * A bucket whose mean stands off its point by more than PLAIN_OFF and
+ * MEAN_SCATTER times the offsets' scatter beyond the usual offset keeps
+ * its point, as under tooth_means. */
+#define PLAIN_OFF  (8.0 * MIB)
+/* The slope (per bucket) of a least-squares line through the points of
+ * y from k - PLAIN_NEAR to k + PLAIN_NEAR; 0 with fewer than 3. */
+#define PLAIN_NEAR 4
+static double local_slope(const double *y, const unsigned char *have, unsigned m, unsigned k)
+{
+  double sx = 0, sy = 0, sxx = 0, sxy = 0, n = 0;
+  unsigned from = k > PLAIN_NEAR ? k - PLAIN_NEAR : 0, to = k + PLAIN_NEAR + 1;
+  for(unsigned i = from; i < to && i < m; i++) {
+    if(!have[i])
+      continue;
+    sx += i;
+    sy += y[i];
+    sxx += (double)i * i;
+    sxy += i * y[i];
+    n++;
+  }
+  double den = n * sxx - sx * sx;
+  return n >= 3 && den > 0 ? (n * sxy - sx * sy) / den : 0;
+}
+
+static void plain_means(const mdp_detector *d, unsigned m, double *y, const unsigned char *have)
+{
+  double mean[CB], off[CB];
+  unsigned char use[CB];
+  unsigned n_off = 0;
+  for(unsigned k = 0; k < m; k++) {
+    const mdp_detector_point *b = mdp_detector_course_bucket(d, m, k);
+    use[k] = 0;
+    if(!have[k] || b->count < 3)
+      continue;
+    double c = b->count;
+    mean[k] = (double)b->min + ((double)b->sum - (double)b->spread) / (c - 1) -
+              local_slope(y, have, m, k) * b->sum_at / c;
+    off[n_off++] = mean[k] - y[k];
+    use[k] = 1;
+  }
+  double usual, bar;
+  if(!mean_offsets(off, n_off, PLAIN_OFF, &usual, &bar))
+    return;
+  for(unsigned k = 0; k < m; k++)
+    if(use[k] && fabs(mean[k] - y[k] - usual) <= bar)
+      y[k] = mean[k] - usual;
 }
 
 /* The course points of the last m closed buckets, oldest first: each
@@ -398,8 +466,8 @@ static void tooth_means(const mdp_detector *d, unsigned m, const saw_points *sp,
  * its drop's time on the period's line (drop_times), not from its trough.
  * Each point is then moved from where it was seen to its bucket's start
  * along the points' slope. */
-void mdp_detector_course_points(const mdp_detector *d, unsigned m, double *y, unsigned char *have,
-                                mdp_detector_saw *si)
+static void course_points(const mdp_detector *d, unsigned m, double *y, unsigned char *have,
+                          mdp_detector_saw *si)
 {
   saw_points sp;
 
@@ -480,4 +548,12 @@ void mdp_detector_course_points(const mdp_detector *d, unsigned m, double *y, un
       y[k] = sp.y[k] - sp.slope * (sp.x[k] - k);
   }
   tooth_means(d, m, &sp, si, y, have);
+}
+
+void mdp_detector_course_points(const mdp_detector *d, unsigned m, double *y, unsigned char *have,
+                                mdp_detector_saw *si)
+{
+  course_points(d, m, y, have, si);
+  if(!(si->ramp > 0))
+    plain_means(d, m, y, have);
 }
