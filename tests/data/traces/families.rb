@@ -3,7 +3,8 @@
 # checks a class of shapes, not a handful of curves. Made at test time by
 #
 #   ruby tests/data/traces/generate.rb --family warmup|fast-leak \
-#        [--seed N] [--count N] [--ranges standard|held-out] OUTDIR
+#        [--seed N] [--count N] [--ranges standard|held-out]
+#        [--noise uniform|normal] OUTDIR
 #
 # which writes OUTDIR/<family>-NNN.csv (collectd csv, one sample every 10 s
 # from epoch 1790000000, bytes) and OUTDIR/<family>.json: one object per
@@ -18,6 +19,9 @@
 #   plain, under a GC sawtooth, under a warm-up that runs with the leak from
 #   start, or after a warm-up (the leak starting 5-20 min in). Stops at the
 #   first sample at or above 1 GiB.
+#
+# The noise is uniform within +-noise_mib, or with --noise normal of a
+# normal's shape and the same variance (NormalNoise).
 #
 # The held-out ranges draw from the same classes differently (log-uniform
 # time constants, wider bases, sawtooth periods and noise) for a check on
@@ -153,14 +157,16 @@ module Families
     limit_t
   end
 
-  def self.write(outdir, family, seed, count, ranges)
+  NOISES = { "uniform" => Noise, "normal" => NormalNoise }.freeze
+
+  def self.write(outdir, family, seed, count, ranges, noise_kind = "uniform")
     r = RANGES.fetch(ranges)
     rng = Random.new(seed)
     index = {}
     count.times do |i|
       name = format("%s-%03d", family, i)
       p = family == "warmup" ? warmup_params(rng, r, i) : leak_params(rng, r, i)
-      noise = Noise.new(noise_seed(seed, i))
+      noise = NOISES.fetch(noise_kind).new(noise_seed(seed, i))
       p[:limit_s] = write_trace(File.join(outdir, "#{name}.csv"), family, p, noise,
                                 seconds: 6 * 3600, stop_at_limit: family == "fast-leak")
       index[name] = p
@@ -173,7 +179,7 @@ module Families
 
   USAGE = "usage: generate.rb [OUTDIR]\n" \
           "       generate.rb --family warmup|fast-leak [--seed N] [--count N] " \
-          "[--ranges standard|held-out] OUTDIR"
+          "[--ranges standard|held-out] [--noise uniform|normal] OUTDIR"
 
   # Exits 2 with the usage line and what was wrong (no backtrace).
   def self.refuse(why)
@@ -201,7 +207,7 @@ module Families
   end
 
   def self.main(argv)
-    opts = { ranges: "standard" }
+    opts = { ranges: "standard", noise: "uniform" }
     args = argv.dup
     while (a = args.shift)
       case a
@@ -209,6 +215,7 @@ module Families
       when "--seed" then opts[:seed] = number(a, args.shift)
       when "--count" then opts[:count] = number(a, args.shift, min: 1)
       when "--ranges" then opts[:ranges] = args.shift || refuse("--ranges wants a name")
+      when "--noise" then opts[:noise] = args.shift || refuse("--noise wants a name")
       when /\A-/ then refuse("unknown option #{a}")
       else
         refuse("one OUTDIR, not #{opts[:outdir]} and #{a}") if opts[:outdir]
@@ -218,8 +225,9 @@ module Families
     family = opts[:family]
     refuse("--family must be warmup or fast-leak, not #{family.inspect}") unless DEFAULT_SEED.key?(family)
     refuse("--ranges must be standard or held-out, not #{opts[:ranges].inspect}") unless RANGES.key?(opts[:ranges])
+    refuse("--noise must be uniform or normal, not #{opts[:noise].inspect}") unless NOISES.key?(opts[:noise])
     refuse("no OUTDIR") unless opts[:outdir]
     write(outdir(opts[:outdir]), family, opts[:seed] || DEFAULT_SEED[family],
-          opts[:count] || DEFAULT_COUNT[family], opts[:ranges])
+          opts[:count] || DEFAULT_COUNT[family], opts[:ranges], opts[:noise])
   end
 end

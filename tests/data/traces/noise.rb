@@ -13,3 +13,22 @@ class Noise
     @s / 2147483647.5 - 1.0
   end
 end
+
+# The same sequence shaped as a normal's noise (Box-Muller on two draws),
+# scaled by 1/sqrt(3) so that its variance is the uniform noise's: a trace
+# made with either at the same amplitude has the same noise power, and the
+# normal's lows stray further (tests/integration/replay/families_test.rb).
+class NormalNoise < Noise
+  def next
+    if @spare
+      v = @spare
+      @spare = nil
+      return v
+    end
+    u1 = (super + 1) / 2
+    u2 = (super + 1) / 2
+    r = Math.sqrt(-2 * Math.log([u1, 1e-12].max)) / Math.sqrt(3)
+    @spare = r * Math.sin(2 * Math::PI * u2)
+    r * Math.cos(2 * Math::PI * u2)
+  end
+end

@@ -45,6 +45,8 @@ class TracesGeneratedTest < Minitest::Test
         %w[--family warmup] => "no OUTDIR",
         %w[--family nope out] => "--family must be warmup or fast-leak",
         %w[--family warmup --ranges wide out] => "--ranges must be standard or held-out",
+        %w[--family warmup --noise pink out] => "--noise must be uniform or normal",
+        %w[--family warmup --noise] => "--noise wants a name",
         %w[--family warmup --count many out] => "--count wants a whole number",
         %w[--family warmup --count 0 out] => "--count wants a number of at least 1",
         %w[--family warmup --seed] => "--seed wants a whole number",
@@ -63,6 +65,21 @@ class TracesGeneratedTest < Minitest::Test
       assert_equal ["a-file"], Dir.children(tmp), "a refused run wrote something"
       assert_equal "kept\n", File.read(file)
     end
+  end
+
+  # --noise normal: the same variance as the uniform noise (a third), with
+  # lows beyond the uniform's bound.
+  def test_normal_noise_has_the_uniforms_variance
+    require_relative "../../data/traces/noise"
+    uniform = Noise.new(12_345)
+    normal = NormalNoise.new(12_345)
+    u = Array.new(20_000) { uniform.next }
+    n = Array.new(20_000) { normal.next }
+    var = ->(v) { v.sum { |x| x * x } / v.size }
+    assert_in_delta 1.0 / 3, var.call(u), 0.01
+    assert_in_delta 1.0 / 3, var.call(n), 0.01
+    assert_operator u.min, :>=, -1
+    assert_operator n.min, :<, -1.5
   end
 
   # A family's OUTDIR that does not exist yet is made, as a user expects.
