@@ -404,8 +404,9 @@ static void tooth_means(const mdp_detector *d, unsigned m, const saw_points *sp,
  * low: under noise of a normal's shape it scattered 1.8 times as far as
  * this mean (test_detector_points), and under uniform noise about as far.
  * A bucket whose mean stands off its point by more than PLAIN_OFF and
- * MEAN_SCATTER times the offsets' scatter beyond the usual offset keeps
- * its point, as under tooth_means. */
+ * MEAN_SCATTER times the offsets' scatter beyond the usual offset (a cache
+ * loaded within it lifts its mean part-way) gives its least sample less
+ * the usual gap (below). */
 #define PLAIN_OFF  (8.0 * MIB)
 /* The slope (per bucket) of a least-squares line through the points of
  * y from k - PLAIN_NEAR to k + PLAIN_NEAR; 0 with fewer than 3. */
@@ -446,9 +447,25 @@ static void plain_means(const mdp_detector *d, unsigned m, double *y, const unsi
   double usual, bar;
   if(!mean_offsets(off, n_off, PLAIN_OFF, &usual, &bar))
     return;
+  /* A bucket whose mean stands off keeps its least sample less the usual
+   * gap between the least sample and the point, not its least sample less
+   * the pace: on a warm-up still steep the pace (the least rise of the
+   * minima before) runs ahead of the bucket's own, and that point came out
+   * 14 MiB low (test_a_steep_warmups_points_keep_to_its_level); a cache
+   * loaded within the bucket comes after its least sample either way. */
+  double gap[CB];
+  unsigned ng = 0;
   for(unsigned k = 0; k < m; k++)
     if(use[k] && fabs(mean[k] - y[k] - usual) <= bar)
-      y[k] = mean[k] - usual;
+      gap[ng++] = (double)mdp_detector_course_bucket(d, m, k)->min - (mean[k] - usual);
+  double g = ng ? mdp_robust_median(gap, ng) : 0;
+  for(unsigned k = 0; k < m; k++) {
+    if(!use[k])
+      continue;
+    y[k] = fabs(mean[k] - y[k] - usual) <= bar
+               ? mean[k] - usual
+               : (double)mdp_detector_course_bucket(d, m, k)->min - g;
+  }
 }
 
 /* The course points of the last m closed buckets, oldest first: each
