@@ -357,7 +357,7 @@ static int mean_offsets(const double *off, unsigned n, double floor, double *usu
 static void tooth_means(const mdp_detector *d, unsigned m, const saw_points *sp,
                         const mdp_detector_saw *si, double *y, const unsigned char *have)
 {
-  double falls[CB], mean[CB], off[CB];
+  double falls[CB], mean[CB], off[CB] = {0};
   unsigned char use[CB];
   unsigned nd = si->drops, n_off = 0;
   memcpy(falls, sp->falls, nd * sizeof(falls[0]));
@@ -430,7 +430,7 @@ static double local_slope(const double *y, const unsigned char *have, unsigned m
 
 static void plain_means(const mdp_detector *d, unsigned m, double *y, const unsigned char *have)
 {
-  double mean[CB], off[CB];
+  double mean[CB], off[CB] = {0};
   unsigned char use[CB];
   unsigned n_off = 0;
   for(unsigned k = 0; k < m; k++) {
