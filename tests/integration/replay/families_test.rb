@@ -322,7 +322,7 @@ class ReplayFamiliesTest < Minitest::Test
   # with a Ruby error.
   def test_tools_ask_for_memdiagctl
     env = { "MEMDIAG_CTL" => nil }
-    %w[plain_table.rb family_table.rb].each do |tool|
+    %w[plain_table.rb family_table.rb draws_table.rb].each do |tool|
       out, status = Open3.capture2e(env, RbConfig.ruby, File.join(__dir__, tool))
       assert_equal 2, status.exitstatus, "#{tool}: #{out}"
       assert_match(/usage: MEMDIAG_CTL=memdiagctl ruby #{tool}/, out)
@@ -332,6 +332,10 @@ class ReplayFamiliesTest < Minitest::Test
                                   File.join(__dir__, "plain_table.rb"))
     assert_equal 2, status.exitstatus, out
     assert_match(/not an executable file/, out)
+    out, status = Open3.capture2e({ "MEMDIAG_CTL" => CTL }, RbConfig.ruby,
+                                  File.join(__dir__, "draws_table.rb"), "9001..9003", "wide")
+    assert_equal 2, status.exitstatus, out
+    assert_match(/usage: MEMDIAG_CTL=memdiagctl ruby draws_table.rb FIRST..LAST/, out)
   end
 
   # Each outcome fired with the lead asked.
