@@ -398,9 +398,9 @@ static void tooth_means(const mdp_detector *d, unsigned m, const saw_points *sp,
 
 /* Without a sawtooth's ramp taken out, each bucket's point is the mean of
  * its samples less its largest (a one-sample spike), moved to its
- * bucket's start along the slope of the points about it, less the buckets' usual offset
- * of that mean above their least sample less the pace: the same level, a
- * steadier figure. The least of six samples is one sample's noise picked
+ * bucket's start along the slope of the points about it, less the
+ * buckets' usual offset of that mean above their least sample less the
+ * pace: the same level, a steadier figure. The least of six samples is one sample's noise picked
  * low: under noise of a normal's shape it scattered 1.8 times as far as
  * this mean (test_detector_points), and under uniform noise about as far.
  * A bucket whose mean stands off its point by more than PLAIN_OFF and
@@ -455,17 +455,18 @@ static void plain_means(const mdp_detector *d, unsigned m, double *y, const unsi
    * loaded within the bucket comes after its least sample either way. */
   double gap[CB];
   unsigned ng = 0;
-  for(unsigned k = 0; k < m; k++)
-    if(use[k] && fabs(mean[k] - y[k] - usual) <= bar)
-      gap[ng++] = (double)mdp_detector_course_bucket(d, m, k)->min - (mean[k] - usual);
-  double g = ng ? mdp_robust_median(gap, ng) : 0;
   for(unsigned k = 0; k < m; k++) {
     if(!use[k])
       continue;
-    y[k] = fabs(mean[k] - y[k] - usual) <= bar
-               ? mean[k] - usual
-               : (double)mdp_detector_course_bucket(d, m, k)->min - g;
+    mean[k] -= usual;
+    use[k] = fabs(mean[k] - y[k]) <= bar ? 1 : 2; /* 2: stands off */
+    if(use[k] == 1)
+      gap[ng++] = (double)mdp_detector_course_bucket(d, m, k)->min - mean[k];
   }
+  double g = ng ? mdp_robust_median(gap, ng) : 0;
+  for(unsigned k = 0; k < m; k++)
+    if(use[k])
+      y[k] = use[k] == 1 ? mean[k] : (double)mdp_detector_course_bucket(d, m, k)->min - g;
 }
 
 /* The course points of the last m closed buckets, oldest first: each

@@ -12,7 +12,7 @@
 # (anything else is refused with a usage line, exit 2); -v lists every
 # warm-up that fires and every counted leak caught late, with its
 # parameters.
-require_relative "family_replay"
+require_relative "family_table"
 
 module DrawsTable
   USAGE = "MEMDIAG_CTL=memdiagctl ruby draws_table.rb FIRST..LAST [standard|held-out] " \
@@ -36,36 +36,29 @@ module DrawsTable
     opts
   end
 
-  # [seed, family, outcome] for every trace of every draw.
+  # [ranges, seed, family, outcome] for every trace of every draw, as
+  # FamilyTable.run gives them.
   def self.run(ctl, opts)
     jobs = opts[:seeds].to_a.product(%w[warmup fast-leak])
     FamilyReplay.parallel(jobs) do |seed, family|
       extra = ["--seed", seed.to_s, "--ranges", opts[:ranges], "--noise", opts[:noise]]
-      FamilyReplay.run(ctl, family, extra).map { |o| [seed, family, o] }
-    end.flatten(1).sort_by { |s, f, o| [s, f, o.name] }
-  end
-
-  def self.counted?(family, outcome)
-    family == "fast-leak" && outcome.params["variant"] != "with-warmup"
+      FamilyReplay.run(ctl, family, extra).map { |o| [opts[:ranges], seed, family, o] }
+    end.flatten(1).sort_by { |_, s, f, o| [s, f, o.name] }
   end
 
   def self.print(rows, opts)
-    fires = rows.select { |_, f, o| f == "warmup" && !o.ok }
-    leaks = rows.select { |_, f, o| counted?(f, o) }
-    late = leaks.reject { |_, _, o| o.ok }
-    if opts[:verbose]
-      (fires + late).each do |seed, family, o|
-        puts format("%s %d %s first=%s lead=%s %s", family == "warmup" ? "FIRES" : "LATE ", seed, o.name,
-                    o.first_s.inspect, o.lead_s.inspect, o.params.reject { |k, _| k == "kind" }.to_json)
-      end
-    end
-    whole = rows.group_by(&:first).count do |_, rs|
-      rs.all? { |_, f, o| o.ok || (f == "fast-leak" && !counted?(f, o)) }
-    end
+    # The warm-ups and the counted leaks: a leak under a warm-up from start
+    # is not in the acceptance.
+    judged = rows.select { |_, _, f, o| f == "warmup" || FamilyReplay.counted?(o.params) }
+    FamilyTable.print_misses(judged) if opts[:verbose]
+    fires = judged.count { |_, _, f, o| f == "warmup" && !o.ok }
+    leaks = judged.reject { |_, _, f, _| f == "warmup" }
+    whole = judged.group_by { |x| x[1] }.count { |_, rs| rs.all? { |x| x[3].ok } }
     puts format("seeds %d..%d, %s ranges, %s noise: warm-ups firing %d of %d; counted fast leaks late " \
                 "%d of %d; draws meeting the whole acceptance %d of %d",
-                opts[:seeds].first, opts[:seeds].last, opts[:ranges], opts[:noise], fires.size,
-                rows.count { |_, f, _| f == "warmup" }, late.size, leaks.size, whole, opts[:seeds].size)
+                opts[:seeds].first, opts[:seeds].last, opts[:ranges], opts[:noise], fires,
+                judged.size - leaks.size, leaks.count { |x| !x[3].ok }, leaks.size, whole,
+                opts[:seeds].size)
   end
 end
 

@@ -20,6 +20,13 @@ module FamilyReplay
     [50 * 60, 0.75 * (params["limit_s"] - (params["start_s"] || 0))].min
   end
 
+  # Whether a fast leak counts in the acceptance: the three variants the
+  # issue names (plain, under a sawtooth, after a warm-up), not the leak
+  # under a warm-up from start (docs/detector.md).
+  def self.counted?(params)
+    params["kind"] == "fast-leak" && params["variant"] != "with-warmup"
+  end
+
   Outcome = Struct.new(:name, :params, :captures, :first_s, :reason, :lead_s, :limit_s, :ok,
                        keyword_init: true)
 

@@ -55,7 +55,7 @@ module FamilyTable
   # and fast leaks of the three variants the issue names that meet the lead.
   def self.print_totals(rows)
     fired = rows.count { |x| x[2] == "warmup" && x[3].captures.positive? }
-    counted = rows.select { |x| x[2] == "fast-leak" && x[3].params["variant"] != "with-warmup" }
+    counted = rows.select { |x| FamilyReplay.counted?(x[3].params) }
     puts "warm-ups firing: #{fired} of #{rows.count { |x| x[2] == 'warmup' }}; " \
          "fast leaks (plain, sawtooth, after-warmup) meeting the lead: " \
          "#{counted.count { |x| x[3].ok }} of #{counted.size}"
