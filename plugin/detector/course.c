@@ -168,8 +168,17 @@ static int fit_settling(const sums *s, const powers *p, curve *out)
  * 2.5 times rather than 2 since 2026-12-05: under a GC sawtooth a cache's
  * step spreads over the points of its tooth, and 5 of the 38 warm-ups of
  * 80 blind draws that fired, all with caches, fired no more (8 of 5700
- * fast leaks fewer in time; docs/detector.md). */
+ * fast leaks fewer in time; docs/detector.md). Or, since the second stop of
+ * 2026-12-06, when its squared error is at most a STEP_ALT_GAIN-th of the
+ * chosen course's: where the noise is slight (±1 MiB), the points' own small
+ * bends (the local slope's window at the ring's ends) stand above what the
+ * second differences show, and a warm-up with a cache of 37 MiB loaded 17 s
+ * in, fitted by a plateau and that step 15 times better than by the
+ * chosen course (settling: a one-minute warm-up for the step beside a line),
+ * still fired at minute 19 (standard-9018 warmup-099; 4 of the 20 warm-ups
+ * of the 9001-9060 draws that fired, no leak later). */
 #define STEP_ALT_MIN    (16.0 * 1024 * 1024)
+#define STEP_ALT_GAIN   4.0
 #define STEP_ALT_BEFORE 1
 #define STEP_ALT_AFTER  2
 #define STEP_ALT_FIT    2.5
@@ -267,6 +276,8 @@ static int step_plateau_fits(const double *y, const unsigned char *w, unsigned n
   if(s.s0 < 2 * STEP_ALT_AFTER + 2)
     return 0;
   double noise = second_diff_noise(y, w, n) * STEP_ALT_FIT * (s.s0 - 5);
+  if(noise < sse / STEP_ALT_GAIN)
+    noise = sse / STEP_ALT_GAIN;
   double thr = sse < noise ? sse : noise;
   points pt = {y, w, n, level_c};
   for(unsigned g = 0; g < NGRID && grid[g] < 1; g++)
