@@ -350,13 +350,20 @@ static void refine(const sums *s, const points *pt, const curve *found, search *
   }
 }
 
+/* What fit_once asks besides the points: the level (centred) and the
+ * least noise variance per point its F test assumes. */
+typedef struct {
+  double level_c, floor2;
+} fit_ask;
+
 /* The best course over the points with w[i] set (y already centred), and
  * in *never the least squared error of a course that levels off at or
- * below level_c (centred too): an approach whose plateau is held to at
- * most that level. */
-static int fit_once(const double *y, const unsigned char *w, unsigned n, double level_c,
+ * below ask->level_c (centred too): an approach whose plateau is held to
+ * at most that level. */
+static int fit_once(const double *y, const unsigned char *w, unsigned n, const fit_ask *ask,
                     curve *best, double *never)
 {
+  double level_c = ask->level_c, floor2 = ask->floor2;
   sums s = {0, 0, 0, 0, 0, 0};
   search r;
   for(unsigned i = 0; i < n; i++)
@@ -394,6 +401,8 @@ static int fit_once(const double *y, const unsigned char *w, unsigned n, double 
    * settling (standard-1007 warmup-000 of deteval's tune draws). */
   if(r.settling.kind != MDP_COURSE_NONE && s.s0 > 5) {
     double noise = r.settling.sse / (s.s0 - 4);
+    if(noise < floor2)
+      noise = floor2;
     double gain = r.plateau.kind == MDP_COURSE_NONE ? INFINITY : r.plateau.sse - r.settling.sse;
     if(noise <= 0 || gain > 2 * f99_2(s.s0 - 4) * noise)
       consider(&r.best, &r.settling, s.s0);
@@ -416,6 +425,14 @@ static double scatter_of(const double *y, const unsigned char *w, unsigned n, co
 void mdp_course_fit(const double *y, const unsigned char *have, unsigned n, double level,
                     mdp_course *out)
 {
+  mdp_course_opts o = {level, 0};
+  mdp_course_fit_with(y, have, n, &o, out);
+}
+
+void mdp_course_fit_with(const double *y, const unsigned char *have, unsigned n,
+                         const mdp_course_opts *o, mdp_course *out)
+{
+  double level = o->level, floor2 = o->noise_floor * o->noise_floor;
   double yc[MDP_COURSE_MAX_POINTS];
   unsigned char w[MDP_COURSE_MAX_POINTS];
   double mean = 0;
@@ -439,7 +456,8 @@ void mdp_course_fit(const double *y, const unsigned char *have, unsigned n, doub
   for(unsigned i = 0; i < n; i++)
     yc[i] = y[i] - mean;
   double never;
-  if(!fit_once(yc, w, n, level - mean, &c, &never))
+  fit_ask ask = {level - mean, floor2};
+  if(!fit_once(yc, w, n, &ask, &c, &never))
     return;
 
   /* Leave out the points far from the first fit, then fit again. */
@@ -455,7 +473,7 @@ void mdp_course_fit(const double *y, const unsigned char *have, unsigned n, doub
   }
   curve again;
   double never2;
-  if(kept < used && kept >= 5 && fit_once(yc, w2, n, level - mean, &again, &never2)) {
+  if(kept < used && kept >= 5 && fit_once(yc, w2, n, &ask, &again, &never2)) {
     c = again;
     never = never2;
     memcpy(w, w2, sizeof(w));
@@ -474,6 +492,8 @@ void mdp_course_fit(const double *y, const unsigned char *have, unsigned n, doub
    * noise left by the best one (an F ratio on one degree of freedom). */
   double dof = (double)used - c.k;
   double noise = dof > 0 ? c.sse / dof : 0;
+  if(dof > 0 && noise < floor2)
+    noise = floor2;
   out->against = never <= c.sse ? 0 : noise > 0 ? (never - c.sse) / noise : INFINITY;
   /* The step alternative on the points before the trimming too: a step
    * the chosen course does not follow leaves points far from it, which

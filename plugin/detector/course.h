@@ -55,6 +55,20 @@ typedef struct {
 void mdp_course_fit(const double *y, const unsigned char *have, unsigned n, double level,
                     mdp_course *c);
 
+/* What mdp_course_fit_with asks besides the points. */
+typedef struct {
+  double level;       /* as for mdp_course_fit */
+  double noise_floor; /* the least noise per point (standard deviation, in
+                         y's units) the F tests assume (0: none). Where the
+                         points' noise is slight, what a fit leaves is the
+                         shape's own error, and a course one parameter more
+                         flexible beats a plateau "at 99 %" */
+} mdp_course_opts;
+
+/* mdp_course_fit with options; mdp_course_fit is this with noise_floor 0. */
+void mdp_course_fit_with(const double *y, const unsigned char *have, unsigned n,
+                         const mdp_course_opts *o, mdp_course *c);
+
 /* `against` over the F ratio that chance exceeds 1 time in 100 at this
  * course's degrees of freedom: 1 or more when the data rule out (at that
  * confidence) every course that levels off at or below the level. */

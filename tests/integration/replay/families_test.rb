@@ -15,7 +15,8 @@
 # 2 since the points are the buckets' means where no sawtooth's ramp is
 # taken out: held-out 31338 warmup-010 and -058; 3 since a bucket whose
 # mean stands off gives its least sample less the usual gap: held-out 13
-# warmup-111), and at least 286 of their
+# warmup-111; 4 since the early path confirms on three of the last four
+# looks: held-out 13 warmup-039), and at least 286 of their
 # 360 fast leaks meet the lead asked
 # (220 on 95e017b,
 # 245 on 6f159d5, 246 on 72b1131, 250 on 42559c6: the one lost is the
@@ -95,7 +96,7 @@ class ReplayFamiliesTest < Minitest::Test
       leaks.each { |o| assert o.lead_s&.positive?, "#{extra[1]} #{o.name} #{o.params}: not captured in time" }
       in_time += leaks.count(&:ok)
     end
-    assert_operator fired.size, :<=, 3, "warm-ups of the fresh draws that fire: #{fired.join(' ')}"
+    assert_operator fired.size, :<=, 4, "warm-ups of the fresh draws that fire: #{fired.join(' ')}"
     assert_operator in_time, :>=, 286, "fast leaks of the fresh draws that meet the lead asked"
   end
 
@@ -179,7 +180,11 @@ class ReplayFamiliesTest < Minitest::Test
   # ramp was out. On 06aeb9e: held-out-4007 warmup-039 by the early path at
   # minute 27, its plateaus ruled out only once noise was taken for steps.
   QUIET = { %w[--seed 4007 --ranges held-out] => %w[warmup-018 warmup-027 warmup-039],
-            %w[--seed 2007 --ranges held-out] => %w[warmup-016 warmup-060 warmup-070 warmup-111],
+            # (warmup-070 of this draw was one too: since the early path
+            # confirms on three of the last four looks rather than three in
+            # a row, it fires again at minute 21; docs/detector.md, "What
+            # the second stop of 2026-12-06 changed".)
+            %w[--seed 2007 --ranges held-out] => %w[warmup-016 warmup-060 warmup-111],
             %w[--seed 5007 --ranges held-out] => %w[warmup-052 warmup-099],
             %w[--seed 3007] => %w[warmup-051],
             %w[--seed 2007] => %w[warmup-070],
@@ -218,7 +223,17 @@ class ReplayFamiliesTest < Minitest::Test
             # nothing was tuned on.
             %w[--seed 9018] => %w[warmup-099 warmup-106],
             %w[--seed 9043] => %w[warmup-051],
-            %w[--seed 9049] => %w[warmup-070] }.freeze
+            %w[--seed 9049] => %w[warmup-070],
+            # By the early path at minutes 9-17 until the F tests assumed at
+            # least 1 MiB of noise per point (NOISE_FLOOR in
+            # detector_course.c: plain warm-ups under slight noise and a
+            # sawtooth fitted as settling) or a step among the last two
+            # rises held the look (pending_step: a cache two points before
+            # the end), of draws nothing was tuned on.
+            %w[--seed 9003 --ranges held-out] => %w[warmup-011],
+            %w[--seed 9006 --ranges held-out] => %w[warmup-084],
+            %w[--seed 9017] => %w[warmup-118],
+            %w[--seed 9055] => %w[warmup-115] }.freeze
 
   # A course that levels off between NearLimit and the limit, or beyond it,
   # is projected at its slope once the plateaus below NearLimit are ruled
@@ -284,6 +299,22 @@ class ReplayFamiliesTest < Minitest::Test
          FamilyReplay.run(CTL, "fast-leak", %w[--seed 9028 --ranges held-out], only: %w[fast-leak-031])
     assert_equal 2, os.size
     assert_all_in_time(os)
+  end
+
+  # The early path confirms on three of the last four looks: a noisy leak's
+  # plateaus are ruled out near the bar, and one look a hair under it began
+  # three in a row again. standard-9012 fast-leak-032 (14.35 MiB/min under
+  # +-5.9 MiB of noise, asked by minute 14.4; F ratios 0.23 0.45 0.11 0.37
+  # 0.19 0.73 2.36 of the 99 % point from minute 8, the bar 0.2) fired at
+  # 15 on 46e3525, now at 14; standard-9041 fast-leak-048 at 14 where 12.8
+  # was asked, now at 13 (not yet in time).
+  def test_a_look_under_the_bar_does_not_restart_confirmation
+    os = FamilyReplay.run(CTL, "fast-leak", %w[--seed 9012], only: %w[fast-leak-032])
+    assert_equal 1, os.size
+    assert_all_in_time(os)
+    os = FamilyReplay.run(CTL, "fast-leak", %w[--seed 9041], only: %w[fast-leak-048])
+    assert_equal 1, os.size
+    assert_operator os[0].first_s, :<=, 780, "#{os[0].name} #{os[0].params}"
   end
 
   # A leak that starts after a warm-up has levelled off, fitted on the

@@ -43,6 +43,29 @@ static void test_line_is_steady(void **st)
   assert_true(mdp_course_ruled_out(&c) >= 1); /* nothing levels off below 1000 */
 }
 
+/* A noise floor above the points' own noise weighs the evidence against a
+ * plateau by the floor instead: the same course, `against` smaller by the
+ * ratio of the two variances; a floor of 0 is mdp_course_fit. */
+static void test_noise_floor_weighs_the_evidence(void **st)
+{
+  (void)st;
+  double y[N];
+  uint32_t r = 7;
+  mdp_course c, c0, cf;
+  for(int i = 0; i < N; i++)
+    y[i] = 300 + 12 * i + 1.5 * noise(&r);
+  mdp_course_fit(y, NULL, N, 1000, &c);
+  mdp_course_opts o = {1000, 0};
+  mdp_course_fit_with(y, NULL, N, &o, &c0);
+  assert_true(c0.kind == c.kind && c0.against == c.against && c0.a == c.a);
+  o.noise_floor = 5;
+  mdp_course_fit_with(y, NULL, N, &o, &cf);
+  assert_int_equal(cf.kind, c.kind);
+  assert_true(cf.against > 0 && cf.against < c.against);
+  double var = c.against > 0 ? cf.against / c.against * 25 : 0; /* the points' own variance */
+  assert_true(var > 0.2 && var < 1.5);                          /* 1.5 * uniform: 0.75 */
+}
+
 static void test_approach_is_plateau(void **st)
 {
   (void)st;
@@ -160,6 +183,7 @@ int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_line_is_steady),
+      cmocka_unit_test(test_noise_floor_weighs_the_evidence),
       cmocka_unit_test(test_approach_is_plateau),
       cmocka_unit_test(test_line_under_warmup_is_settling),
       cmocka_unit_test(test_warmup_with_loaded_cache_levels_off),
