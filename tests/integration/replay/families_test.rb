@@ -16,7 +16,9 @@
 # taken out: held-out 31338 warmup-010 and -058; 3 since a bucket whose
 # mean stands off gives its least sample less the usual gap: held-out 13
 # warmup-111; 4 since the early path confirms on three of the last four
-# looks: held-out 13 warmup-039), and at least 286 of their
+# looks: held-out 13 warmup-039; 3 since the short window's veto asks
+# its plateaus ruled out without the two largest rises too), and at least
+# 286 of their
 # 360 fast leaks meet the lead asked
 # (220 on 95e017b,
 # 245 on 6f159d5, 246 on 72b1131, 250 on 42559c6: the one lost is the
@@ -96,7 +98,7 @@ class ReplayFamiliesTest < Minitest::Test
       leaks.each { |o| assert o.lead_s&.positive?, "#{extra[1]} #{o.name} #{o.params}: not captured in time" }
       in_time += leaks.count(&:ok)
     end
-    assert_operator fired.size, :<=, 4, "warm-ups of the fresh draws that fire: #{fired.join(' ')}"
+    assert_operator fired.size, :<=, 3, "warm-ups of the fresh draws that fire: #{fired.join(' ')}"
     assert_operator in_time, :>=, 286, "fast leaks of the fresh draws that meet the lead asked"
   end
 
