@@ -184,11 +184,12 @@ typedef struct {
   mdp_detector_point cring[MDP_DETECTOR_COURSE_BUCKETS + 1];
   unsigned chead, cfilled;
   uint64_t cnbucket;
-  double splateau; /* the plateau the last urgent evaluation's course
-                      levels off at, bytes; 0 if none */
-  unsigned
-      clooks; /* the last early evaluations, a bit each (newest lowest): 1 if its course passed */
-  unsigned cgrown;     /* consecutive ones whose course passed and had grown enough too */
+  double splateau;     /* the plateau the last urgent evaluation's course
+                          levels off at, bytes; 0 if none */
+  unsigned clooks;     /* the last early evaluations, a bit each (newest
+                          lowest): 1 if its course passed */
+  unsigned cgrown;     /* consecutive ones whose course passed and had grown
+                          enough too */
   uint64_t cknee;      /* course bucket (index + 1) of the last knee the
                           early path found; 0 = none */
   uint64_t cknee_seen; /* the open course bucket when it found it */

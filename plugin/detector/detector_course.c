@@ -100,9 +100,10 @@ static unsigned rises(const double *y, const unsigned char *have, unsigned m, do
   return n;
 }
 
-/* The k largest rises between the points that stand more than cut above
- * the median rise (cut 0: any above it) are each taken down to the median
- * rise, every later point lowered by as much. */
+/* Takes the k largest rises between the points down to the median rise,
+ * every later point lowered by as much, largest first; only rises that
+ * stand above the median by more than spread times the rises' median
+ * distance from it (and STEP_MIN), or with spread 0 any above it. */
 static void lower_rises(double *y, const unsigned char *have, unsigned m, unsigned k, double spread)
 {
   double diff[CB], sorted[CB], dev[CB];
