@@ -100,6 +100,14 @@ static unsigned rises(const double *y, const unsigned char *have, unsigned m, do
   return n;
 }
 
+/* The bar a step's rise must clear: spread times how far rises usually
+ * stray (from their median or their local pace), and STEP_MIN. */
+static double step_bar(double spread, double stray)
+{
+  double cut = spread * stray;
+  return cut < STEP_MIN ? STEP_MIN : cut;
+}
+
 /* Takes the k largest rises between the points down to the median rise,
  * every later point lowered by as much, largest first; only rises that
  * stand above the median by more than spread times the rises' median
@@ -117,9 +125,7 @@ static void lower_rises(double *y, const unsigned char *have, unsigned m, unsign
     for(unsigned i = 0; i < n; i++)
       dev[i] = fabs(diff[i] - med);
     mdp_robust_sort(dev, n);
-    cut = spread * dev[n / 2];
-    if(cut < STEP_MIN)
-      cut = STEP_MIN;
+    cut = step_bar(spread, dev[n / 2]);
   }
   for(unsigned s = 0; s < k; s++) {
     unsigned big = 0;
@@ -183,9 +189,7 @@ static void remove_local_steps(double *y, const unsigned char *have, unsigned m)
   unsigned at[CB], n = rises(y, have, m, diff, at);
   if(n < 5)
     return;
-  double cut = LOCAL_SPREAD * local_pace(diff, n, pace);
-  if(cut < STEP_MIN)
-    cut = STEP_MIN;
+  double cut = step_bar(LOCAL_SPREAD, local_pace(diff, n, pace));
   for(unsigned i = 0; i < n; i++) {
     excess[i] = 0;
     if(i + 1 < STEP_BEFORE || i + STEP_AFTER > n)
@@ -233,9 +237,7 @@ static int pending_step(const double *y, const unsigned char *have, unsigned m)
   unsigned at[CB], n = rises(y, have, m, diff, at);
   if(n < 5)
     return 0;
-  double cut = PENDING_SPREAD * local_pace(diff, n, pace);
-  if(cut < STEP_MIN)
-    cut = STEP_MIN;
+  double cut = step_bar(PENDING_SPREAD, local_pace(diff, n, pace));
   for(unsigned i = n - (STEP_AFTER - 1); i < n; i++)
     if(diff[i] - pace[i] > cut)
       return 1;
