@@ -118,6 +118,34 @@ static void test_warmup_with_loaded_cache_levels_off(void **st)
   }
 }
 
+/* A warm-up of 33 points' time constant (from 90 towards 815 MiB: as
+ * standard-9011 warmup-015 of the 9001-9060 draws) with a cache
+ * of 12 MiB loaded after its second point, noise +-3 MiB, ten seeds: a
+ * cache that early, which the detector cannot take out by its local pace,
+ * counts for the plateau with a step from 8 MiB, and nothing below 900 MiB
+ * is ruled out (before, the fit read the cache as a warm-up dying out
+ * beside a line, and ruled the plateaus out). A leak (15 MiB a point) with
+ * that early step still rules every plateau out. */
+static void test_early_cache_counts_for_a_plateau(void **st)
+{
+  (void)st;
+  const double mib = 1024.0 * 1024.0;
+  for(uint32_t seed = 1; seed <= 10; seed++) {
+    double y[20], l[20];
+    uint32_t r = seed;
+    mdp_course c;
+    for(int i = 0; i < 20; i++) {
+      double n = 3 * noise(&r), warm = 90 + 725 * (1 - exp(-i / 33.0)) + n;
+      y[i] = (warm + (i >= 2 ? 12 : 0)) * mib;
+      l[i] = (250 + 15 * i + (i >= 2 ? 12 : 0) + n) * mib;
+    }
+    mdp_course_fit(y, NULL, 20, 900 * mib, &c);
+    assert_true(mdp_course_ruled_out(&c) < 0.2);
+    mdp_course_fit(l, NULL, 20, 900 * mib, &c);
+    assert_true(mdp_course_ruled_out(&c) >= 1);
+  }
+}
+
 static void test_holes_and_too_few_points(void **st)
 {
   (void)st;
@@ -187,6 +215,7 @@ int main(void)
       cmocka_unit_test(test_approach_is_plateau),
       cmocka_unit_test(test_line_under_warmup_is_settling),
       cmocka_unit_test(test_warmup_with_loaded_cache_levels_off),
+      cmocka_unit_test(test_early_cache_counts_for_a_plateau),
       cmocka_unit_test(test_holes_and_too_few_points),
       cmocka_unit_test(test_leak_after_warmup_has_a_knee),
       cmocka_unit_test(test_tail_runs_straight_after_a_warmup_not_over_caches),
