@@ -115,6 +115,9 @@ void mdp_detector_course_add(mdp_detector *d, double t, uint64_t v)
 #define SAW_CONSISTENT 0.5
 #define LONE_DROP      2.0
 #define SAW_FIRST      3.0
+/* ... and at least SAW_TEETH of the teeth its period puts between its first
+ * drop and the ring's end show their drop (see course_points). */
+#define SAW_TEETH      0.6
 
 static double det3(const double a[3][3])
 {
@@ -222,7 +225,15 @@ static void find_drops(const mdp_detector *d, unsigned m, unsigned char *have, s
 }
 
 /* Each point's phase in its tooth (-1 when unknown): since the last drop
- * at or before it (a drop's own bucket holds the trough: phase 0); before
+ * at or before it (a drop's own bucket holds the trough: phase 0), less
+ * whole periods: no tooth climbs longer than a period, and a point more
+ * than a period after the last drop seen is in a tooth whose drop fell
+ * short of the bar (drops_periodic allows such gaps). Until the third stop
+ * of 2026-12-06 its phase ran on, and the ramp taken out of it was up to a
+ * whole tooth too much: under 23.7 MiB teeth of 189 s with two of six
+ * drops missed, six points of standard-9021 warmup-106 (a plain warm-up of
+ * 29 minutes' time constant) stood 25-50 MiB low, and the step back up
+ * read as a warm-up ending under a line; it fired at minute 22. Before
  * the first drop, since one period before it, if that is not after the
  * point. Returns the ramp per bucket that a least-squares fit of level,
  * slope and ramp * phase finds in the points (0 when it cannot say). */
@@ -236,7 +247,7 @@ static double tooth_phases(saw_points *sp, const unsigned char *have, unsigned m
     if(!have[k])
       continue;
     if(last >= 0)
-      sp->phase[k] = fmax(sp->x[k] - last, 0);
+      sp->phase[k] = fmod(fmax(sp->x[k] - last, 0), period);
     else if(sp->x[k] >= sp->first_drop - period)
       sp->phase[k] = sp->x[k] - (sp->first_drop - period);
     if(sp->phase[k] < 0)
@@ -482,7 +493,8 @@ static void plain_means(const mdp_detector *d, unsigned m, double *y, const unsi
  * for an empty one; the buckets closed before any pace was known, their
  * minimum less the usual gap between the two). Under a sawtooth (two
  * drops or more at a steady period, the first within SAW_FIRST periods of
- * the first point; docs/detector.md "The early path") a drop's trough, and
+ * the first point, SAW_TEETH of the teeth after it seen to drop;
+ * docs/detector.md "The early path") a drop's trough, and
  * every other minimum less the ramp its tooth climbed since its drop; the
  * ramp is what the drops gave back over their teeth (each drop returns
  * what its ramp climbed over the tooth, less the ramp and the envelope's
@@ -532,6 +544,17 @@ static void course_points(const mdp_detector *d, unsigned m, double *y, unsigned
    * the noise's (two falls of a few MiB during a warm-up's level), and
    * taking out the points before them took out the warm-up. */
   if(sp.first_drop > SAW_FIRST * si->period) {
+    si->period = 0;
+    return;
+  }
+  /* A sawtooth drops at every tooth, most of them far enough to be seen:
+   * two falls of noise 1.7 minutes apart, then none for six minutes, are no
+   * sawtooth. Since a phase no longer runs on past a period (tooth_phases),
+   * the ramp fitted on such falls no longer fails SAW_CONSISTENT by itself,
+   * and a plain leak whose first points were left out as before its "first
+   * tooth" fired at minute 14 where 12.8 was asked (standard-9041
+   * fast-leak-048). */
+  if(si->drops < SAW_TEETH * (floor((m - sp.first_drop) / si->period) + 1)) {
     si->period = 0;
     return;
   }
