@@ -165,27 +165,17 @@ static int fit_settling(const sums *s, const powers *p, curve *out)
  * first minute, after the first bucket's minimum, was otherwise fitted as a
  * warm-up of about a minute beside a line for the slower warm-up (settling;
  * held-out-6007 warmup-027 of the tune draws fired at minute 12). Within
- * 2.5 times rather than 2 since 2026-12-05: under a GC sawtooth a cache's
- * step spreads over the points of its tooth, and 5 of the 38 warm-ups of
- * 80 blind draws that fired, all with caches, fired no more (8 of 5700
- * fast leaks fewer in time; docs/detector.md). Or, since the second stop of
- * 2026-12-06, when its squared error is at most a STEP_ALT_GAIN-th of the
- * chosen course's: where the noise is slight (±1 MiB), the points' own small
- * bends (the local slope's window at the ring's ends) stand above what the
- * second differences show, and a warm-up with a cache of 37 MiB loaded 17 s
- * in, fitted by a plateau and that step 15 times better than by the
- * chosen course (settling: a one-minute warm-up for the step beside a line),
- * still fired at minute 19 (standard-9018 warmup-099; 4 of the 20 warm-ups
- * of the 9001-9060 draws that fired, no leak later). */
+ * 2.5 times rather than 2: under a GC sawtooth a cache's step spreads over
+ * the points of its tooth. Or when its squared error is at most a
+ * STEP_ALT_GAIN-th of the chosen course's: where the noise is slight
+ * (±1 MiB), the points' own small bends stand above what the second
+ * differences show (a warm-up with a 37 MiB cache loaded 17 s in, fitted 15
+ * times better so, fired at minute 19: standard-9018 warmup-099). The
+ * figures of each: docs/detector.md. */
 #define STEP_ALT_MIN       (16.0 * 1024 * 1024)
-/* A step with fewer than STEP_ALT_EARLY points before it counts from
- * STEP_ALT_EARLY_MIN: the detector takes a step that stands out of its
- * local pace out of the points before the fit only with three points before
- * it (remove_local_steps), so a cache loaded in the ring's first two
- * minutes stays in, and the fit read it as a warm-up dying out fast beside
- * a line (settling): standard-9011 warmup-015 (a plain approach of 33
- * minutes' time constant to 80 % of the limit, a 15.2 MiB cache at 109 s)
- * fired at minute 20 (docs/detector.md, the third stop of 2026-12-06). */
+/* With fewer than STEP_ALT_EARLY points before it, from STEP_ALT_EARLY_MIN:
+ * the detector's step filter cannot weigh such a step, and a 15 MiB cache at
+ * 109 s read as settling fired standard-9011 warmup-015 (docs/detector.md). */
 #define STEP_ALT_EARLY     3
 #define STEP_ALT_EARLY_MIN (8.0 * 1024 * 1024)
 #define STEP_ALT_GAIN      4.0
