@@ -539,22 +539,18 @@ static void course_points(const mdp_detector *d, unsigned m, double *y, unsigned
   si->period = drop_times(&sp, m, med);
   if(!(si->period > 0))
     return;
-  /* A sawtooth drops from the first points on: SAW_FIRST periods or more
-   * of points before its first drop, with none there, say the drops are
-   * the noise's (two falls of a few MiB during a warm-up's level), and
-   * taking out the points before them took out the warm-up. */
-  if(sp.first_drop > SAW_FIRST * si->period) {
-    si->period = 0;
-    return;
-  }
-  /* A sawtooth drops at every tooth, most of them far enough to be seen:
-   * two falls of noise 1.7 minutes apart, then none for six minutes, are no
-   * sawtooth. Since a phase no longer runs on past a period (tooth_phases),
-   * the ramp fitted on such falls no longer fails SAW_CONSISTENT by itself,
-   * and a plain leak whose first points were left out as before its "first
-   * tooth" fired at minute 14 where 12.8 was asked (standard-9041
-   * fast-leak-048). */
-  if(si->drops < SAW_TEETH * (floor((m - sp.first_drop) / si->period) + 1)) {
+  /* A sawtooth drops from the first points on, and at every tooth, most
+   * of them far enough to be seen. SAW_FIRST periods or more of points
+   * before its first drop, with none there, say the drops are the noise's
+   * (two falls of a few MiB during a warm-up's level), and taking out the
+   * points before them took out the warm-up. So do two falls of noise 1.7
+   * minutes apart, then none for six minutes (SAW_TEETH): since a phase no
+   * longer runs on past a period (tooth_phases), the ramp fitted on such
+   * falls no longer fails SAW_CONSISTENT by itself, and a plain leak whose
+   * first points were left out as before its "first tooth" fired at minute
+   * 14 where 12.8 was asked (standard-9041 fast-leak-048). */
+  double teeth_after = floor((m - sp.first_drop) / si->period) + 1;
+  if(sp.first_drop > SAW_FIRST * si->period || si->drops < SAW_TEETH * teeth_after) {
     si->period = 0;
     return;
   }
