@@ -128,7 +128,8 @@ typedef struct {
 
 /* A bucket of the course ring (40 bytes). */
 typedef struct {
-  uint64_t min;
+  float min;               /* the least sample, bytes (a float: to 128 bytes at
+                              1 GiB, which leaves room for jump) */
   float spread;            /* the largest sample less the least, bytes */
   float fall;              /* the largest fall of a sample below both samples before
                               it, bytes: a GC sawtooth's drop (a one-sample spike
@@ -138,6 +139,8 @@ typedef struct {
                               bucket's start: the level at its start, bytes */
   float sum;               /* the samples' sum less count times min, bytes */
   float sum_at;            /* the sum of where they fell in the bucket (0 to 1) */
+  float jump;              /* the largest rise of a sample over the one before it,
+                              bytes: a cache loaded at once within the bucket */
   uint16_t count;          /* 0 = no sample fell in this bucket; stops at 32767
                               (the sums and from_fall with it) */
   uint16_t min_at;         /* when the minimum was seen, in 65536ths of the bucket */

@@ -38,8 +38,9 @@ typedef struct {
  * the ramp each climbed), each moved to its bucket's start; where no
  * sawtooth's ramp is taken out, the mean of its samples less its largest,
  * moved so and less the buckets' usual offset above that level (a bucket
- * whose mean stands far off gives its minimum less the usual gap between
- * minimum and point). Fills si. */
+ * whose mean stands far off, or where a sample jumped far above the one
+ * before it, gives its minimum less the usual gap between minimum and
+ * point). Fills si. */
 void mdp_detector_course_points(const mdp_detector *d, unsigned m, double *y, unsigned char *have,
                                 mdp_detector_saw *si);
 

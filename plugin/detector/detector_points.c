@@ -70,21 +70,23 @@ void mdp_detector_course_add(mdp_detector *d, double t, uint64_t v)
   if(d->cbucket_len <= 0)
     return;
   uint16_t at = bucket_at(d, t);
-  double dv = (double)v - d->ctrend * d->cbucket_len * (at / 65536.0);
+  double dv = (double)v - d->ctrend * d->cbucket_len * (at / 65536.0), fv = (double)v;
   if(!p->count || dv < p->dmin)
     p->dmin = (float)dv;
   if(!p->count) {
-    p->min = v;
+    p->min = (float)fv;
     p->min_at = at;
-  } else if(v < p->min) {
+  } else if(fv < p->min) {
     /* The sum is kept less count times the minimum: a float holds it. */
-    p->sum += (float)((double)p->count * (double)(p->min - v));
-    p->spread += (float)(p->min - v);
-    p->min = v;
+    p->sum += (float)((double)p->count * (p->min - fv));
+    p->spread += (float)(p->min - fv);
+    p->min = (float)fv;
     p->min_at = at;
   }
-  if((double)(v - p->min) > p->spread)
-    p->spread = (float)(v - p->min);
+  if(fv - p->min > p->spread)
+    p->spread = (float)(fv - p->min);
+  if(d->have_last && fv - (double)d->last_v > p->jump)
+    p->jump = (float)(fv - (double)d->last_v);
   /* A fall below both samples before it (a spike falls back only to the
    * sample before it). */
   if(d->samples >= 2) {
@@ -99,7 +101,7 @@ void mdp_detector_course_add(mdp_detector *d, double t, uint64_t v)
   }
   if(p->count == COUNT_MAX)
     return;
-  p->sum += (float)(v - p->min);
+  p->sum += (float)(fv - p->min);
   p->sum_at += (float)(at / 65536.0);
   if(p->fall > 0)
     p->from_fall++;
@@ -425,11 +427,22 @@ static void tooth_means(const mdp_detector *d, unsigned m, const saw_points *sp,
  * A bucket whose mean stands off its point by more than PLAIN_OFF and
  * MEAN_SCATTER times the offsets' scatter beyond the usual offset (a cache
  * loaded within it lifts its mean part-way) gives its least sample less
- * the usual gap (below). */
-#define PLAIN_OFF  (8.0 * MIB)
+ * the usual gap (below); so does one where a sample rose over the one
+ * before it by more than JUMP_MIN and JUMP_SPREAD times the buckets'
+ * median such rise (the cache itself, seen at once). A cache loaded
+ * within a bucket lifted its mean by less than PLAIN_OFF, and split its
+ * step over two points: 22.3 MiB at second 681 of a 12.7-minute warm-up
+ * under +-2.1 MiB of noise rose the points by 15 and 19 MiB (the pace
+ * 6), which no step filter took for a cache, and the course sped up; it
+ * fired at minute 15 (standard-9041 warmup-094 of the 9001-9060 draws;
+ * since the fourth stop of 2026-12-06). Noise's rises between samples
+ * are alike in every bucket, a trend's too. */
+#define PLAIN_OFF   (8.0 * MIB)
+#define JUMP_MIN    (8.0 * MIB)
+#define JUMP_SPREAD 3.0
 /* The slope (per bucket) of a least-squares line through the points of
  * y from k - PLAIN_NEAR to k + PLAIN_NEAR; 0 with fewer than 3. */
-#define PLAIN_NEAR 4
+#define PLAIN_NEAR  4
 static double local_slope(const double *y, const unsigned char *have, unsigned m, unsigned k)
 {
   double sx = 0, sy = 0, sxx = 0, sxy = 0, n = 0;
@@ -472,13 +485,18 @@ static void plain_means(const mdp_detector *d, unsigned m, double *y, const unsi
    * minima before) runs ahead of the bucket's own, and that point came out
    * 14 MiB low (test_a_steep_warmups_points_keep_to_its_level); a cache
    * loaded within the bucket comes after its least sample either way. */
-  double gap[CB];
-  unsigned ng = 0;
+  double gap[CB], jumps[CB];
+  unsigned ng = 0, nj = 0;
+  for(unsigned k = 0; k < m; k++)
+    if(use[k])
+      jumps[nj++] = mdp_detector_course_bucket(d, m, k)->jump;
+  double jump_bar = fmax(JUMP_MIN, JUMP_SPREAD * mdp_robust_median(jumps, nj));
   for(unsigned k = 0; k < m; k++) {
     if(!use[k])
       continue;
     mean[k] -= usual;
-    use[k] = fabs(mean[k] - y[k]) <= bar ? 1 : 2; /* 2: stands off */
+    int jumped = mdp_detector_course_bucket(d, m, k)->jump > jump_bar;
+    use[k] = fabs(mean[k] - y[k]) <= bar && !jumped ? 1 : 2; /* 2: stands off */
     if(use[k] == 1)
       gap[ng++] = (double)mdp_detector_course_bucket(d, m, k)->min - mean[k];
   }

@@ -8,7 +8,7 @@
 # figures each bound had before are in this file's history): every fast
 # leak is captured by sustained-growth before the limit; none of the 120
 # standard warm-ups fires; at most 3 of the 120 held-out ones (seed 4242);
-# at most 2 of the 720 warm-ups of six more draws (seeds 31337, 11 and 12
+# at most 1 of the 720 warm-ups of six more draws (seeds 31337, 11 and 12
 # standard, 31338, 13 and 14 held-out; 15 on the build of 2026-12-02's
 # start, 95e017b, 11 on 72b1131, 10 on 42559c6, 7 on a2ca200, 5 on
 # da780b0, 4 with WarmupTime 2 h on 8298a69, 1 from 25bac4f to e6f1f95,
@@ -19,7 +19,8 @@
 # looks: held-out 13 warmup-039; 3 since the short window's veto asks
 # its plateaus ruled out without the two largest rises too; 2 since a
 # sawtooth point's phase counts from where a missed drop should have
-# been), and at least 288 of their
+# been; 1 since a bucket where a sample jumped far gives its least
+# sample: held-out 13 warmup-111 still fires), and at least 288 of their
 # 360 fast leaks meet the lead asked
 # (220 on 95e017b,
 # 245 on 6f159d5, 246 on 72b1131, 250 on 42559c6: the one lost is the
@@ -99,7 +100,7 @@ class ReplayFamiliesTest < Minitest::Test
       leaks.each { |o| assert o.lead_s&.positive?, "#{extra[1]} #{o.name} #{o.params}: not captured in time" }
       in_time += leaks.count(&:ok)
     end
-    assert_operator fired.size, :<=, 2, "warm-ups of the fresh draws that fire: #{fired.join(' ')}"
+    assert_operator fired.size, :<=, 1, "warm-ups of the fresh draws that fire: #{fired.join(' ')}"
     assert_operator in_time, :>=, 288, "fast leaks of the fresh draws that meet the lead asked"
   end
 
@@ -272,7 +273,18 @@ class ReplayFamiliesTest < Minitest::Test
             # 2.5-4.5 minutes, read as a warm-up ending under a line.
             %w[--seed 9021] => %w[warmup-106],
             %w[--seed 9059] => %w[warmup-118],
-            %w[--seed 9060 --ranges held-out] => %w[warmup-015] }.freeze
+            %w[--seed 9060 --ranges held-out] => %w[warmup-015],
+            # By the early path at minutes 15-29 until a bucket where a
+            # sample jumped far above the one before it gave its least
+            # sample for its point, not its mean (JUMP_MIN and JUMP_SPREAD
+            # in detector_points.c): a cache loaded within a bucket lifted
+            # its mean part-way and split its step over two points, which
+            # no step filter took out.
+            %w[--seed 9041] => %w[warmup-094],
+            %w[--seed 9050] => %w[warmup-118],
+            %w[--seed 1007] => %w[warmup-118],
+            %w[--seed 9017 --ranges held-out] => %w[warmup-034],
+            %w[--seed 9037 --ranges held-out] => %w[warmup-118] }.freeze
 
   # A course that levels off between NearLimit and the limit, or beyond it,
   # is projected at its slope once the plateaus below NearLimit are ruled

@@ -411,6 +411,36 @@ static void test_two_falls_then_none_are_no_sawtooth(void **state)
   assert_true(si.ramp == 0);
 }
 
+/* A warm-up of 12.7 minutes' time constant (180 MiB from 273 MiB) under
+ * +-2.1 MiB of noise, with caches of 18.5 MiB at second 517 and 22.3 MiB
+ * at second 681, both within a bucket (standard-9041 warmup-094 of the
+ * 9001-9060 draws). Each cache belongs to the rise after its bucket: the
+ * bucket's point keeps to the level at its start. Its mean, lifted
+ * part-way by the cache, stood high, so the cache rose two points (15 and
+ * 19 MiB where the pace was 6), no step filter took it out, and the
+ * warm-up fired at minute 15 as a course speeding up. */
+static double cached_warmup(double t)
+{
+  return 273.4 + 180.1 * (1 - exp(-t / 761)) + (t >= 517 ? 18.5 : 0) + (t >= 681 ? 22.3 : 0);
+}
+
+static void test_a_cache_within_a_bucket_lifts_the_next_point(void **state)
+{
+  (void)state;
+  double ep[MDP_DETECTOR_COURSE_BUCKETS] = {0}, em[MDP_DETECTOR_COURSE_BUCKETS];
+  unsigned m = feed_and_read(cached_warmup, 2.1, 15, ep, em);
+  assert_true(m >= 14);
+  for(unsigned k = 0; k < m; k++)
+    print_message("%+.1f ", ep[k]);
+  print_message("MiB off the level\n");
+  /* Buckets 8 and 11 hold the caches: each point as far off the level
+   * as its neighbours' (it stood 3.3 and 9.1 MiB above them). */
+  assert_true(fabs(ep[8] - (ep[7] + ep[9]) / 2) < 2);
+  assert_true(fabs(ep[11] - (ep[10] + ep[12]) / 2) < 2);
+  for(unsigned k = 0; k < m; k++)
+    assert_true(fabs(ep[k]) < 6);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -420,6 +450,7 @@ int main(void)
       cmocka_unit_test(test_points_keep_a_warmups_bend),
       cmocka_unit_test(test_points_are_means_under_normal_noise),
       cmocka_unit_test(test_a_steep_warmups_points_keep_to_its_level),
+      cmocka_unit_test(test_a_cache_within_a_bucket_lifts_the_next_point),
       cmocka_unit_test(test_sawtooth_points_do_not_drift_with_the_troughs_lag),
       cmocka_unit_test(test_small_teeth_on_a_fast_leak_are_found),
       cmocka_unit_test(test_sawtooth_points_are_their_teeth_means),
