@@ -163,20 +163,40 @@ static void remove_steps(double *y, const unsigned char *have, unsigned m)
 #define LOCAL_SPREAD 4.0
 #define STEP_BEFORE  3
 #define STEP_AFTER   3
+/* The pace and the stray are taken twice: the second time each rise's
+ * pace leaves out the neighbours that stood above their own first pace by
+ * more than NEAR_SPREAD times the first stray (and STEP_MIN): other
+ * steps. Three caches of 22.7-28.2 MiB in the first 11 minutes of a
+ * warm-up climbing 29 MiB/min at first (under +-4.1 MiB of noise) each
+ * lifted their neighbours' pace, the stray rose from about 2 to 8 MiB,
+ * and none was taken out; its course looked straight and it fired at
+ * minute 15 (standard-9052 warmup-111 of the 9001-9060 draws; since the
+ * fourth stop of 2026-12-06). The second stray lowers the bar no further
+ * than CUT_FLOOR: below it, a leak's rise of noise (21 MiB where the pace
+ * was 10, under noise of a normal's shape) was taken for a cache. */
+#define NEAR_SPREAD  3.0
+#define CUT_FLOOR    (16.0 * MIB)
 /* The local pace at each of the n rises: the median of the rises around it
- * (three on each side), without it. Returns the median of how far the
- * rises stray from their pace: the noise a step must beat. */
-static double local_pace(const double *diff, unsigned n, double *pace)
+ * (three on each side), without it and, when first is not NULL, without
+ * any that stands above its pace in first by more than leave. Returns the
+ * median of how far the rises stray from their pace: the noise a step
+ * must beat. */
+static double local_pace(const double *diff, unsigned n, const double *first, double leave,
+                         double *pace)
 {
   double dev[CB];
   for(unsigned i = 0; i < n; i++) {
     double loc[8];
     unsigned nl = 0;
     for(int j = (int)i - 3; j <= (int)i + 3; j++)
-      if(j >= 0 && j < (int)n && j != (int)i)
+      if(j >= 0 && j < (int)n && j != (int)i && !(first && diff[j] - first[j] > leave))
         loc[nl++] = diff[j];
-    mdp_robust_sort(loc, nl);
-    pace[i] = loc[nl / 2];
+    if(nl) {
+      mdp_robust_sort(loc, nl);
+      pace[i] = loc[nl / 2];
+    } else {
+      pace[i] = first[i]; /* every neighbour left out (first is set) */
+    }
     dev[i] = fabs(diff[i] - pace[i]);
   }
   mdp_robust_sort(dev, n);
@@ -185,11 +205,14 @@ static double local_pace(const double *diff, unsigned n, double *pace)
 
 static void remove_local_steps(double *y, const unsigned char *have, unsigned m)
 {
-  double diff[CB], pace[CB], excess[CB];
+  double diff[CB], first[CB], pace[CB], excess[CB];
   unsigned at[CB], n = rises(y, have, m, diff, at);
   if(n < 5)
     return;
-  double cut = step_bar(LOCAL_SPREAD, local_pace(diff, n, pace));
+  double stray = local_pace(diff, n, NULL, 0, first);
+  double near = step_bar(NEAR_SPREAD, stray), bar = step_bar(LOCAL_SPREAD, stray);
+  double cut =
+      fmax(step_bar(LOCAL_SPREAD, local_pace(diff, n, first, near, pace)), fmin(bar, CUT_FLOOR));
   for(unsigned i = 0; i < n; i++) {
     excess[i] = 0;
     if(i + 1 < STEP_BEFORE || i + STEP_AFTER > n)
@@ -237,7 +260,7 @@ static int pending_step(const double *y, const unsigned char *have, unsigned m)
   unsigned at[CB], n = rises(y, have, m, diff, at);
   if(n < 5)
     return 0;
-  double cut = step_bar(PENDING_SPREAD, local_pace(diff, n, pace));
+  double cut = step_bar(PENDING_SPREAD, local_pace(diff, n, NULL, 0, pace));
   for(unsigned i = n - (STEP_AFTER - 1); i < n; i++)
     if(diff[i] - pace[i] > cut)
       return 1;
