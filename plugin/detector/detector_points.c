@@ -462,7 +462,7 @@ static double local_slope(const double *y, const unsigned char *have, unsigned m
 
 static void plain_means(const mdp_detector *d, unsigned m, double *y, const unsigned char *have)
 {
-  double mean[CB], off[CB] = {0};
+  double mean[CB], off[CB] = {0}, jumps[CB];
   unsigned char use[CB];
   unsigned n_off = 0;
   for(unsigned k = 0; k < m; k++) {
@@ -473,6 +473,7 @@ static void plain_means(const mdp_detector *d, unsigned m, double *y, const unsi
     double c = b->count;
     mean[k] = (double)b->min + ((double)b->sum - (double)b->spread) / (c - 1) -
               local_slope(y, have, m, k) * b->sum_at / c;
+    jumps[n_off] = b->jump;
     off[n_off++] = mean[k] - y[k];
     use[k] = 1;
   }
@@ -485,20 +486,17 @@ static void plain_means(const mdp_detector *d, unsigned m, double *y, const unsi
    * minima before) runs ahead of the bucket's own, and that point came out
    * 14 MiB low (test_a_steep_warmups_points_keep_to_its_level); a cache
    * loaded within the bucket comes after its least sample either way. */
-  double gap[CB], jumps[CB];
-  unsigned ng = 0, nj = 0;
-  for(unsigned k = 0; k < m; k++)
-    if(use[k])
-      jumps[nj++] = mdp_detector_course_bucket(d, m, k)->jump;
-  double jump_bar = fmax(JUMP_MIN, JUMP_SPREAD * mdp_robust_median(jumps, nj));
+  double gap[CB];
+  unsigned ng = 0;
+  double jump_bar = fmax(JUMP_MIN, JUMP_SPREAD * mdp_robust_median(jumps, n_off));
   for(unsigned k = 0; k < m; k++) {
     if(!use[k])
       continue;
+    const mdp_detector_point *b = mdp_detector_course_bucket(d, m, k);
     mean[k] -= usual;
-    int jumped = mdp_detector_course_bucket(d, m, k)->jump > jump_bar;
-    use[k] = fabs(mean[k] - y[k]) <= bar && !jumped ? 1 : 2; /* 2: stands off */
+    use[k] = fabs(mean[k] - y[k]) <= bar && b->jump <= jump_bar ? 1 : 2; /* 2: stands off */
     if(use[k] == 1)
-      gap[ng++] = (double)mdp_detector_course_bucket(d, m, k)->min - mean[k];
+      gap[ng++] = (double)b->min - mean[k];
   }
   double g = ng ? mdp_robust_median(gap, ng) : 0;
   for(unsigned k = 0; k < m; k++)
