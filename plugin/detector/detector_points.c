@@ -528,7 +528,12 @@ static void plain_means(const mdp_detector *d, unsigned m, double *y, const unsi
  * bucket for 8.3, each point stood off the level by its bucket's phase,
  * a warm-up ending under a line fitted them better than a plateau (at 4.9
  * times the 99 % point), and it fired at minute 21 (standard-9107
- * warmup-058 of the 9061-9120 draws; 7.6 and quiet since). */
+ * warmup-058 of the 9061-9120 draws; 7.6 and quiet since). Not for two
+ * drops whose falls are under MEAN_FALL: one gap says nothing of a
+ * period, and two falls of noise 11 minutes apart on a plain warm-up
+ * (5.4 and 4.6 MiB, +-5.3 MiB of noise) took a ramp twice as large out
+ * of its points with it, and it fired at minute 15 (standard-9156
+ * warmup-096 of the 9121-9180 draws). */
 static double drops_climbed(const saw_points *sp, unsigned m, unsigned nd, double *fell)
 {
   unsigned at[CB], n = 0;
@@ -537,11 +542,14 @@ static double drops_climbed(const saw_points *sp, unsigned m, unsigned nd, doubl
   for(unsigned k = 0; k < m; k++)
     if(sp->drop[k])
       at[n++] = k;
+  double falls[CB];
+  memcpy(falls, sp->falls, nd * sizeof(falls[0]));
+  int trend = nd >= 3 || mdp_robust_median(falls, nd) >= MEAN_FALL;
   for(unsigned i = 0; i < nd; i++) {
     *fell += sp->falls[i];
     climbed += sp->falls[i];
     unsigned a = at[i > 0 ? i - 1 : i], b = at[i + 1 < n ? i + 1 : i];
-    if(a != b && sp->y[b] > sp->y[a])
+    if(trend && a != b && sp->y[b] > sp->y[a])
       climbed += 2 * sp->dt * (sp->y[b] - sp->y[a]) / (sp->x[b] - sp->x[a]);
   }
   return climbed;
