@@ -367,6 +367,14 @@ static double drop_times(saw_points *sp, unsigned m, double gap)
 #define MEAN_PERIOD  10.0
 #define MEAN_OFF     (8.0 * MIB)
 #define MEAN_SCATTER 3.0
+/* The median of the nd drops' falls (without the trend's lift). */
+static double median_fall(const saw_points *sp, unsigned nd)
+{
+  double falls[CB];
+  memcpy(falls, sp->falls, nd * sizeof(falls[0]));
+  return mdp_robust_median(falls, nd);
+}
+
 /* The usual offset of the buckets' means above their points (the median
  * of off[0..n)) and the bar past which a mean stands off it: floor, or
  * MEAN_SCATTER times the offsets' scatter (their median absolute
@@ -387,11 +395,10 @@ static int mean_offsets(const double *off, unsigned n, double floor, double *usu
 static void tooth_means(const mdp_detector *d, unsigned m, const saw_points *sp,
                         const mdp_detector_saw *si, double *y, const unsigned char *have)
 {
-  double falls[CB], mean[CB], off[CB] = {0};
+  double mean[CB], off[CB] = {0};
   unsigned char use[CB];
-  unsigned nd = si->drops, n_off = 0;
-  memcpy(falls, sp->falls, nd * sizeof(falls[0]));
-  if(si->period > MEAN_PERIOD || mdp_robust_median(falls, nd) < MEAN_FALL)
+  unsigned n_off = 0;
+  if(si->period > MEAN_PERIOD || median_fall(sp, si->drops) < MEAN_FALL)
     return;
   double drop_before = sp->first_drop - si->period;
   for(unsigned k = 0; k < m; k++) {
@@ -513,11 +520,11 @@ static void plain_means(const mdp_detector *d, unsigned m, double *y, const unsi
       y[k] = use[k] == 1 ? mean[k] : (double)mdp_detector_course_bucket(d, m, k)->min - g;
 }
 
-/* What the nd drops' teeth climbed (the falls alone go to fell): each
- * drop's fall, and the envelope's
- * trend over the two sampling intervals the fall is measured over (the
- * sample after a drop is two intervals later than the lower of the two
- * before it, and the envelope climbed meanwhile). The trend at a drop is
+/* What the drops' teeth climbed (the falls alone go to fell): each drop's
+ * fall, and the envelope's trend over the two sampling intervals the fall
+ * is measured over (the sample after a drop is two intervals later than
+ * the lower of the two before it, and the envelope climbed meanwhile).
+ * The trend at a drop is
  * the rise between the troughs of the drops either side of it (at the
  * first and the last, between it and its one neighbour), per bucket: a
  * trough is the envelope less no ramp, and a warm-up's trend falls from
@@ -534,7 +541,7 @@ static void plain_means(const mdp_detector *d, unsigned m, double *y, const unsi
  * (5.4 and 4.6 MiB, +-5.3 MiB of noise) took a ramp twice as large out
  * of its points with it, and it fired at minute 15 (standard-9156
  * warmup-096 of the 9121-9180 draws). */
-static double drops_climbed(const saw_points *sp, unsigned m, unsigned nd, double *fell)
+static double drops_climbed(const saw_points *sp, unsigned m, double *fell)
 {
   unsigned at[CB], n = 0;
   double climbed = 0;
@@ -542,10 +549,8 @@ static double drops_climbed(const saw_points *sp, unsigned m, unsigned nd, doubl
   for(unsigned k = 0; k < m; k++)
     if(sp->drop[k])
       at[n++] = k;
-  double falls[CB];
-  memcpy(falls, sp->falls, nd * sizeof(falls[0]));
-  int trend = nd >= 3 || mdp_robust_median(falls, nd) >= MEAN_FALL;
-  for(unsigned i = 0; i < nd; i++) {
+  int trend = n >= 3 || median_fall(sp, n) >= MEAN_FALL;
+  for(unsigned i = 0; i < n; i++) {
     *fell += sp->falls[i];
     climbed += sp->falls[i];
     unsigned a = at[i > 0 ? i - 1 : i], b = at[i + 1 < n ? i + 1 : i];
@@ -628,7 +633,7 @@ static void course_points(const mdp_detector *d, unsigned m, double *y, unsigned
   double teeth = nd * (si->period - 2 * sp.dt);
   if(!(teeth > 0))
     return;
-  double fell, ramp = drops_climbed(&sp, m, nd, &fell) / teeth;
+  double fell, ramp = drops_climbed(&sp, m, &fell) / teeth;
   /* Noise falls as far as it rises: its minima climb no ramp. The bar is
    * what the falls gave back as measured, without the trend: against the
    * ramp with it, the teeth of a warm-up (26.7 MiB every 324 s, +-6.9 MiB

@@ -99,6 +99,18 @@ static unsigned feed_and_read(level_fn level, double amp, double minutes, double
   return feed_and_read_saw(level, NULL, amp, minutes, err_point, err_min, &si);
 }
 
+/* feed_and_read_saw without the points: prints the sawtooth found (the
+ * period the teeth have in the caller's words) and returns m. */
+static unsigned feed_and_read_teeth(level_fn level, level_fn saw, double amp, double minutes,
+                                    const char *period, mdp_detector_saw *si)
+{
+  double ep[MDP_DETECTOR_COURSE_BUCKETS], em[MDP_DETECTOR_COURSE_BUCKETS];
+  unsigned m = feed_and_read_saw(level, saw, amp, minutes, ep, em, si);
+  print_message("%u drops, period %.2f buckets (%s), ramp %.1f MiB a bucket\n", si->drops,
+                si->period, period, si->ramp / MIB);
+  return m;
+}
+
 static double mean(const double *v, unsigned from, unsigned to)
 {
   double s = 0;
@@ -273,11 +285,8 @@ static double warmup_tooth(double t) { return 38 * fmod(t + 57, 241) / 241; }
 static void test_a_steep_warmups_teeth_keep_their_ramp(void **state)
 {
   (void)state;
-  double ep[MDP_DETECTOR_COURSE_BUCKETS], em[MDP_DETECTOR_COURSE_BUCKETS];
   mdp_detector_saw si;
-  unsigned m = feed_and_read_saw(teeth_warmup, warmup_tooth, 0, 14, ep, em, &si);
-  print_message("%u drops, period %.2f buckets (241 s is 4.02), ramp %.1f MiB a bucket (9.5)\n",
-                si.drops, si.period, si.ramp / MIB);
+  unsigned m = feed_and_read_teeth(teeth_warmup, warmup_tooth, 0, 14, "241 s is 4.02", &si);
   assert_true(m >= 13);
   assert_true(si.drops >= 3);
   assert_true(fabs(si.period - 241.0 / 60) < 0.1);
@@ -293,11 +302,8 @@ static void test_a_steep_warmups_teeth_keep_their_ramp(void **state)
 static void test_small_teeth_on_a_fast_leak_are_found(void **state)
 {
   (void)state;
-  double ep[MDP_DETECTOR_COURSE_BUCKETS], em[MDP_DETECTOR_COURSE_BUCKETS];
   mdp_detector_saw si;
-  unsigned m = feed_and_read_saw(small_leak, small_tooth, 2.5, 16, ep, em, &si);
-  print_message("%u drops, period %.2f buckets (234 s is 3.90), ramp %.1f MiB a bucket (3.8)\n",
-                si.drops, si.period, si.ramp / MIB);
+  unsigned m = feed_and_read_teeth(small_leak, small_tooth, 2.5, 16, "234 s is 3.90", &si);
   /* Teeth fall at 3 s (before a fall can be measured: it needs two
    * samples before it), then every 234 s: three more in the 15 closed
    * buckets. */
