@@ -362,7 +362,7 @@ static double drop_times(saw_points *sp, unsigned m, double gap)
  * 12, 10, 13, 7 and 15 MiB a point, a straight line, and fired at minute
  * 13 (standard-9014 warmup-087 of the 9001-9060 draws); as its teeth's
  * means its points fit a plateau. With the ramp's trend given back
- * (drops_climbed) and 5 buckets, two more warm-ups under teeth of 5.5-5.8
+ * (trend_lost) and 5 buckets, two more warm-ups under teeth of 5.5-5.8
  * minutes fired (held-out-9046 warmup-116, standard-9090 warmup-084). */
 #define MEAN_PERIOD  10.0
 #define MEAN_OFF     (8.0 * MIB)
@@ -520,44 +520,40 @@ static void plain_means(const mdp_detector *d, unsigned m, double *y, const unsi
       y[k] = use[k] == 1 ? mean[k] : (double)mdp_detector_course_bucket(d, m, k)->min - g;
 }
 
-/* What the drops' teeth climbed (the falls alone go to fell): each drop's
- * fall, and the envelope's trend over the two sampling intervals the fall
- * is measured over (the sample after a drop is two intervals later than
- * the lower of the two before it, and the envelope climbed meanwhile).
- * The trend at a drop is
- * the rise between the troughs of the drops either side of it (at the
- * first and the last, between it and its one neighbour), per bucket: a
- * trough is the envelope less no ramp, and a warm-up's trend falls from
- * tooth to tooth. Until the fifth stop of 2026-12-06 that part was left
- * out (the whole ring's trend, the only one known then, fired more
- * warm-ups when added back): under teeth of 23.5 MiB every 169 s on a
- * warm-up of 7.3 minutes' time constant the ramp came out 4.9 MiB a
- * bucket for 8.3, each point stood off the level by its bucket's phase,
- * a warm-up ending under a line fitted them better than a plateau (at 4.9
- * times the 99 % point), and it fired at minute 21 (standard-9107
- * warmup-058 of the 9061-9120 draws; 7.6 and quiet since). Not for two
- * drops whose falls are under MEAN_FALL: one gap says nothing of a
- * period, and two falls of noise 11 minutes apart on a plain warm-up
- * (5.4 and 4.6 MiB, +-5.3 MiB of noise) took a ramp twice as large out
- * of its points with it, and it fired at minute 15 (standard-9156
- * warmup-096 of the 9121-9180 draws). */
-static double drops_climbed(const saw_points *sp, unsigned m, double *fell)
+/* What the envelope's trend took off the drops' falls: each fall is
+ * measured over two sampling intervals (the sample after a drop is two
+ * intervals later than the lower of the two before it), and the envelope
+ * climbed meanwhile. The trend at a drop is the rise between the troughs
+ * of the drops either side of it (at the first and the last, between it
+ * and its one neighbour), per bucket: a trough is the envelope less no
+ * ramp, and a warm-up's trend falls from tooth to tooth. Until the fifth
+ * stop of 2026-12-06 that part was left out (the whole ring's trend, the
+ * only one known then, fired more warm-ups when added back): under teeth
+ * of 23.5 MiB every 169 s on a warm-up of 7.3 minutes' time constant the
+ * ramp came out 4.9 MiB a bucket for 8.3, each point stood off the level
+ * by its bucket's phase, a warm-up ending under a line fitted them better
+ * than a plateau (at 4.9 times the 99 % point), and it fired at minute 21
+ * (standard-9107 warmup-058 of the 9061-9120 draws; 7.6 and quiet since).
+ * Nothing for two drops whose falls are under MEAN_FALL: one gap says
+ * nothing of a period, and two falls of noise 11 minutes apart on a plain
+ * warm-up (5.4 and 4.6 MiB, +-5.3 MiB of noise) took a ramp twice as
+ * large out of its points with it, and it fired at minute 15
+ * (standard-9156 warmup-096 of the 9121-9180 draws). */
+static double trend_lost(const saw_points *sp, unsigned m)
 {
   unsigned at[CB], n = 0;
-  double climbed = 0;
-  *fell = 0;
+  double lost = 0;
   for(unsigned k = 0; k < m; k++)
     if(sp->drop[k])
       at[n++] = k;
-  int trend = n >= 3 || median_fall(sp, n) >= MEAN_FALL;
+  if(n < 3 && median_fall(sp, n) < MEAN_FALL)
+    return 0;
   for(unsigned i = 0; i < n; i++) {
-    *fell += sp->falls[i];
-    climbed += sp->falls[i];
     unsigned a = at[i > 0 ? i - 1 : i], b = at[i + 1 < n ? i + 1 : i];
-    if(trend && a != b && sp->y[b] > sp->y[a])
-      climbed += 2 * sp->dt * (sp->y[b] - sp->y[a]) / (sp->x[b] - sp->x[a]);
+    if(a != b && sp->y[b] > sp->y[a])
+      lost += 2 * sp->dt * (sp->y[b] - sp->y[a]) / (sp->x[b] - sp->x[a]);
   }
-  return climbed;
+  return lost;
 }
 
 /* The course points of the last m closed buckets, oldest first: each
@@ -570,7 +566,7 @@ static double drops_climbed(const saw_points *sp, unsigned m, double *fell)
  * every other minimum less the ramp its tooth climbed since its drop; the
  * ramp is what the drops gave back over their teeth (each drop returns
  * what its ramp climbed over the tooth, less the ramp and the envelope's
- * trend over the two samples the fall is measured over: drops_climbed
+ * trend over the two samples the fall is measured over: trend_lost
  * gives the trend's part back), and is used only
  * if the minima do climb it between drops; each tooth's phase counts from
  * its drop's time on the period's line (drop_times), not from its trough.
@@ -629,11 +625,14 @@ static void course_points(const mdp_detector *d, unsigned m, double *y, unsigned
   double fitted = tooth_phases(&sp, have, m, si->period);
   /* Each fall is what the ramp climbed over its tooth less the two
    * intervals it is measured over, and less the envelope's trend over
-   * them (drops_climbed gives that back). */
+   * them (trend_lost gives that back). */
   double teeth = nd * (si->period - 2 * sp.dt);
   if(!(teeth > 0))
     return;
-  double fell, ramp = drops_climbed(&sp, m, &fell) / teeth;
+  double fell = 0;
+  for(unsigned i = 0; i < nd; i++)
+    fell += sp.falls[i];
+  double ramp = (fell + trend_lost(&sp, m)) / teeth;
   /* Noise falls as far as it rises: its minima climb no ramp. The bar is
    * what the falls gave back as measured, without the trend: against the
    * ramp with it, the teeth of a warm-up (26.7 MiB every 324 s, +-6.9 MiB

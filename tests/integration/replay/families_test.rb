@@ -35,8 +35,8 @@
 # late are no sawtooth; 285 since the points are the buckets' means, 287
 # since a mean that stands off gives the least sample less the usual gap,
 # 288 since the missed drop's phase and SAW_TEETH, 293 since a sawtooth's
-# ramp gives back the trend and teeth up to 10 minutes give their means). Named warm-ups of
-# the tune draws that fired on 72b1131, 42559c6 or 06aeb9e, and of
+# ramp gives back the trend and teeth up to 10 minutes give their means).
+# Named warm-ups of the tune draws that fired on 72b1131, 42559c6 or 06aeb9e, and of
 # plain_table.rb's plain warm-ups that fired on a2ca200, stay quiet. It does not yet assert the issue's
 # acceptance (no warm-up fires; every fast leak 50 minutes ahead): that
 # does not hold.
@@ -304,7 +304,7 @@ class ReplayFamiliesTest < Minitest::Test
            [%w[--seed 9050], %w[warmup-034]],
            [%w[--seed 9059], %w[warmup-022]],
            # By the early path at minutes 13-44 until a sawtooth's ramp
-           # gave back the trend its falls lose (drops_climbed in
+           # gave back the trend its falls lose (trend_lost in
            # detector_points.c) and teeth of up to 10 minutes gave their
            # means (MEAN_PERIOD): points off the level by each bucket's
            # phase, fitted as a warm-up ending under a line.
@@ -445,9 +445,9 @@ class ReplayFamiliesTest < Minitest::Test
     end
     assert_equal 3, os.size
     assert_all_in_time(os)
-    o = FamilyReplay.run(CTL, "fast-leak", %w[--seed 9019], only: %w[fast-leak-043]).first
-    assert_operator o.lead_s, :>=, FamilyReplay.lead_needed(o.params) - 60,
-                    "#{o.name} #{o.params}: fires at #{o.first_s} s"
+    late = FamilyReplay.run(CTL, "fast-leak", %w[--seed 9019], only: %w[fast-leak-043])
+    assert_equal 1, late.size
+    assert_all_in_time(late, slack_s: 60)
   end
 
   def test_plain_warmups_that_fired_before_stay_quiet
@@ -486,10 +486,10 @@ class ReplayFamiliesTest < Minitest::Test
     assert_match(/usage: MEMDIAG_CTL=memdiagctl ruby draws_table.rb FIRST..LAST/, out)
   end
 
-  # Each outcome fired with the lead asked.
-  def assert_all_in_time(outcomes)
+  # Each outcome fired with the lead asked, or at most slack_s later.
+  def assert_all_in_time(outcomes, slack_s: 0)
     outcomes.each do |o|
-      assert_operator o.lead_s, :>=, FamilyReplay.lead_needed(o.params),
+      assert_operator o.lead_s, :>=, FamilyReplay.lead_needed(o.params) - slack_s,
                       "#{o.name} #{o.params}: fires at #{o.first_s} s"
     end
   end

@@ -243,7 +243,7 @@ static void test_sawtooth_points_do_not_drift_with_the_troughs_lag(void **state)
                 si.ramp / MIB);
   assert_true(fabs(si.period - 91.0 / 60) < 0.02);
   /* The ramp: the falls each lose two samples of the leak's trend (3.8
-   * MiB), given back (drops_climbed in detector_points.c); until the
+   * MiB), given back (trend_lost in detector_points.c); until the
    * fifth stop of 2026-12-06 a tooth's ramp of 35.6 MiB a minute came out
    * about 32.5. */
   assert_true(fabs(si.ramp / MIB - 54.0 / 91 * 60) < 1);
