@@ -50,8 +50,9 @@ _Static_assert(CB <= MDP_COURSE_MAX_POINTS, "the course fit must hold the ring")
 #define FIRM          4.0
 #define RULED_OUT     0.2
 /* A plateau above the limit with a time constant of LONG_TAU times the
- * points' span or more is projected at its slope (course_reach). */
-#define LONG_TAU      6.0
+ * points' span or more is projected at its slope (course_reach; 6 until
+ * the sixth stop of 2026-12-06, docs/detector.md). */
+#define LONG_TAU      5.0
 #define STEP_MIN      (8.0 * MIB)
 #define STEP_SPREAD   6.0
 #define STEP_MAX      3
@@ -348,7 +349,11 @@ static void fit(const double *y, const unsigned char *have, unsigned m, double s
  * the points by little more than their noise, and says that the course
  * reaches the level, not reliably when (a 13 MiB/min leak under 54 MiB
  * teeth, fitted at minute 12 as a 77-minute plateau at 1.3 GiB, reached
- * the limit in 81 minutes that way and in 53 at its slope). */
+ * the limit in 81 minutes that way and in 53 at its slope; a 14 MiB/min
+ * leak under 11 MiB teeth of 291 s, fitted at minute 10 as a plateau of
+ * 60 points' time constant over 10 points, reached it in 105 minutes so
+ * and in 49 at its slope, and was caught 12 s late at six times the
+ * span). */
 #define LINE_RULED_OUT 1.0
 static double course_reach(const mdp_course *c, double x, double level, double settle, double span)
 {
