@@ -587,6 +587,19 @@ int mdp_detector_course_early(mdp_detector *d, double t, mdp_decision *ev)
       first = y[k];
     last = y[k];
   }
+  /* The lowest level seen counts the buckets the points leave out too
+   * (those before a sawtooth's first tooth, whose phase is not known): the
+   * series was at their least sample. When a sawtooth whose first drops
+   * fell short of the bar was seen at last, the five points it left out
+   * took 62 MiB off the growth since the lowest level, and a 13.5 MiB/min
+   * leak under 13 MiB teeth of 191 s, asked by minute 14.2, waited for its
+   * clock until minute 18 (standard-9098 fast-leak-045 of the 9061-9120
+   * draws; since the sixth stop of 2026-12-06). */
+  for(unsigned k = 0; k < m && lo >= 0; k++) {
+    const mdp_detector_point *b = mdp_detector_course_bucket(d, m, k);
+    if(!have[k] && b->count > 0 && (double)b->min < lo)
+      lo = (double)b->min;
+  }
   /* Most series are nowhere near: no fit before half the growth asked. */
   if(last - lo < URGENCY_SHARE / 2 * ((double)c->memory_limit - last) || last - first < MIN_RISE)
     return early_fail(d);
