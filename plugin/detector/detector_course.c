@@ -577,16 +577,6 @@ int mdp_detector_course_early(mdp_detector *d, double t, mdp_decision *ev)
   fprintf(stderr, "saw t=%.1f drops=%u P=%.1f ramp=%.1f ld=%.1f\n", (t - d->origin) / 60, si.drops,
           si.period, si.ramp / MIB, si.last_drop);
 #endif
-  double lo = -1, first = -1, last = -1;
-  for(unsigned k = 0; k < m; k++) {
-    if(!have[k])
-      continue;
-    if(lo < 0 || y[k] < lo)
-      lo = y[k];
-    if(first < 0)
-      first = y[k];
-    last = y[k];
-  }
   /* The lowest level seen counts the buckets the points leave out too
    * (those before a sawtooth's first tooth, whose phase is not known): the
    * series was at their least sample. When a sawtooth whose first drops
@@ -595,11 +585,22 @@ int mdp_detector_course_early(mdp_detector *d, double t, mdp_decision *ev)
    * leak under 13 MiB teeth of 191 s, asked by minute 14.2, waited for its
    * clock until minute 18 (standard-9098 fast-leak-045 of the 9061-9120
    * draws; since the sixth stop of 2026-12-06). */
-  for(unsigned k = 0; k < m && lo >= 0; k++) {
-    const mdp_detector_point *b = mdp_detector_course_bucket(d, m, k);
-    if(!have[k] && b->count > 0 && (double)b->min < lo)
-      lo = (double)b->min;
+  double lo = -1, left_out = INFINITY, first = -1, last = -1;
+  for(unsigned k = 0; k < m; k++) {
+    if(!have[k]) {
+      const mdp_detector_point *b = mdp_detector_course_bucket(d, m, k);
+      if(b->count > 0)
+        left_out = fmin(left_out, (double)b->min);
+      continue;
+    }
+    if(lo < 0 || y[k] < lo)
+      lo = y[k];
+    if(first < 0)
+      first = y[k];
+    last = y[k];
   }
+  if(lo >= 0 && left_out < lo)
+    lo = left_out;
   /* Most series are nowhere near: no fit before half the growth asked. */
   if(last - lo < URGENCY_SHARE / 2 * ((double)c->memory_limit - last) || last - first < MIN_RISE)
     return early_fail(d);

@@ -342,11 +342,11 @@ class ReplayFamiliesTest < Minitest::Test
   # reached the limit in 105 minutes (49 at its slope), and fired at 14
   # (docs/detector.md, "What the sixth stop of 2026-12-06 changed").
   def test_long_plateau_above_the_limit_is_projected_at_its_slope
-    [[%w[--seed 1007], "fast-leak-021"], [%w[--seed 9019], "fast-leak-053"]].each do |extra, name|
-      o = FamilyReplay.run(CTL, "fast-leak", extra, only: [name]).first
+    each_named("fast-leak", [[%w[--seed 1007], %w[fast-leak-021]],
+                             [%w[--seed 9019], %w[fast-leak-053]]]) do |extra, o|
       assert_equal "sustained-growth", o.reason, o.params.to_s
       assert_operator o.lead_s, :>=, FamilyReplay.lead_needed(o.params),
-                      "#{extra} #{name} #{o.params}: fires at #{o.first_s} s"
+                      "#{extra} #{o.name} #{o.params}: fires at #{o.first_s} s"
     end
   end
 
@@ -434,9 +434,7 @@ class ReplayFamiliesTest < Minitest::Test
   # now at 13 (docs/detector.md, "What the sixth stop of 2026-12-06
   # changed").
   def test_growth_counts_the_points_before_a_sawtooths_first_tooth
-    os = FamilyReplay.run(CTL, "fast-leak", %w[--seed 9098], only: %w[fast-leak-045])
-    assert_equal 1, os.size
-    assert_all_in_time(os)
+    each_named("fast-leak", [[%w[--seed 9098], %w[fast-leak-045]]]) { |_, o| assert_all_in_time([o]) }
   end
 
   # A leak that starts after a warm-up has levelled off, fitted on the
@@ -465,9 +463,9 @@ class ReplayFamiliesTest < Minitest::Test
     end
     assert_equal 3, os.size
     assert_all_in_time(os)
-    late = FamilyReplay.run(CTL, "fast-leak", %w[--seed 9019], only: %w[fast-leak-043])
-    assert_equal 1, late.size
-    assert_all_in_time(late, slack_s: 60)
+    each_named("fast-leak", [[%w[--seed 9019], %w[fast-leak-043]]]) do |_, o|
+      assert_all_in_time([o], slack_s: 60)
+    end
   end
 
   def test_plain_warmups_that_fired_before_stay_quiet
