@@ -457,6 +457,14 @@ static double ring_excursion(const mdp_detector *d)
   return n >= 3 ? mdp_robust_median(spread, n) : 0;
 }
 
+/* The early path's verdict (its last look passed) stands to its next look
+ * whatever the short window says between: its buckets close on the minute,
+ * the course's with their last sample (detector_points.c). */
+static int early_growing(const mdp_detector *d) { return (d->clooks & 1u) != 0; }
+
+/* Growing by the urgent rule: the short window's or the early path's. */
+static int urgent_growing(const mdp_detector *d) { return d->sgrowing || early_growing(d); }
+
 /* The urgent rule over the short window; fills ev and returns 1 when it
  * fires. The same checks as the long window (sustained, significant, new
  * territory) plus deceleration, urgency and confirmation. */
@@ -467,7 +475,7 @@ static int evaluate_short(mdp_detector *d, double t, mdp_decision *ev)
   const mdp_detector_config *c = no_decision(d, ev);
 
   d->sgrowing = 0;
-  d->sslope = 0;
+  d->sslope = early_growing(d) ? d->sslope : 0;
   if(!c->memory_limit || d->sbucket_len <= 0 || d->sfilled < SRING) {
     d->sstreak = 0;
     return 0;
@@ -496,7 +504,7 @@ static int evaluate_short(mdp_detector *d, double t, mdp_decision *ev)
   /* Project at the slower of the window and its recent half. */
   double pace = slope_new < slope ? slope_new : slope;
 
-  d->sslope = slope > 0 ? slope : 0;
+  d->sslope = early_growing(d) ? d->sslope : slope > 0 ? slope : 0;
   decision_fill(ev, t, envelope, &f, slope_old, &w);
   ev->window = c->short_window;
   ev->urgent = 1;
@@ -591,6 +599,7 @@ int mdp_detector_feed(mdp_detector *d, const mdp_sample *s, mdp_decision *out)
   int cclosed = d->cbucket_len > 0 &&
                 mdp_detector_course_advance(d, bucket_index(t - d->origin, d->cbucket_len));
   add_sample(d, t, value);
+  cclosed |= mdp_detector_course_close_last(d, t);
 
   if(d->state != MDP_DETECTOR_FIRED) {
     if(closed) {
@@ -615,8 +624,8 @@ int mdp_detector_feed(mdp_detector *d, const mdp_sample *s, mdp_decision *out)
         fire = 1;
       }
     }
-    d->state =
-        d->sgrowing && d->long_state != MDP_DETECTOR_GROWING ? MDP_DETECTOR_GROWING : d->long_state;
+    d->state = urgent_growing(d) && d->long_state != MDP_DETECTOR_GROWING ? MDP_DETECTOR_GROWING
+                                                                          : d->long_state;
     if(fire)
       reason = MDP_REASON_GROWTH;
     if(!fire && c->memory_limit && held_above(d, value, c->near_limit * (double)c->memory_limit))
@@ -670,7 +679,7 @@ int mdp_detector_describe(const mdp_detector *d, char *buf, size_t len)
   /* A fast leak shows as growing from the short window's evaluation while
    * the long window still warms up. */
   const mdp_decision *e =
-      d->sgrowing && d->long_state != MDP_DETECTOR_GROWING && d->state != MDP_DETECTOR_FIRED
+      urgent_growing(d) && d->long_state != MDP_DETECTOR_GROWING && d->state != MDP_DETECTOR_FIRED
           ? &d->seval
           : &d->last_eval;
   double have = d->have_last ? d->last_t - d->origin : 0;

@@ -180,8 +180,10 @@ typedef struct {
   uint64_t snbucket;
   unsigned sstreak;   /* consecutive short evaluations that passed */
   int sgrowing;       /* the last short evaluation saw urgent growth */
-  double sslope;      /* its slope, bytes/s (0 if none), for near-limit */
-  mdp_decision seval; /* the last short evaluation that saw growth */
+  double sslope;      /* its slope, bytes/s (0 if none), for near-limit;
+                         the early path's while its verdict stands */
+  mdp_decision seval; /* the last urgent evaluation (short window or early
+                         path) that saw growth */
   /* The course ring: a bucket every ShortWindow/20 (0 = off). */
   double cbucket_len;
   mdp_detector_point cring[MDP_DETECTOR_COURSE_BUCKETS + 1];
@@ -190,7 +192,8 @@ typedef struct {
   double splateau;     /* the plateau the last urgent evaluation's course
                           levels off at, bytes; 0 if none */
   unsigned clooks;     /* the last early evaluations, a bit each (newest
-                          lowest): 1 if its course passed */
+                          lowest): 1 if its course passed; the newest
+                          is the early path's verdict (growing) */
   unsigned cgrown;     /* consecutive ones whose course passed and had grown
                           enough too */
   uint64_t cknee;      /* course bucket (index + 1) of the last knee the
@@ -198,6 +201,9 @@ typedef struct {
   uint64_t cknee_seen; /* the open course bucket when it found it */
   double ctrend;       /* the pace the open course bucket is taken less of
                           (detector_points.c), bytes/s; 0 if none */
+  double cgap;         /* the usual sampling interval, s (smoothed; 0 until
+                          known): when the open course bucket's last sample
+                          is in (detector_points.c) */
 } mdp_detector;
 
 /* Starts a detector with a copy of cfg. One detector per series: per

@@ -489,7 +489,11 @@ static int early_judge(mdp_detector *d, double t, early_look *lk, mdp_decision *
     return 0;
 
   double len = d->cbucket_len;
-  double x_now = (t - d->origin) / len - (double)(d->cnbucket - m);
+  /* As of the end of the last closed bucket (its data's end), also when
+   * it closed with its last sample, a gap before its end: the same look
+   * then, only sooner (detector_points.c). */
+  double x_t = (t - d->origin) / len - (double)(d->cnbucket - m);
+  double x_now = x_t > (double)m ? x_t : (double)m;
   double envelope = mdp_course_at(&course, x_now);
   double slope = mdp_course_slope(&course, x_now) / len;
   double rise = envelope - mdp_course_at(&course, course.first);
@@ -522,9 +526,9 @@ static int early_judge(mdp_detector *d, double t, early_look *lk, mdp_decision *
   for(unsigned k = 0; k < m; k++)
     ev->samples += mdp_detector_course_bucket(d, m, k)->count;
   if(reach >= 0)
-    ev->time_to_limit = reach * len;
+    ev->time_to_limit = (reach + x_now - x_t) * len;
 
-  int course_ok = slope > 0 && reach >= 0 && ev->time_to_limit <= NEAR_SHARE * c->horizon &&
+  int course_ok = slope > 0 && reach >= 0 && reach * len <= NEAR_SHARE * c->horizon &&
                   rise >= MIN_RISE && rise >= RISE_SCATTER * course.scatter &&
                   jump <= STEP_SHARE * rise && mdp_course_ruled_out(&course) >= RULED_OUT &&
                   (c->min_growth_rate <= 0 || slope >= c->min_growth_rate);
@@ -545,7 +549,7 @@ static int early_judge(mdp_detector *d, double t, early_look *lk, mdp_decision *
       (t - d->origin) / 60, m, course.kind, course.q > 0 && course.q < 1 ? -1 / log(course.q) : 0,
       envelope / MIB, slope * 60 / MIB, ev->time_to_limit / 60, rise / MIB, course.scatter / MIB,
       jump / MIB, (envelope - lo) / MIB, URGENCY_SHARE * room / MIB, mdp_course_ruled_out(&course),
-      lk->from, !(slope > 0 && reach >= 0), !(ev->time_to_limit <= NEAR_SHARE * c->horizon),
+      lk->from, !(slope > 0 && reach >= 0), !(reach * len <= NEAR_SHARE * c->horizon),
       !(rise >= MIN_RISE), !(rise >= RISE_SCATTER * course.scatter), !(jump <= STEP_SHARE * rise),
       !(envelope - lo >= URGENCY_SHARE * room), !(mdp_course_ruled_out(&course) >= RULED_OUT));
 #endif
@@ -674,7 +678,6 @@ int mdp_detector_course_early(mdp_detector *d, double t, mdp_decision *ev)
    * only be there at the last: it is a clock (about T/5 for a steady
    * leak), not evidence that wants repeating. The CONFIRM - 1 firm looks
    * must be in a row and both have grown enough. */
-  d->sgrowing = 1;
   d->sslope = ev->slope;
   d->seval = *ev;
   early_look_was(d, 1);

@@ -13,6 +13,10 @@
  * open bucket (detector_points.c). */
 void mdp_detector_course_init(mdp_detector *d);
 int mdp_detector_course_advance(mdp_detector *d, uint64_t idx);
+/* Closes the open bucket when the sample at t (just added, the last one
+ * at d->last_t) is its last: the next, a gap later, falls past its end.
+ * Returns 1 if it closed. */
+int mdp_detector_course_close_last(mdp_detector *d, double t);
 void mdp_detector_course_add(mdp_detector *d, double t, uint64_t v);
 
 /* Bucket k (0 = oldest) of the last m closed buckets of the course ring. */

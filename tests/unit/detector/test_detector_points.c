@@ -303,7 +303,7 @@ static void test_small_teeth_on_a_fast_leak_are_found(void **state)
 {
   (void)state;
   mdp_detector_saw si;
-  unsigned m = feed_and_read_teeth(small_leak, small_tooth, 2.5, 16, "234 s is 3.90", &si);
+  unsigned m = feed_and_read_teeth(small_leak, small_tooth, 2.5, 15, "234 s is 3.90", &si);
   /* Teeth fall at 3 s (before a fall can be measured: it needs two
    * samples before it), then every 234 s: three more in the 15 closed
    * buckets. */

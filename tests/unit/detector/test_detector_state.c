@@ -212,6 +212,70 @@ static void test_short_window_fires_urgent(void **s)
   assert_true(at > 65 * 60 && at < 72 * 60);
 }
 
+/* The early path looks once a one-minute course bucket, when the bucket
+ * closes: with its last sample (the next is due past its end), not with
+ * the first of the next bucket a sampling interval later. Sampled every
+ * 10 s, the leak above fires on a minute's 50 s sample; sampled every
+ * 10 s give or take 1 s (the first 1 s early, so that every minute starts
+ * with its 0 s sample), on a minute's last sample still; sampled every
+ * 40 s (more than half a bucket: one sample after a pause must not close
+ * a bucket the samples after it belong to), on a minute's first. */
+static double jitter(unsigned k) { return (double)((k * 7919u) % 3u) - 1.0; }
+
+static double fire_with_step(double step, int jittered, double *next)
+{
+  mdp_detector_init(&det, &cfg);
+  for(unsigned k = 0; k < 600; k++) {
+    double t = k * step + (jittered ? jitter(k) : 0);
+    if(feed(t, (uint64_t)((254 + 11 * t / 60) * MIB))) {
+      /* Both since the first sample, where the first bucket starts. */
+      double first = jittered ? jitter(0) : 0;
+      *next = (k + 1) * step + (jittered ? jitter(k + 1) : 0) - first;
+      return t - first;
+    }
+  }
+  fail_msg("the leak never fired");
+  return -1;
+}
+
+static void test_a_course_bucket_closes_with_its_last_sample(void **s)
+{
+  (void)s;
+  double next, at = fire_with_step(10, 0, &next);
+  assert_string_equal(dec.reason, MDP_REASON_GROWTH);
+  assert_true(at < 20 * 60);
+  assert_int_equal((long)at % 60, 50);
+  at = fire_with_step(10, 1, &next);
+  assert_true((long)(at / 60) < (long)(next / 60)); /* the minute's last */
+  at = fire_with_step(40, 0, &next);
+  assert_string_equal(dec.reason, MDP_REASON_GROWTH);
+  assert_true((long)(at / 60) > (long)((at - 40) / 60)); /* the minute's first */
+}
+
+/* From the early path's first passing look to its fire, the state line
+ * reads growing at every sample: the short window's buckets, which close
+ * on the minute, 10 s after the course's, do not turn it back to warming
+ * (they did, every other minute, before the early path's verdict stood on
+ * its own). */
+static void test_growing_stands_until_the_early_path_fires(void **s)
+{
+  (void)s;
+  char line[96];
+  int seen = 0;
+  mdp_detector_init(&det, &cfg);
+  for(double t = 0; t < 3600; t += 10) {
+    if(feed(t, (uint64_t)((254 + 11 * t / 60) * MIB)))
+      break;
+    mdp_detector_describe(&det, line, sizeof(line));
+    if(det.state == MDP_DETECTOR_GROWING)
+      seen++;
+    else if(seen)
+      fail_msg("at %.0f s, after %d samples growing: %s", t, seen, line);
+  }
+  assert_string_equal(dec.reason, MDP_REASON_GROWTH);
+  assert_true(seen >= 6);
+}
+
 /* ShortWindow 0 turns the urgent rule off: the same leak is caught only
  * near the limit, as before the short window existed. */
 static void test_short_window_off(void **s)
@@ -280,6 +344,8 @@ int main(void)
       cmocka_unit_test_setup(test_describe, setup),
       cmocka_unit_test_setup(test_bounded_memory, setup),
       cmocka_unit_test_setup(test_short_window_fires_urgent, setup),
+      cmocka_unit_test_setup(test_a_course_bucket_closes_with_its_last_sample, setup),
+      cmocka_unit_test_setup(test_growing_stands_until_the_early_path_fires, setup),
       cmocka_unit_test_setup(test_short_window_off, setup),
       cmocka_unit_test_setup(test_short_window_not_shorter_than_growth_window, setup),
       cmocka_unit_test_setup(test_near_limit_carries_time_left, setup),
