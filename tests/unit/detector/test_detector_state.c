@@ -224,6 +224,7 @@ static double jitter(unsigned k) { return (double)((k * 7919u) % 3u) - 1.0; }
 
 static double fire_with_step(double step, int jittered, double *next)
 {
+  *next = -1;
   mdp_detector_init(&det, &cfg);
   for(unsigned k = 0; k < 600; k++) {
     double t = k * step + (jittered ? jitter(k) : 0);
