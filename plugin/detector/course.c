@@ -514,10 +514,21 @@ void mdp_course_fit_with(const double *y, const unsigned char *have, unsigned n,
     }
 }
 
-/* mdp_course_knee: see course.h. */
+/* mdp_course_knee: see course.h. The points before the run climb at the
+ * lesser of two slopes: over the KNEE_BEFORE points before it, and over
+ * the KNEE_NEAR just before it. A warm-up still dying out when the leak
+ * starts climbs fast over the six and slowly over the last three, and the
+ * run's slope had to be twice the six's: a 14.4 MiB/min leak starting at
+ * minute 9 after a 3.5-minute warm-up (its points rising 13, 9, 7 MiB a
+ * minute before the leak, 16 after) showed no knee until minute 21, where
+ * minute 18 was asked (standard-9044 fast-leak-039 of the 9001-9060
+ * draws; since the eighth stop of 2026-12-06, with KNEE_GAIN 1.5 for 2).
+ * A warm-up alone slows down along its run too, so its run never climbs
+ * faster than the points before it. */
 #define KNEE_AFTER  6
 #define KNEE_BEFORE 6
-#define KNEE_GAIN   2.0
+#define KNEE_NEAR   3
+#define KNEE_GAIN   1.5
 #define KNEE_RISE   1.0
 #define TAIL_CHI    3.0
 static void sums_add(sums *s, double x, double y)
@@ -624,15 +635,18 @@ unsigned mdp_course_knee(const double *y, const unsigned char *have, unsigned m,
   unsigned start = run.start;
   if(run.n < KNEE_AFTER || start < 2)
     return 0;
-  sums before = {0};
+  sums before = {0}, near = {0};
   for(unsigned k = start, got = 0; k-- > 0 && got < KNEE_BEFORE;)
     if(!have || have[k]) {
       sums_add(&before, k, y[k] - ref);
-      got++;
+      if(got++ < KNEE_NEAR)
+        sums_add(&near, k, y[k] - ref);
     }
   if(before.s0 < 2)
     return 0;
   double b_tail = sums_slope(&run.line, NULL), b_before = sums_slope(&before, NULL);
+  if(near.s0 >= 2)
+    b_before = fmin(b_before, sums_slope(&near, NULL));
   if(!(b_tail > KNEE_GAIN * (b_before > 0 ? b_before : 0) + KNEE_RISE * sqrt(var)))
     return 0;
   return start;

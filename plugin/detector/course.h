@@ -108,8 +108,9 @@ unsigned mdp_course_tail(const double *y, const unsigned char *have, unsigned n,
  * warm-up has levelled off. The run is the longest of the last points (6
  * or more) that a straight line fits within 3 times their noise (the
  * variance their second differences show, at least sd_floor squared); it
- * counts when its slope is at least twice that of the 6 points before it
- * (or that slope is not positive) plus the noise's standard deviation per
+ * counts when its slope is at least 1.5 times that of the points before it
+ * (the lesser of the slopes of the 6 and of the 3 points before it; or
+ * when that slope is not positive) plus the noise's standard deviation per
  * point. 0 when there is no such run (or it starts at point 0 or 1). */
 unsigned mdp_course_knee(const double *y, const unsigned char *have, unsigned n, double sd_floor);
 

@@ -185,6 +185,28 @@ static void test_leak_after_warmup_has_a_knee(void **st)
   assert_int_equal(mdp_course_knee(y, NULL, 24, 1.5), 0);
 }
 
+/* A leak that starts while a warm-up still dies out: the points before
+ * its run climb 13, 9, 7 MiB a point, faster over six points than the
+ * run's half; the three just before the run climb at half its pace
+ * (standard-9044 fast-leak-039 of the 9001-9060 draws at minute 14, MiB).
+ * Twice the six points' slope found no knee until minute 21. */
+static void test_knee_after_a_warmup_still_dying_out(void **st)
+{
+  (void)st;
+  const double pts[] = {313, 339, 368, 389, 405, 418, 427, 434, 439, 448, 466, 482, 498, 514, 530};
+  unsigned n = sizeof(pts) / sizeof(pts[0]);
+  unsigned k = mdp_course_knee(pts, NULL, n, 1.5);
+  assert_true(k >= 8 && k <= 9);
+  /* Its first ten points, the warm-up and the leak's first two: none. */
+  assert_int_equal(mdp_course_knee(pts, NULL, 10, 1.5), 0);
+  /* A warm-up whose pace falls as fast, with no leak after it: none. */
+  double y[N];
+  uint32_t r = 3;
+  for(unsigned i = 0; i < n; i++)
+    y[i] = 460 - 150 * exp(-(double)i / 3.5) + 1.5 * noise(&r);
+  assert_int_equal(mdp_course_knee(y, NULL, n, 1.5), 0);
+}
+
 /* A leak under a warm-up that dies out runs straight at its end; a
  * warm-up whose last minutes carry two loaded caches does not (the early
  * path asks this of a settling course). */
@@ -218,6 +240,7 @@ int main(void)
       cmocka_unit_test(test_early_cache_counts_for_a_plateau),
       cmocka_unit_test(test_holes_and_too_few_points),
       cmocka_unit_test(test_leak_after_warmup_has_a_knee),
+      cmocka_unit_test(test_knee_after_a_warmup_still_dying_out),
       cmocka_unit_test(test_tail_runs_straight_after_a_warmup_not_over_caches),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
