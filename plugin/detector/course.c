@@ -514,17 +514,7 @@ void mdp_course_fit_with(const double *y, const unsigned char *have, unsigned n,
     }
 }
 
-/* mdp_course_knee: see course.h. The points before the run climb at the
- * lesser of two slopes: over the KNEE_BEFORE points before it, and over
- * the KNEE_NEAR just before it. A warm-up still dying out when the leak
- * starts climbs fast over the six and slowly over the last three, and the
- * run's slope had to be twice the six's: a 14.4 MiB/min leak starting at
- * minute 9 after a 3.5-minute warm-up (its points rising 13, 9, 7 MiB a
- * minute before the leak, 16 after) showed no knee until minute 21, where
- * minute 18 was asked (standard-9044 fast-leak-039 of the 9001-9060
- * draws; since the eighth stop of 2026-12-06, with KNEE_GAIN 1.5 for 2).
- * A warm-up alone slows down along its run too, so its run never climbs
- * faster than the points before it. */
+/* mdp_course_knee: see course.h and docs/detector.md (KNEE_NEAR since 2026-12-06). */
 #define KNEE_AFTER  6
 #define KNEE_BEFORE 6
 #define KNEE_NEAR   3
@@ -581,11 +571,13 @@ typedef struct {
   sums line;
 } tail_run_t;
 
-/* Fills out from y[0..m) (m at most MDP_COURSE_MAX_POINTS); 0 when there
+/* Fills out from y[0..m) (its first MDP_COURSE_MAX_POINTS); 0 when there
  * are too few points to tell the noise. */
 static int tail_run(const double *y, const unsigned char *have, unsigned m, double sd_floor,
                     tail_run_t *out)
 {
+  if(m > MDP_COURSE_MAX_POINTS)
+    m = MDP_COURSE_MAX_POINTS;
   memset(out, 0, sizeof(*out));
   if((out->var = second_diff_var(y, have, m, sd_floor)) < 0)
     return 0;
@@ -613,8 +605,6 @@ unsigned mdp_course_tail(const double *y, const unsigned char *have, unsigned m,
                          mdp_course_run *out)
 {
   tail_run_t run;
-  if(m > MDP_COURSE_MAX_POINTS)
-    m = MDP_COURSE_MAX_POINTS;
   if(!tail_run(y, have, m, sd_floor, &run))
     return 0;
   if(out) {
@@ -627,14 +617,10 @@ unsigned mdp_course_tail(const double *y, const unsigned char *have, unsigned m,
 unsigned mdp_course_knee(const double *y, const unsigned char *have, unsigned m, double sd_floor)
 {
   tail_run_t run;
-  if(m > MDP_COURSE_MAX_POINTS)
-    m = MDP_COURSE_MAX_POINTS;
-  if(!tail_run(y, have, m, sd_floor, &run))
+  if(!tail_run(y, have, m, sd_floor, &run) || run.n < KNEE_AFTER || run.start < 2)
     return 0;
   double ref = run.ref, var = run.var;
   unsigned start = run.start;
-  if(run.n < KNEE_AFTER || start < 2)
-    return 0;
   sums before = {0}, near = {0};
   for(unsigned k = start, got = 0; k-- > 0 && got < KNEE_BEFORE;)
     if(!have || have[k]) {
@@ -644,9 +630,9 @@ unsigned mdp_course_knee(const double *y, const unsigned char *have, unsigned m,
     }
   if(before.s0 < 2)
     return 0;
-  double b_tail = sums_slope(&run.line, NULL), b_before = sums_slope(&before, NULL);
-  if(near.s0 >= 2)
-    b_before = fmin(b_before, sums_slope(&near, NULL));
+  /* near holds 2 points or more when before does */
+  double b_tail = sums_slope(&run.line, NULL);
+  double b_before = fmin(sums_slope(&before, NULL), sums_slope(&near, NULL));
   if(!(b_tail > KNEE_GAIN * (b_before > 0 ? b_before : 0) + KNEE_RISE * sqrt(var)))
     return 0;
   return start;
