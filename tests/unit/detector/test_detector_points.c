@@ -441,6 +441,25 @@ static void test_two_falls_then_none_are_no_sawtooth(void **state)
   assert_true(si.ramp == 0);
 }
 
+/* The same leak with two such pairs 2.8 minutes apart, the first at
+ * minute 8.3, 2.9 periods after the ring's first point: a sawtooth of 2.8
+ * minutes would have dropped twice before it. Read as one until the
+ * eighth stop of 2026-12-06 (SAW_FIRST 3 periods), the points before
+ * minute 5.5 were left out, and a plain leak under +-5.6 MiB of noise
+ * with two such falls of noise fired at minute 16.8 where 14.1 was asked
+ * (standard-9044 fast-leak-024 of the 9001-9060 draws; 11.8 now). */
+static double two_late_blips(double t)
+{
+  return (t >= 490 && t <= 500) || (t >= 660 && t <= 670) ? 14 : 0;
+}
+
+static void test_two_falls_after_two_quiet_periods_are_no_sawtooth(void **state)
+{
+  (void)state;
+  mdp_detector_saw si;
+  assert_two_falls_are_no_sawtooth(fast_leak, two_late_blips, 2, 12.5, 11, &si);
+}
+
 /* A warm-up of 12.7 minutes' time constant (180 MiB from 273 MiB) under
  * +-2.1 MiB of noise, with caches of 18.5 MiB at second 517 and 22.3 MiB
  * at second 681, both within a bucket (standard-9041 warmup-094 of the
@@ -486,6 +505,7 @@ int main(void)
       cmocka_unit_test(test_a_steep_warmups_teeth_keep_their_ramp),
       cmocka_unit_test(test_sawtooth_points_are_their_teeth_means),
       cmocka_unit_test(test_two_noise_falls_after_a_level_are_no_sawtooth),
+      cmocka_unit_test(test_two_falls_after_two_quiet_periods_are_no_sawtooth),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
