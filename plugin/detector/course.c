@@ -514,7 +514,7 @@ void mdp_course_fit_with(const double *y, const unsigned char *have, unsigned n,
     }
 }
 
-/* mdp_course_knee: see course.h and docs/detector.md (KNEE_NEAR since 2026-12-06). */
+/* mdp_course_knee: see course.h (KNEE_NEAR: the eighth stop of 2026-12-06, docs/detector.md) */
 #define KNEE_AFTER  6
 #define KNEE_BEFORE 6
 #define KNEE_NEAR   3

@@ -185,11 +185,11 @@ static void test_leak_after_warmup_has_a_knee(void **st)
   assert_int_equal(mdp_course_knee(y, NULL, 24, 1.5), 0);
 }
 
-/* A leak that starts while a warm-up still dies out: the points before
- * its run climb 13, 9, 7 MiB a point, faster over six points than the
- * run's half; the three just before the run climb at half its pace
- * (standard-9044 fast-leak-039 of the 9001-9060 draws at minute 14, MiB).
- * Twice the six points' slope found no knee until minute 21. */
+/* A leak that starts while a warm-up still dies out (standard-9044
+ * fast-leak-039 of the 9001-9060 draws at minute 14, MiB): over the six
+ * points before its run the slope is more than half the run's 16 a point,
+ * over the three just before it (rises of 9 and 7) about half. Twice the six
+ * points' slope found no knee until minute 21. */
 static void test_knee_after_a_warmup_still_dying_out(void **st)
 {
   (void)st;
