@@ -619,23 +619,21 @@ unsigned mdp_course_knee(const double *y, const unsigned char *have, unsigned m,
   tail_run_t run;
   if(!tail_run(y, have, m, sd_floor, &run) || run.n < KNEE_AFTER || run.start < 2)
     return 0;
-  double ref = run.ref, var = run.var;
-  unsigned start = run.start;
   sums before = {0}, near = {0};
-  for(unsigned k = start, got = 0; k-- > 0 && got < KNEE_BEFORE;)
+  for(unsigned k = run.start, got = 0; k-- > 0 && got < KNEE_BEFORE;)
     if(!have || have[k]) {
-      sums_add(&before, k, y[k] - ref);
+      sums_add(&before, k, y[k] - run.ref);
       if(got++ < KNEE_NEAR)
-        sums_add(&near, k, y[k] - ref);
+        sums_add(&near, k, y[k] - run.ref);
     }
   if(before.s0 < 2)
     return 0;
   /* near holds 2 points or more when before does */
   double b_tail = sums_slope(&run.line, NULL);
   double b_before = fmin(sums_slope(&before, NULL), sums_slope(&near, NULL));
-  if(!(b_tail > KNEE_GAIN * (b_before > 0 ? b_before : 0) + KNEE_RISE * sqrt(var)))
+  if(!(b_tail > KNEE_GAIN * (b_before > 0 ? b_before : 0) + KNEE_RISE * sqrt(run.var)))
     return 0;
-  return start;
+  return run.start;
 }
 
 double mdp_course_ruled_out(const mdp_course *c)

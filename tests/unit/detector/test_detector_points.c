@@ -347,10 +347,9 @@ static void test_sawtooth_points_are_their_teeth_means(void **state)
  * were, and the leak was judged from the level: fast-leak-011 of draw
  * 9051, replay_families). */
 static double level_then_leak(double t) { return 450 + (t > 900 ? 11 * (t - 900) / 60 : 0); }
-static double two_blips(double t)
-{
-  return (t >= 710 && t <= 720) || (t >= 810 && t <= 820) ? 14 : 0;
-}
+/* A pair of samples 14 MiB high from second `at` (10 s), falling back. */
+static double blip(double t, double at) { return t >= at && t <= at + 10 ? 14 : 0; }
+static double two_blips(double t) { return blip(t, 710) + blip(t, 810); }
 
 /* Feeds level(t) + falls(t) with +-amp MiB of noise for `minutes` (at
  * least least_m buckets closed) and asserts that two drops are seen, that
@@ -428,10 +427,7 @@ static void test_a_missed_drop_does_not_lower_the_next_tooth(void **state)
  * left out (standard-9041 fast-leak-048 of the 9001-9060 draws, a plain
  * leak, fired at minute 14 where 12.8 was asked so). */
 static double fast_leak(double t) { return 250 + 13 * t / 60; }
-static double two_early_blips(double t)
-{
-  return (t >= 110 && t <= 120) || (t >= 210 && t <= 220) ? 14 : 0;
-}
+static double two_early_blips(double t) { return blip(t, 110) + blip(t, 210); }
 
 static void test_two_falls_then_none_are_no_sawtooth(void **state)
 {
@@ -448,10 +444,7 @@ static void test_two_falls_then_none_are_no_sawtooth(void **state)
  * minute 5.5 were left out, and a plain leak under +-5.6 MiB of noise
  * with two such falls of noise fired at minute 16.8 where 14.1 was asked
  * (standard-9044 fast-leak-024 of the 9001-9060 draws; 11.8 now). */
-static double two_late_blips(double t)
-{
-  return (t >= 490 && t <= 500) || (t >= 660 && t <= 670) ? 14 : 0;
-}
+static double two_late_blips(double t) { return blip(t, 490) + blip(t, 660); }
 
 static void test_two_falls_after_two_quiet_periods_are_no_sawtooth(void **state)
 {
