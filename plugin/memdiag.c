@@ -246,6 +246,14 @@ static int memdiag_init(void)
   running = 1;
   mdp_sampler_memory_text(cfg.sampler.memory, memory, sizeof(memory));
   INFO("memdiag plugin: started (Memory %s)", memory);
+  double every = CDTIME_T_TO_DOUBLE(
+      cfg.sampler.interval_ms ? MS_TO_CDTIME_T(cfg.sampler.interval_ms) : plugin_get_interval());
+  double per = mdp_detector_course_samples(&cfg.detector, every);
+  if(per > 0 && per < MDP_DETECTOR_COURSE_SAMPLES)
+    NOTICE("memdiag plugin: Interval %g s gives the leak detector's early path %.2g samples a "
+           "bucket where it was tuned on %d: fast leaks are caught later and more warm-ups fire "
+           "than at 10 s (docs/detector.md, \"Limits and tuning\")",
+           every, per, MDP_DETECTOR_COURSE_SAMPLES);
   return 0;
 refuse:
   ERROR("memdiag plugin: not started");

@@ -80,6 +80,14 @@ const struct mdp_key *mdp_detector_config_key(const char *key);
  * or -EINVAL with a message in err. */
 int mdp_detector_config_check(const mdp_detector_config *cfg, char *err, size_t errlen);
 
+/* The early path's points are course buckets of ShortWindow / 20 (a minute
+ * at the default), tuned on MDP_DETECTOR_COURSE_SAMPLES samples a bucket:
+ * with fewer it catches fast leaks later and fires on more warm-ups
+ * (docs/detector.md, "Limits and tuning"). How many samples a bucket holds
+ * when they come every interval seconds; 0 when the urgent rule is off. */
+#define MDP_DETECTOR_COURSE_SAMPLES 6
+double mdp_detector_course_samples(const mdp_detector_config *cfg, double interval);
+
 typedef struct {
   double start; /* first sample time in the bucket */
   uint64_t min;

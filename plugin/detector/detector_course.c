@@ -82,6 +82,11 @@ void mdp_detector_course_init(mdp_detector *d)
   d->cbucket_len = d->sbucket_len > 0 ? d->cfg.short_window / PER_WINDOW : 0;
 }
 
+double mdp_detector_course_samples(const mdp_detector_config *cfg, double interval)
+{
+  return cfg->short_window > 0 && interval > 0 ? cfg->short_window / PER_WINDOW / interval : 0;
+}
+
 /* The rises between the buckets that have a value (diff[i], ending at
  * bucket at[i]); how many. */
 static unsigned rises(const double *y, const unsigned char *have, unsigned m, double *diff,

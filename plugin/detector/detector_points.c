@@ -57,29 +57,28 @@ int mdp_detector_course_advance(mdp_detector *d, uint64_t idx)
   return 1;
 }
 
-/* A bucket closes with its last sample, not at the first of the next: the
- * early path, which looks once a bucket, looked a whole sampling interval
- * after the bucket's data were in (10 s of a one-minute bucket; since the
- * seventh stop of 2026-12-06, docs/detector.md). The next sample is
- * expected the usual interval after this one (smoothed over the last few),
- * and half of it early at most: samples 10 s apart give or take 2 s still
- * close on a minute's last (48 s, not 42 s). Only gaps under half a bucket
- * count, and a sample after a longer one (a pause) closes nothing: the
- * samples after it belong to the bucket it would close. */
+/* A bucket closes with its last sample, not at the first of the next
+ * (since the seventh stop of 2026-12-06, docs/detector.md): the next is
+ * expected the usual interval after it (smoothed over the last few), half
+ * of it early at most (samples 10 s apart give or take 2 s close on a
+ * minute's 48 s, not 42 s). Gaps of up to a bucket count (30 s, 60 s:
+ * since 2026-12-07; under half a bucket before); a sample after a
+ * pause (a gap over GAP_PAUSE times the usual) closes nothing and is not
+ * taken into the usual: the samples after it belong to the bucket. */
 #define GAP_SMOOTH 0.25
 #define GAP_EARLY  1.5
+#define GAP_PAUSE  2.0
 
 int mdp_detector_course_close_last(mdp_detector *d, double t)
 {
   if(d->cbucket_len <= 0 || !d->have_last || !(t > d->last_t))
     return 0;
   double gap = t - d->last_t;
-  if(gap >= d->cbucket_len / 2)
+  if(gap > d->cbucket_len || (d->cgap > 0 && gap > GAP_PAUSE * d->cgap))
     return 0;
-  /* An average of gaps under half a bucket: under it too. */
   d->cgap = d->cgap > 0 ? d->cgap + GAP_SMOOTH * (gap - d->cgap) : gap;
   double end = d->origin + (double)(d->cnbucket + 1) * d->cbucket_len;
-  if(t + GAP_EARLY * d->cgap < end)
+  if(t + GAP_EARLY * d->cgap <= end)
     return 0;
   return mdp_detector_course_advance(d, d->cnbucket + 1);
 }

@@ -4,10 +4,10 @@
 #
 #   ruby tests/data/traces/generate.rb --family warmup|fast-leak \
 #        [--seed N] [--count N] [--ranges standard|held-out]
-#        [--noise uniform|normal] OUTDIR
+#        [--noise uniform|normal] [--step S] OUTDIR
 #
-# which writes OUTDIR/<family>-NNN.csv (collectd csv, one sample every 10 s
-# from epoch 1790000000, bytes) and OUTDIR/<family>.json: one object per
+# which writes OUTDIR/<family>-NNN.csv (collectd csv, one sample every 10 s,
+# or every S seconds with --step, from epoch 1790000000, bytes) and OUTDIR/<family>.json: one object per
 # trace with its parameters and, for leaks, when the series reaches 1 GiB.
 #
 # warmup: an exponential approach y = base + rise * (1 - exp(-t / tau)) to a
@@ -139,12 +139,12 @@ module Families
   # Writes one trace of `family` (params p) to path, a sample every STEP
   # seconds for `seconds`; returns the last time it was at or above 1 GiB
   # (s, nil if never): the first, as it stops there, if stop_at_limit.
-  def self.write_trace(path, family, p, noise, seconds:, stop_at_limit:)
+  def self.write_trace(path, family, p, noise, seconds:, stop_at_limit:, step: STEP)
     limit_t = nil
     File.open(path, "w") do |f|
       f.puts "epoch,value"
-      (0...seconds / STEP).each do |k|
-        t = k * STEP
+      (0...seconds / step).each do |k|
+        t = k * step
         x = family == "warmup" ? warmup_value(p, t.to_f, noise) : leak_value(p, t.to_f, noise)
         v = [x, 0].max.round
         f.puts format("%.3f,%d", T0 + t, v)
@@ -159,7 +159,7 @@ module Families
 
   NOISES = { "uniform" => Noise, "normal" => NormalNoise }.freeze
 
-  def self.write(outdir, family, seed, count, ranges, noise_kind = "uniform")
+  def self.write(outdir, family, seed, count, ranges, noise_kind = "uniform", step = STEP)
     r = RANGES.fetch(ranges)
     rng = Random.new(seed)
     index = {}
@@ -168,7 +168,7 @@ module Families
       p = family == "warmup" ? warmup_params(rng, r, i) : leak_params(rng, r, i)
       noise = NOISES.fetch(noise_kind).new(noise_seed(seed, i))
       p[:limit_s] = write_trace(File.join(outdir, "#{name}.csv"), family, p, noise,
-                                seconds: 6 * 3600, stop_at_limit: family == "fast-leak")
+                                seconds: 6 * 3600, stop_at_limit: family == "fast-leak", step: step)
       index[name] = p
     end
     File.write(File.join(outdir, "#{family}.json"), JSON.pretty_generate(index) + "\n")
@@ -179,7 +179,7 @@ module Families
 
   USAGE = "usage: generate.rb [OUTDIR]\n" \
           "       generate.rb --family warmup|fast-leak [--seed N] [--count N] " \
-          "[--ranges standard|held-out] [--noise uniform|normal] OUTDIR"
+          "[--ranges standard|held-out] [--noise uniform|normal] [--step S] OUTDIR"
 
   # Exits 2 with the usage line and what was wrong (no backtrace).
   def self.refuse(why)
@@ -216,6 +216,7 @@ module Families
       when "--count" then opts[:count] = number(a, args.shift, min: 1)
       when "--ranges" then opts[:ranges] = args.shift || refuse("--ranges wants a name")
       when "--noise" then opts[:noise] = args.shift || refuse("--noise wants a name")
+      when "--step" then opts[:step] = number(a, args.shift, min: 1)
       when /\A-/ then refuse("unknown option #{a}")
       else
         refuse("one OUTDIR, not #{opts[:outdir]} and #{a}") if opts[:outdir]
@@ -228,6 +229,6 @@ module Families
     refuse("--noise must be uniform or normal, not #{opts[:noise].inspect}") unless NOISES.key?(opts[:noise])
     refuse("no OUTDIR") unless opts[:outdir]
     write(outdir(opts[:outdir]), family, opts[:seed] || DEFAULT_SEED[family],
-          opts[:count] || DEFAULT_COUNT[family], opts[:ranges], opts[:noise])
+          opts[:count] || DEFAULT_COUNT[family], opts[:ranges], opts[:noise], opts[:step] || STEP)
   end
 end

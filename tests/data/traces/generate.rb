@@ -8,7 +8,7 @@
 # (families.rb says which); those are made at test time, never committed:
 #
 #   ruby tests/data/traces/generate.rb --family warmup|fast-leak \
-#        [--seed N] [--count N] [--ranges held-out] OUTDIR
+#        [--seed N] [--count N] [--ranges held-out] [--noise normal] [--step S] OUTDIR
 #
 # Every trace: collectd csv ("epoch,value"), one sample every 10 s from
 # epoch 1790000000, values in bytes. Leak traces stop at the first sample at

@@ -25,5 +25,9 @@ class CaptureFirstSampleTest < Capture::Test
     note = @bench.wait_note("WARNING", /fresh-first-sample .*capture started: operator request; RSS [\d.]+ MiB/)
     rss = Float(note.message[/RSS ([\d.]+) MiB/, 1])
     assert_operator rss, :>, 1.0, note.message
+    # Sampled once an hour, the leak detector's early path has a sample
+    # for one one-minute bucket in 60; the operator is told at start.
+    assert @bench.site.log_has?("Interval 3600 s gives the leak detector's early path 0.017 " \
+                                "samples a bucket where it was tuned on 6"), "no notice of the interval"
   end
 end

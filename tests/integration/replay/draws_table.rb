@@ -7,7 +7,7 @@
 # every one of their counted leaks in time). A tool, not a test:
 #
 #   MEMDIAG_CTL=build/plugin/memdiagctl ruby draws_table.rb FIRST..LAST \
-#       [standard|held-out] [--noise uniform|normal] [-v]
+#       [standard|held-out] [--noise uniform|normal] [--step S] [-v]
 #
 # (anything else is refused with a usage line, exit 2); -v lists every
 # warm-up that fires and every counted leak caught late, with its
@@ -16,22 +16,24 @@ require_relative "family_table"
 
 module DrawsTable
   USAGE = "MEMDIAG_CTL=memdiagctl ruby draws_table.rb FIRST..LAST [standard|held-out] " \
-          "[--noise uniform|normal] [-v]".freeze
+          "[--noise uniform|normal] [--step S] [-v]".freeze
 
   # The options from argv, or nil when they are not understood.
   def self.parse(argv)
-    opts = { ranges: "standard", noise: "uniform", verbose: false }
+    opts = { ranges: "standard", noise: "uniform", step: 10, verbose: false }
     args = argv.dup
     while (a = args.shift)
       case a
       when /\A(\d+)\.\.(\d+)\z/ then opts[:seeds] = (Regexp.last_match(1).to_i..Regexp.last_match(2).to_i)
       when "standard", "held-out" then opts[:ranges] = a
       when "--noise" then opts[:noise] = args.shift
+      when "--step" then opts[:step] = Integer(args.shift.to_s, exception: false)
       when "-v" then opts[:verbose] = true
       else return nil
       end
     end
-    return nil unless opts[:seeds]&.any? && %w[uniform normal].include?(opts[:noise])
+    return nil unless opts[:seeds]&.any? && %w[uniform normal].include?(opts[:noise]) &&
+                      opts[:step]&.positive?
 
     opts
   end
@@ -41,7 +43,8 @@ module DrawsTable
   def self.run(ctl, opts)
     jobs = opts[:seeds].to_a.product(%w[warmup fast-leak])
     FamilyReplay.parallel(jobs) do |seed, family|
-      extra = ["--seed", seed.to_s, "--ranges", opts[:ranges], "--noise", opts[:noise]]
+      extra = ["--seed", seed.to_s, "--ranges", opts[:ranges], "--noise", opts[:noise],
+               "--step", opts[:step].to_s]
       FamilyReplay.run(ctl, family, extra).map { |o| [opts[:ranges], seed, family, o] }
     end.flatten(1).sort_by { |_, s, f, o| [s, f, o.name] }
   end
@@ -54,9 +57,9 @@ module DrawsTable
     fires = judged.count { |_, _, f, o| f == "warmup" && !o.ok }
     leaks = judged.reject { |_, _, f, _| f == "warmup" }
     whole = judged.group_by { |x| x[1] }.count { |_, rs| rs.all? { |x| x[3].ok } }
-    puts format("seeds %d..%d, %s ranges, %s noise: warm-ups firing %d of %d; counted fast leaks late " \
+    puts format("seeds %d..%d, %s ranges, %s noise, a sample every %d s: warm-ups firing %d of %d; counted fast leaks late " \
                 "%d of %d; draws meeting the whole acceptance %d of %d",
-                opts[:seeds].first, opts[:seeds].last, opts[:ranges], opts[:noise], fires,
+                opts[:seeds].first, opts[:seeds].last, opts[:ranges], opts[:noise], opts[:step], fires,
                 judged.size - leaks.size, leaks.count { |x| !x[3].ok }, leaks.size, whole,
                 opts[:seeds].size)
   end

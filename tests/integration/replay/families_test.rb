@@ -498,10 +498,12 @@ class ReplayFamiliesTest < Minitest::Test
                                   File.join(__dir__, "plain_table.rb"))
     assert_equal 2, status.exitstatus, out
     assert_match(/not an executable file/, out)
-    out, status = Open3.capture2e({ "MEMDIAG_CTL" => CTL }, RbConfig.ruby,
-                                  File.join(__dir__, "draws_table.rb"), "9001..9003", "wide")
-    assert_equal 2, status.exitstatus, out
-    assert_match(/usage: MEMDIAG_CTL=memdiagctl ruby draws_table.rb FIRST..LAST/, out)
+    [%w[9001..9003 wide], %w[9001..9003 --step 0], %w[9001..9003 --step 10s]].each do |args|
+      out, status = Open3.capture2e({ "MEMDIAG_CTL" => CTL }, RbConfig.ruby,
+                                    File.join(__dir__, "draws_table.rb"), *args)
+      assert_equal 2, status.exitstatus, "#{args}: #{out}"
+      assert_match(/usage: MEMDIAG_CTL=memdiagctl ruby draws_table.rb FIRST..LAST/, out)
+    end
   end
 
   # Each outcome fired with the lead asked, or at most slack_s later.

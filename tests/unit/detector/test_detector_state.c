@@ -218,15 +218,17 @@ static void test_short_window_fires_urgent(void **s)
  * 10 s, the leak above fires on a minute's 50 s sample; sampled every
  * 10 s give or take 1 s (the first 1 s early, so that every minute starts
  * with its 0 s sample), on a minute's last sample still; sampled every
- * 40 s (more than half a bucket: one sample after a pause must not close
- * a bucket the samples after it belong to), on a minute's first. */
+ * 30 s, on a minute's 30 s sample; every 40 s (a minute holds one sample
+ * or two), on a minute's last; every 60 s, on its only sample, as soon as
+ * it is in. A sample after a pause (more than twice the usual interval)
+ * closes nothing: the samples after it belong to its bucket. */
 static double jitter(unsigned k) { return (double)((k * 7919u) % 3u) - 1.0; }
 
 static double fire_with_step(double step, int jittered, double *next)
 {
   *next = -1;
   mdp_detector_init(&det, &cfg);
-  for(unsigned k = 0; k < 600; k++) {
+  for(unsigned k = 0; k < 3600 / step; k++) {
     double t = k * step + (jittered ? jitter(k) : 0);
     if(feed(t, (uint64_t)((254 + 11 * t / 60) * MIB))) {
       /* Both since the first sample, where the first bucket starts. */
@@ -248,9 +250,34 @@ static void test_a_course_bucket_closes_with_its_last_sample(void **s)
   assert_int_equal((long)at % 60, 50);
   at = fire_with_step(10, 1, &next);
   assert_true((long)(at / 60) < (long)(next / 60)); /* the minute's last */
-  at = fire_with_step(40, 0, &next);
+  at = fire_with_step(30, 0, &next);
   assert_string_equal(dec.reason, MDP_REASON_GROWTH);
-  assert_true((long)(at / 60) > (long)((at - 40) / 60)); /* the minute's first */
+  assert_int_equal((long)at % 60, 30);
+  for(double step = 40; step <= 60; step += 20) {
+    at = fire_with_step(step, 0, &next);
+    assert_string_equal(dec.reason, MDP_REASON_GROWTH);
+    assert_true((long)(at / 60) < (long)(next / 60)); /* the minute's last */
+  }
+}
+
+/* After a pause of 55 s in samples 10 s apart, the minute's samples at
+ * 25, 35 and 45 s close nothing: its bucket closes with its 55 s sample.
+ * Were the pause taken into the usual interval (21 s, smoothed), the 35 s
+ * sample would close it, and the 45 s and 55 s ones go to the next. */
+static void test_a_sample_after_a_pause_closes_no_bucket(void **s)
+{
+  (void)s;
+  mdp_detector_init(&det, &cfg);
+  for(double t = 0; t <= 575; t += 10)
+    feed(t, (uint64_t)((254 + 11 * t / 60) * MIB));
+  uint64_t before = det.cnbucket;
+  feed(625, (uint64_t)((254 + 11 * 625.0 / 60) * MIB));
+  assert_int_equal(det.cnbucket, before + 1); /* the 600-660 s bucket opened */
+  feed(635, (uint64_t)((254 + 11 * 635.0 / 60) * MIB));
+  feed(645, (uint64_t)((254 + 11 * 645.0 / 60) * MIB));
+  assert_int_equal(det.cnbucket, before + 1);
+  feed(655, (uint64_t)((254 + 11 * 655.0 / 60) * MIB));
+  assert_int_equal(det.cnbucket, before + 2); /* closed with its last sample */
 }
 
 /* From the early path's first passing look to its fire, the state line
@@ -346,6 +373,7 @@ int main(void)
       cmocka_unit_test_setup(test_bounded_memory, setup),
       cmocka_unit_test_setup(test_short_window_fires_urgent, setup),
       cmocka_unit_test_setup(test_a_course_bucket_closes_with_its_last_sample, setup),
+      cmocka_unit_test_setup(test_a_sample_after_a_pause_closes_no_bucket, setup),
       cmocka_unit_test_setup(test_growing_stands_until_the_early_path_fires, setup),
       cmocka_unit_test_setup(test_short_window_off, setup),
       cmocka_unit_test_setup(test_short_window_not_shorter_than_growth_window, setup),

@@ -3,6 +3,7 @@
 # value (within 1 KiB, so a libm that rounds exp() differently in the last
 # bit does not matter).
 require "minitest/autorun"
+require "json"
 require "open3"
 require "tmpdir"
 
@@ -50,6 +51,8 @@ class TracesGeneratedTest < Minitest::Test
         %w[--family warmup --count many out] => "--count wants a whole number",
         %w[--family warmup --count 0 out] => "--count wants a number of at least 1",
         %w[--family warmup --seed] => "--seed wants a whole number",
+        %w[--family warmup --step 0 out] => "--step wants a number of at least 1",
+        %w[--family warmup --step 30s out] => "--step wants a whole number",
         %w[--family warmup out other] => "one OUTDIR",
         %w[out other] => "one OUTDIR at most",
         ["--family", "warmup", file] => "is not a folder",
@@ -91,6 +94,24 @@ class TracesGeneratedTest < Minitest::Test
       assert status.success?, err
       assert_equal %w[fast-leak-000.csv fast-leak-001.csv fast-leak.json], Dir.children(dir).sort
       assert_equal "epoch,value\n", File.open(File.join(dir, "fast-leak-000.csv"), &:gets)
+    end
+  end
+
+  # --step S: a sample every S seconds (10 s unless told), the same curve;
+  # a leak stops at its first sample at or above 1 GiB, as at 10 s.
+  def test_step_sets_the_sampling_interval
+    Dir.mktmpdir do |tmp|
+      [10, 30].each do |step|
+        dir = File.join(tmp, step.to_s)
+        extra = step == 10 ? [] : ["--step", step.to_s]
+        _, err, status = Open3.capture3(RbConfig.ruby, GENERATOR, "--family", "fast-leak", "--count", "1",
+                                        *extra, dir)
+        assert status.success?, err
+        times = File.readlines(File.join(dir, "fast-leak-000.csv")).drop(1).map { |l| l.split(",").first.to_f }
+        assert_equal [step.to_f], times.each_cons(2).map { |a, b| b - a }.uniq, "every #{step} s"
+        limit = JSON.parse(File.read(File.join(dir, "fast-leak.json")))["fast-leak-000"]["limit_s"]
+        assert_equal times.last - times.first, limit
+      end
     end
   end
 end
