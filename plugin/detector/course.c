@@ -105,7 +105,7 @@ typedef struct {
   const double *y;
   const unsigned char *w;
   unsigned n;
-  double level_c;
+  double level_c, unit;
 } points;
 
 /* y = a + b z. */
@@ -172,12 +172,12 @@ static int fit_settling(const sums *s, const powers *p, curve *out)
  * differences show (a warm-up with a 37 MiB cache loaded 17 s in, fitted 15
  * times better so, fired at minute 19: standard-9018 warmup-099). The
  * figures of each: docs/detector.md. */
-#define STEP_ALT_MIN       (16.0 * 1024 * 1024)
+#define STEP_ALT_MIN       16.0 /* units (mdp_course_opts) */
 /* With fewer than STEP_ALT_EARLY points before it, from STEP_ALT_EARLY_MIN:
  * the detector's step filter cannot weigh such a step, and a 15 MiB cache at
  * 109 s read as settling fired standard-9011 warmup-015 (docs/detector.md). */
 #define STEP_ALT_EARLY     3
-#define STEP_ALT_EARLY_MIN (8.0 * 1024 * 1024)
+#define STEP_ALT_EARLY_MIN 8.0
 #define STEP_ALT_GAIN      4.0
 #define STEP_ALT_BEFORE    1
 #define STEP_ALT_AFTER     2
@@ -241,7 +241,7 @@ static int step_alt_q(const sums *s, const points *pt, double q, double thr)
     if(!(norm > 1e-9 * u0))
       continue;
     double h = ur / norm, a = a0 - h * ga, b = b0 - h * gb;
-    double least = s->s0 - u0 < STEP_ALT_EARLY ? STEP_ALT_EARLY_MIN : STEP_ALT_MIN;
+    double least = (s->s0 - u0 < STEP_ALT_EARLY ? STEP_ALT_EARLY_MIN : STEP_ALT_MIN) * pt->unit;
     if(b < 0 && h >= least && a + h <= lv) {
       if(sse0 - ur * ur / norm <= thr)
         return 1;
@@ -264,7 +264,7 @@ static int step_alt_q(const sums *s, const points *pt, double q, double thr)
  * course whose squared error is sse, and as closely as their noise
  * allows (see STEP_ALT_MIN). */
 static int step_plateau_fits(const double *y, const unsigned char *w, unsigned n, double level_c,
-                             double sse)
+                             double sse, double unit)
 {
   sums s = {0, 0, 0, 0, 0, 0};
   for(unsigned i = 0; i < n; i++)
@@ -279,7 +279,7 @@ static int step_plateau_fits(const double *y, const unsigned char *w, unsigned n
   if(noise < sse / STEP_ALT_GAIN)
     noise = sse / STEP_ALT_GAIN;
   double thr = sse < noise ? sse : noise;
-  points pt = {y, w, n, level_c};
+  points pt = {y, w, n, level_c, unit};
   for(unsigned g = 0; g < NGRID && grid[g] < 1; g++)
     if(step_alt_q(&s, &pt, grid[g], thr))
       return 1;
@@ -386,7 +386,7 @@ static int fit_once(const double *y, const unsigned char *w, unsigned n, const f
   r.never = s.syy - s.sy * s.sy / s.s0;
   if(s.sy / s.s0 > level_c)
     r.never = s.syy - 2 * level_c * s.sy + level_c * level_c * s.s0;
-  points pt = {y, w, n, level_c};
+  points pt = {y, w, n, level_c, 0};
   for(unsigned g = 0; g < NGRID; g++)
     try_q(&s, &pt, grid[g], &r);
   refine(&s, &pt, &r.plateau, &r);
@@ -425,7 +425,7 @@ static double scatter_of(const double *y, const unsigned char *w, unsigned n, co
 void mdp_course_fit(const double *y, const unsigned char *have, unsigned n, double level,
                     mdp_course *out)
 {
-  mdp_course_opts o = {level, 0};
+  mdp_course_opts o = {level, 0, 0};
   mdp_course_fit_with(y, have, n, &o, out);
 }
 
@@ -498,8 +498,10 @@ void mdp_course_fit_with(const double *y, const unsigned char *have, unsigned n,
   /* The step alternative on the points before the trimming too: a step
    * the chosen course does not follow leaves points far from it, which
    * the trimming would take for spikes. */
-  if(out->against > 0 && (step_plateau_fits(yc, w, n, level - mean, c.sse) ||
-                          (memcmp(w1, w, n) && step_plateau_fits(yc, w1, n, level - mean, sse1))))
+  double unit = o->unit > 0 ? o->unit : 1024.0 * 1024.0;
+  if(out->against > 0 &&
+     (step_plateau_fits(yc, w, n, level - mean, c.sse, unit) ||
+      (memcmp(w1, w, n) && step_plateau_fits(yc, w1, n, level - mean, sse1, unit))))
     out->against = 0;
   out->dof = dof > 0 ? (unsigned)dof : 0;
   for(unsigned i = 0; i < n; i++)

@@ -63,6 +63,9 @@ typedef struct {
                          points' noise is slight, what a fit leaves is the
                          shape's own error, and a course one parameter more
                          flexible beats a plateau "at 99 %" */
+  double unit;        /* what the one-step plateau's least step is counted
+                         in (STEP_ALT_MIN: 16 of them), in y's units; 0: a
+                         MiB of bytes */
 } mdp_course_opts;
 
 /* mdp_course_fit with options; mdp_course_fit is this with noise_floor 0. */

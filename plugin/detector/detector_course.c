@@ -18,8 +18,7 @@
 
 _Static_assert(CB <= MDP_COURSE_MAX_POINTS, "the course fit must hold the ring");
 
-/* Buckets per ShortWindow (1 min at the default; the ring spans twice
- * ShortWindow). */
+/* Buckets per ShortWindow (1 min at the default; the ring spans twice it). */
 #define PER_WINDOW    20
 /* Closed buckets the course needs before it can say anything. */
 #define COURSE_MIN    6
@@ -49,20 +48,19 @@ _Static_assert(CB <= MDP_COURSE_MAX_POINTS, "the course fit must hold the ring")
  * 99 % point: a leak whose course is plainly straight gains a minute. */
 #define FIRM          4.0
 #define RULED_OUT     0.2
-/* A plateau above the limit with a time constant of LONG_TAU times the
- * points' span or more is projected at its slope (course_reach; 6 until
- * the sixth stop of 2026-12-06, docs/detector.md). */
+/* A plateau above the limit with a time constant of LONG_TAU times the points'
+ * span or more is projected at its slope (course_reach; 6 until 2026-12-06). */
 #define LONG_TAU      5.0
-#define STEP_MIN      (8.0 * MIB)
+#define STEP_MIN      8.0 /* and MIN_RISE, KNEE_SD: mdp_detector_unit */
 #define STEP_SPREAD   6.0
 #define STEP_MAX      3
 #define MIB           (1024.0 * 1024.0)
-#define MIN_RISE      (2.0 * MIB)
+#define MIN_RISE      2.0
 #define RISE_SCATTER  4.0
-/* The least noise the knee test assumes (mdp_course_knee): a one-minute
- * bucket's minimum of a 15 MiB/min leak sampled every 10 s moves by up to
- * a sample's 2.5 MiB with where the samples fall. */
-#define KNEE_SD       (1.5 * MIB)
+/* The least noise the knee test assumes (mdp_course_knee): a one-minute bucket's
+ * minimum of a 15 MiB/min leak sampled every 10 s moves by up to a sample's
+ * 2.5 MiB with where the samples fall. */
+#define KNEE_SD       1.5
 /* A knee once found stands for KNEE_HOLD looks more (course buckets) while
  * no new one is found, as long as KNEE_KEEP points (the run the knee test
  * asks for) follow it in the ring. Each look's knee test asks that the
@@ -108,17 +106,18 @@ static unsigned rises(const double *y, const unsigned char *have, unsigned m, do
 
 /* The bar a step's rise must clear: spread times how far rises usually
  * stray (from their median or their local pace), and STEP_MIN. */
-static double step_bar(double spread, double stray)
+static double step_bar(double spread, double stray, double u)
 {
   double cut = spread * stray;
-  return cut < STEP_MIN ? STEP_MIN : cut;
+  return cut < STEP_MIN * u ? STEP_MIN * u : cut;
 }
 
 /* Takes the k largest rises between the points down to the median rise,
  * every later point lowered by as much, largest first; only rises that
  * stand above the median by more than spread times the rises' median
  * distance from it (and STEP_MIN), or with spread 0 any above it. */
-static void lower_rises(double *y, const unsigned char *have, unsigned m, unsigned k, double spread)
+static void lower_rises(double *y, const unsigned char *have, unsigned m, unsigned k, double spread,
+                        double u)
 {
   double diff[CB], sorted[CB], dev[CB];
   unsigned at[CB], n = rises(y, have, m, diff, at);
@@ -131,7 +130,7 @@ static void lower_rises(double *y, const unsigned char *have, unsigned m, unsign
     for(unsigned i = 0; i < n; i++)
       dev[i] = fabs(diff[i] - med);
     mdp_robust_sort(dev, n);
-    cut = step_bar(spread, dev[n / 2]);
+    cut = step_bar(spread, dev[n / 2], u);
   }
   for(unsigned s = 0; s < k; s++) {
     unsigned big = 0;
@@ -152,9 +151,9 @@ static void lower_rises(double *y, const unsigned char *have, unsigned m, unsign
  * (a cache loaded at once) is taken out of every later point, down to the
  * usual rise, before the course is fitted. At most STEP_MAX shifts, the
  * largest first. */
-static void remove_steps(double *y, const unsigned char *have, unsigned m)
+static void remove_steps(double *y, const unsigned char *have, unsigned m, double u)
 {
-  lower_rises(y, have, m, STEP_MAX, STEP_SPREAD);
+  lower_rises(y, have, m, STEP_MAX, STEP_SPREAD, u);
 }
 
 /* A step that stands out of the local pace: a cache loaded at once on top
@@ -181,7 +180,7 @@ static void remove_steps(double *y, const unsigned char *have, unsigned m)
  * than CUT_FLOOR: below it, a leak's rise of noise (21 MiB where the pace
  * was 10, under noise of a normal's shape) was taken for a cache. */
 #define NEAR_SPREAD  3.0
-#define CUT_FLOOR    (16.0 * MIB)
+#define CUT_FLOOR    16.0 /* mdp_detector_unit */
 /* A cache split over two rises (loaded within a bucket whose point is its
  * teeth's mean, or over more than a sample) is taken out as one step when
  * the two, both above their pace, lift the points after them above those
@@ -242,16 +241,16 @@ static void take_out(double *y, unsigned m, const double *diff, const unsigned *
     y[k] -= shift;
 }
 
-static void remove_local_steps(double *y, const unsigned char *have, unsigned m)
+static void remove_local_steps(double *y, const unsigned char *have, unsigned m, double u)
 {
   double diff[CB], first[CB], pace[CB], excess[CB], pair[CB];
   unsigned at[CB], n = rises(y, have, m, diff, at);
   if(n < 5)
     return;
   double stray = local_pace(diff, n, NULL, 0, first);
-  double near = step_bar(NEAR_SPREAD, stray), bar = step_bar(LOCAL_SPREAD, stray);
-  double cut =
-      fmax(step_bar(LOCAL_SPREAD, local_pace(diff, n, first, near, pace)), fmin(bar, CUT_FLOOR));
+  double near = step_bar(NEAR_SPREAD, stray, u), bar = step_bar(LOCAL_SPREAD, stray, u);
+  double cut = fmax(step_bar(LOCAL_SPREAD, local_pace(diff, n, first, near, pace), u),
+                    fmin(bar, CUT_FLOOR * u));
   for(unsigned i = 0; i < n; i++) {
     int weighed = i + 1 >= STEP_BEFORE;
     excess[i] = weighed && i + STEP_AFTER <= n ? step_excess(y, diff, at, pace, i, 1) : 0;
@@ -297,13 +296,13 @@ static void remove_local_steps(double *y, const unsigned char *have, unsigned m)
  * the 9001-9060 draws). Wider than LOCAL_SPREAD: a noisy leak's last
  * point, standing high, held it at 4. */
 #define PENDING_SPREAD 6.0
-static int pending_step(const double *y, const unsigned char *have, unsigned m)
+static int pending_step(const double *y, const unsigned char *have, unsigned m, double u)
 {
   double diff[CB], pace[CB];
   unsigned at[CB], n = rises(y, have, m, diff, at);
   if(n < 5)
     return 0;
-  double cut = step_bar(PENDING_SPREAD, local_pace(diff, n, NULL, 0, pace));
+  double cut = step_bar(PENDING_SPREAD, local_pace(diff, n, NULL, 0, pace), u);
   for(unsigned i = n - (STEP_AFTER - 1); i < n; i++)
     if(diff[i] - pace[i] > cut)
       return 1;
@@ -320,11 +319,11 @@ static int pending_step(const double *y, const unsigned char *have, unsigned m)
  * point and fired at minute 13 (held-out-9003 warmup-011 of the 9001-9060
  * draws); with a floor of 1 MiB it stays a plateau (since the second stop
  * of 2026-12-06; 2 MiB cost leaks). */
-#define NOISE_FLOOR (1.0 * MIB)
-static void fit(const double *y, const unsigned char *have, unsigned m, double settle,
+#define NOISE_FLOOR 1.0 /* mdp_detector_unit */
+static void fit(const double *y, const unsigned char *have, unsigned m, double settle, double u,
                 mdp_course *out)
 {
-  mdp_course_opts o = {settle, NOISE_FLOOR};
+  mdp_course_opts o = {settle, NOISE_FLOOR * u, u};
   mdp_course_fit_with(y, have, m, &o, out);
 }
 
@@ -390,9 +389,10 @@ int mdp_detector_course_view(const mdp_detector *d, double t, double level, doub
     have[k] = b->count > 0;
     y[k] = (double)b->min;
   }
-  remove_local_steps(y, have, m);
-  remove_steps(y, have, m);
-  fit(y, have, m, settle, &course);
+  double u = mdp_detector_unit(d);
+  remove_local_steps(y, have, m, u);
+  remove_steps(y, have, m, u);
+  fit(y, have, m, settle, u, &course);
   if(course.kind == MDP_COURSE_NONE)
     return 0;
   /* Point k stands for the start of its bucket (a rising series' lowest). */
@@ -420,10 +420,10 @@ int mdp_detector_course_view(const mdp_detector *d, double t, double level, doub
   mdp_detector_course_points(d, m, y, have, &si);
   for(int pass = 0; pass < 3 && v->ruled > 0; pass++) {
     if(pass == 1)
-      remove_local_steps(y, have, m);
+      remove_local_steps(y, have, m, u);
     if(pass == 2)
-      lower_rises(y, have, m, VIEW_CACHES, 0);
-    fit(y, have, m, settle, &course);
+      lower_rises(y, have, m, VIEW_CACHES, 0, u);
+    fit(y, have, m, settle, u, &course);
     if(course.kind != MDP_COURSE_NONE && mdp_course_ruled_out(&course) < v->ruled)
       v->ruled = mdp_course_ruled_out(&course);
   }
@@ -489,7 +489,8 @@ static int early_judge(mdp_detector *d, double t, early_look *lk, mdp_decision *
   }
   memset(ev, 0, sizeof(*ev));
   ev->time_to_limit = -1;
-  fit(y, have, m, lk->settle, &course);
+  double u = mdp_detector_unit(d);
+  fit(y, have, m, lk->settle, u, &course);
   if(course.kind == MDP_COURSE_NONE)
     return 0;
 
@@ -516,7 +517,7 @@ static int early_judge(mdp_detector *d, double t, early_look *lk, mdp_decision *
   mdp_course_run tail = {0};
   unsigned run = 0;
   if(!lk->from && (course.kind == MDP_COURSE_SETTLING || course.kind == MDP_COURSE_ACCELERATING))
-    run = mdp_course_tail(y, have, m, KNEE_SD, &tail);
+    run = mdp_course_tail(y, have, m, KNEE_SD * u, &tail);
   if(run >= SETTLE_TAIL && room > 0 && tail.slope > mdp_course_slope(&course, tail.start) &&
      (reach < 0 || room / tail.slope < reach))
     reach = room / tail.slope;
@@ -534,7 +535,7 @@ static int early_judge(mdp_detector *d, double t, early_look *lk, mdp_decision *
     ev->time_to_limit = (reach + x_now - x_t) * len;
 
   int course_ok = slope > 0 && reach >= 0 && reach * len <= NEAR_SHARE * c->horizon &&
-                  rise >= MIN_RISE && rise >= RISE_SCATTER * course.scatter &&
+                  rise >= MIN_RISE * u && rise >= RISE_SCATTER * course.scatter &&
                   jump <= STEP_SHARE * rise && mdp_course_ruled_out(&course) >= RULED_OUT &&
                   (c->min_growth_rate <= 0 || slope >= c->min_growth_rate);
   /* A settling course (a warm-up dying out under a line) must show its
@@ -547,16 +548,17 @@ static int early_judge(mdp_detector *d, double t, early_look *lk, mdp_decision *
   lk->grown = grown;
   lk->firm = mdp_course_ruled_out(&course) >= FIRM;
 #ifdef MDP_URGENT_DEBUG
-  fprintf(
-      stderr,
-      "early t=%.1f m=%u kind=%d tau=%.1f env=%.0f slope=%.1f reach=%.1f rise=%.0f sc=%.1f "
-      "jump=%.0f grown=%.0f need=%.0f F=%.2f from=%u fails=%d%d%d%d%d%d%d\n",
-      (t - d->origin) / 60, m, course.kind, course.q > 0 && course.q < 1 ? -1 / log(course.q) : 0,
-      envelope / MIB, slope * 60 / MIB, ev->time_to_limit / 60, rise / MIB, course.scatter / MIB,
-      jump / MIB, (envelope - lo) / MIB, URGENCY_SHARE * room / MIB, mdp_course_ruled_out(&course),
-      lk->from, !(slope > 0 && reach >= 0), !(reach * len <= NEAR_SHARE * c->horizon),
-      !(rise >= MIN_RISE), !(rise >= RISE_SCATTER * course.scatter), !(jump <= STEP_SHARE * rise),
-      !(envelope - lo >= URGENCY_SHARE * room), !(mdp_course_ruled_out(&course) >= RULED_OUT));
+  fprintf(stderr,
+          "early t=%.1f m=%u kind=%d tau=%.1f env=%.0f slope=%.1f reach=%.1f rise=%.0f sc=%.1f "
+          "jump=%.0f grown=%.0f need=%.0f F=%.2f from=%u fails=%d%d%d%d%d%d%d\n",
+          (t - d->origin) / 60, m, course.kind,
+          course.q > 0 && course.q < 1 ? -1 / log(course.q) : 0, envelope / MIB, slope * 60 / MIB,
+          ev->time_to_limit / 60, rise / MIB, course.scatter / MIB, jump / MIB,
+          (envelope - lo) / MIB, URGENCY_SHARE * room / MIB, mdp_course_ruled_out(&course),
+          lk->from, !(slope > 0 && reach >= 0), !(reach * len <= NEAR_SHARE * c->horizon),
+          !(rise >= MIN_RISE * u), !(rise >= RISE_SCATTER * course.scatter),
+          !(jump <= STEP_SHARE * rise), !(envelope - lo >= URGENCY_SHARE * room),
+          !(mdp_course_ruled_out(&course) >= RULED_OUT));
 #endif
   return course_ok;
 }
@@ -611,7 +613,9 @@ int mdp_detector_course_early(mdp_detector *d, double t, mdp_decision *ev)
   if(lo >= 0 && left_out < lo)
     lo = left_out;
   /* Most series are nowhere near: no fit before half the growth asked. */
-  if(last - lo < URGENCY_SHARE / 2 * ((double)c->memory_limit - last) || last - first < MIN_RISE)
+  double u = mdp_detector_unit(d);
+  if(last - lo < URGENCY_SHARE / 2 * ((double)c->memory_limit - last) ||
+     last - first < MIN_RISE * u)
     return early_fail(d);
   double exc = course_excursion(d, m, (last - first) / m);
   double level = (double)c->memory_limit - exc;
@@ -619,14 +623,14 @@ int mdp_detector_course_early(mdp_detector *d, double t, mdp_decision *ev)
       (c->near_limit > 0 && c->near_limit < 1 ? c->near_limit : 1) * (double)c->memory_limit - exc;
   double raw[CB];
   memcpy(raw, y, m * sizeof(y[0]));
-  remove_local_steps(y, have, m);
+  remove_local_steps(y, have, m, u);
 #ifdef MDP_URGENT_DEBUG
   fprintf(stderr, "pts");
   for(unsigned k = 0; k < m; k++)
     fprintf(stderr, " %.0f/%.0f", raw[k] / MIB, y[k] / MIB);
   fprintf(stderr, "\n");
 #endif
-  if(pending_step(y, have, m))
+  if(pending_step(y, have, m, u))
     return 0;
   early_look lk = {raw, y, have, m, 0, lo, level, settle, 0, 0};
   int course_ok = early_judge(d, t, &lk, ev);
@@ -637,7 +641,7 @@ int mdp_detector_course_early(mdp_detector *d, double t, mdp_decision *ev)
    * stands when the knee's fails. The knee is looked for at every look, so
    * that one found stands for the looks after it whatever the whole ring
    * did. */
-  unsigned knee = mdp_course_knee(y, have, m, KNEE_SD);
+  unsigned knee = mdp_course_knee(y, have, m, KNEE_SD * u);
   uint64_t first_at = d->cnbucket - m; /* the course bucket of point 0 */
   if(knee) {
     d->cknee = first_at + knee + 1;
@@ -674,7 +678,7 @@ int mdp_detector_course_early(mdp_detector *d, double t, mdp_decision *ev)
    * steps out, must be on the points as seen too (see the view). */
   mdp_course as_seen;
   if(course_ok && !knee)
-    fit(raw, have, m, settle, &as_seen);
+    fit(raw, have, m, settle, u, &as_seen);
   if(!course_ok || (!knee && mdp_course_ruled_out(&as_seen) < RULED_OUT))
     return early_fail(d);
   /* The status line shows the growth from the first evaluation whose

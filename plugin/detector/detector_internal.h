@@ -19,6 +19,17 @@ int mdp_detector_course_advance(mdp_detector *d, uint64_t idx);
 int mdp_detector_course_close_last(mdp_detector *d, double t);
 void mdp_detector_course_add(mdp_detector *d, double t, uint64_t v);
 
+/* What the early path's floors (the least drop, step, rise and noise it
+ * counts: docs/detector.md, "Limits and tuning") are counted in: a MiB at
+ * a MemoryLimit of 1 GiB, MemoryLimit / 1024 at another (a worker of half
+ * the size, with half the teeth, caches and noise, is judged alike; since
+ * 2026-12-07), a MiB without a limit; from 128 KiB to 16 MiB. */
+static inline double mdp_detector_unit(const mdp_detector *d)
+{
+  double u = d->cfg.memory_limit ? (double)d->cfg.memory_limit / 1024 : 1024.0 * 1024.0;
+  return u < 128.0 * 1024 ? 128.0 * 1024 : u > 16.0 * 1024 * 1024 ? 16.0 * 1024 * 1024 : u;
+}
+
 /* Bucket k (0 = oldest) of the last m closed buckets of the course ring. */
 const mdp_detector_point *mdp_detector_course_bucket(const mdp_detector *d, unsigned m, unsigned k);
 

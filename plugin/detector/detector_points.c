@@ -14,7 +14,6 @@
 
 #define CB         MDP_DETECTOR_COURSE_BUCKETS
 #define CRING      (MDP_DETECTOR_COURSE_BUCKETS + 1)
-#define MIB        (1024.0 * 1024.0)
 /* The pace a bucket's samples are taken less of: the least rise between
  * the minima of the closed buckets before it, of up to PACE_RISES that
  * follow one another (docs/detector.md, "The early path"). */
@@ -137,7 +136,7 @@ void mdp_detector_course_add(mdp_detector *d, double t, uint64_t v)
 /* A GC sawtooth in the course ring: each drop (a bucket whose largest fall
  * is at least DROP_MIN and DROP_SHARE of the largest) starts a tooth, and
  * between drops the minima ride the tooth's ramp, not the envelope. */
-#define DROP_MIN       (8.0 * MIB)
+#define DROP_MIN       8.0 /* and the 8.0s below: mdp_detector_unit */
 #define DROP_SHARE     0.5
 #define DROP_NOISE     3.0
 #define SAW_CONSISTENT 0.5
@@ -223,14 +222,14 @@ static void find_drops(const mdp_detector *d, unsigned m, unsigned char *have, s
       rises[nr++] = sp->y[k] - sp->y[k - 1];
   if(nr >= 3)
     lift = fmax(mdp_robust_median(rises, nr), 0) * 2 * sp->dt;
-  if(biggest + lift < DROP_MIN)
+  if(biggest + lift < DROP_MIN * mdp_detector_unit(d))
     return;
   for(unsigned k = 0; k < m; k++) {
     const mdp_detector_point *b = mdp_detector_course_bucket(d, m, k);
     /* A bucket whose samples only climbed holds no drop, whatever the
      * lift (a steep warm-up's every bucket would). */
     if(!have[k] || !(b->fall > 0) || b->fall + lift < DROP_SHARE * (biggest + lift) ||
-       b->fall + lift < DROP_MIN)
+       b->fall + lift < DROP_MIN * mdp_detector_unit(d))
       continue;
     sp->drop[k] = 1;
     sp->y[k] = b->trough;
@@ -381,7 +380,7 @@ static double drop_times(saw_points *sp, unsigned m, double gap)
  * its scatter): a cache loaded within a bucket lifts only part of the
  * bucket's mean, and a step spread over two points is no longer one the
  * step filters see. */
-#define MEAN_FALL    (8.0 * MIB)
+#define MEAN_FALL    8.0
 /* Up to 5 buckets until the fifth stop of 2026-12-06: teeth of 6.2
  * minutes then gave each bucket's least sample less the ramp (a drop's
  * bucket its one trough), and a warm-up of 37 minutes' time constant
@@ -392,7 +391,7 @@ static double drop_times(saw_points *sp, unsigned m, double gap)
  * (trend_lost) and 5 buckets, two more warm-ups under teeth of 5.5-5.8
  * minutes fired (held-out-9046 warmup-116, standard-9090 warmup-084). */
 #define MEAN_PERIOD  10.0
-#define MEAN_OFF     (8.0 * MIB)
+#define MEAN_OFF     8.0
 #define MEAN_SCATTER 3.0
 /* The median of the nd drops' falls (without the trend's lift). */
 static double median_fall(const saw_points *sp, unsigned nd)
@@ -425,7 +424,7 @@ static void tooth_means(const mdp_detector *d, unsigned m, const saw_points *sp,
   double mean[CB], off[CB] = {0};
   unsigned char use[CB];
   unsigned n_off = 0;
-  if(si->period > MEAN_PERIOD || median_fall(sp, si->drops) < MEAN_FALL)
+  if(si->period > MEAN_PERIOD || median_fall(sp, si->drops) < MEAN_FALL * mdp_detector_unit(d))
     return;
   double drop_before = sp->first_drop - si->period;
   for(unsigned k = 0; k < m; k++) {
@@ -451,7 +450,7 @@ static void tooth_means(const mdp_detector *d, unsigned m, const saw_points *sp,
     use[k] = 1;
   }
   double usual, bar;
-  if(!mean_offsets(off, n_off, MEAN_OFF, &usual, &bar))
+  if(!mean_offsets(off, n_off, MEAN_OFF * mdp_detector_unit(d), &usual, &bar))
     return;
   for(unsigned k = 0; k < m; k++) {
     if(!use[k])
@@ -480,8 +479,8 @@ static void tooth_means(const mdp_detector *d, unsigned m, const saw_points *sp,
  * fired at minute 15 (standard-9041 warmup-094 of the 9001-9060 draws;
  * since the fourth stop of 2026-12-06). Noise's rises between samples
  * are alike in every bucket, a trend's too. */
-#define PLAIN_OFF   (8.0 * MIB)
-#define JUMP_MIN    (8.0 * MIB)
+#define PLAIN_OFF   8.0
+#define JUMP_MIN    8.0
 #define JUMP_SPREAD 3.0
 /* The slope (per bucket) of a least-squares line through the points of
  * y from k - PLAIN_NEAR to k + PLAIN_NEAR; 0 with fewer than 3. */
@@ -521,7 +520,7 @@ static void plain_means(const mdp_detector *d, unsigned m, double *y, const unsi
     use[k] = 1;
   }
   double usual, bar;
-  if(!mean_offsets(off, n_off, PLAIN_OFF, &usual, &bar))
+  if(!mean_offsets(off, n_off, PLAIN_OFF * mdp_detector_unit(d), &usual, &bar))
     return;
   /* A bucket whose mean stands off keeps its least sample less the usual
    * gap between the least sample and the point, not its least sample less
@@ -531,7 +530,8 @@ static void plain_means(const mdp_detector *d, unsigned m, double *y, const unsi
    * loaded within the bucket comes after its least sample either way. */
   double gap[CB];
   unsigned ng = 0;
-  double jump_bar = fmax(JUMP_MIN, JUMP_SPREAD * mdp_robust_median(jumps, n_off));
+  double jump_bar =
+      fmax(JUMP_MIN * mdp_detector_unit(d), JUMP_SPREAD * mdp_robust_median(jumps, n_off));
   for(unsigned k = 0; k < m; k++) {
     if(!use[k])
       continue;
@@ -566,14 +566,14 @@ static void plain_means(const mdp_detector *d, unsigned m, double *y, const unsi
  * warm-up (5.4 and 4.6 MiB, +-5.3 MiB of noise) took a ramp twice as
  * large out of its points with it, and it fired at minute 15
  * (standard-9156 warmup-096 of the 9121-9180 draws). */
-static double trend_lost(const saw_points *sp, unsigned m)
+static double trend_lost(const saw_points *sp, unsigned m, double unit)
 {
   unsigned at[CB], n = 0;
   double lost = 0;
   for(unsigned k = 0; k < m; k++)
     if(sp->drop[k])
       at[n++] = k;
-  if(n < 3 && median_fall(sp, n) < MEAN_FALL)
+  if(n < 3 && median_fall(sp, n) < MEAN_FALL * unit)
     return 0;
   for(unsigned i = 0; i < n; i++) {
     unsigned a = at[i > 0 ? i - 1 : i], b = at[i + 1 < n ? i + 1 : i];
@@ -659,7 +659,7 @@ static void course_points(const mdp_detector *d, unsigned m, double *y, unsigned
   double fell = 0;
   for(unsigned i = 0; i < nd; i++)
     fell += sp.falls[i];
-  double ramp = (fell + trend_lost(&sp, m)) / teeth;
+  double ramp = (fell + trend_lost(&sp, m, mdp_detector_unit(d))) / teeth;
   /* Noise falls as far as it rises: its minima climb no ramp. The bar is
    * what the falls gave back as measured, without the trend: against the
    * ramp with it, the teeth of a warm-up (26.7 MiB every 324 s, +-6.9 MiB

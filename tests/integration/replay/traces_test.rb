@@ -88,6 +88,31 @@ class ReplayTracesTest < Minitest::Test
     end
   end
 
+  # A worker of another size, its limit, teeth, caches and noise all
+  # scaled alike, is judged alike: every trace scaled by 1/2, 2 and 4 and
+  # replayed against as scaled a MemoryLimit is captured at the same time as
+  # at 1 GiB (the early path's floors are counted in MemoryLimit / 1024:
+  # docs/detector.md, "Limits and tuning"), and the benign ones not at all.
+  def test_a_worker_of_another_size_is_judged_alike
+    require "tmpdir"
+    Dir.mktmpdir do |tmp|
+      (traces("leak-") + traces("benign-")).each do |path|
+        first = ->(fires) { fires.first && fires.first["time"] }
+        want = first.call(replay("MemoryLimit=#{LIMIT}", path))
+        [0.5, 2, 4].each do |k|
+          scaled = File.join(tmp, "x#{k}-#{File.basename(path)}")
+          lines = File.readlines(path)
+          File.write(scaled, lines.first + lines.drop(1).map { |l|
+            t, v = l.split(",")
+            "#{t},#{(v.to_f * k).round}\n"
+          }.join)
+          got = first.call(replay("MemoryLimit=#{(LIMIT * k).round}", scaled))
+          assert_equal want.inspect, got.inspect, "#{File.basename(path)} scaled by #{k}"
+        end
+      end
+    end
+  end
+
   def test_keys_change_the_outcome
     path = slow_leak
     # A plain threshold fires first when set low enough.

@@ -55,7 +55,7 @@ static void test_noise_floor_weighs_the_evidence(void **st)
   for(int i = 0; i < N; i++)
     y[i] = 300 + 12 * i + 1.5 * noise(&r);
   mdp_course_fit(y, NULL, N, 1000, &c);
-  mdp_course_opts o = {1000, 0};
+  mdp_course_opts o = {1000, 0, 0};
   mdp_course_fit_with(y, NULL, N, &o, &c0);
   assert_true(c0.kind == c.kind && c0.against == c.against && c0.a == c.a);
   o.noise_floor = 5;
