@@ -2,6 +2,7 @@
  * that thresholds can be tuned offline with the very code that runs online. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ctl.h"
@@ -34,12 +35,47 @@ static void print_fire(const mdp_decision *d)
   printf("}\n");
 }
 
+/* Gaps between samples kept to find the usual sampling interval. */
+#define GAPS 63
+
 typedef struct {
   unsigned long samples, captures;
-  double first_time, limit_time;
+  double first_time, limit_time, last_time;
   uint64_t first_rss;
   int limit_reached;
+  double gaps[GAPS]; /* the first GAPS gaps between samples, s */
+  unsigned ngaps;
 } replay_summary;
+
+static int by_value(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* The usual sampling interval: the median of the first gaps (a pause or
+ * two do not move it); 0 with none. */
+static double usual_interval(replay_summary *s)
+{
+  if(!s->ngaps)
+    return 0;
+  qsort(s->gaps, s->ngaps, sizeof(s->gaps[0]), by_value);
+  return s->gaps[s->ngaps / 2];
+}
+
+/* The plugin's start-up notice, for a recorded series sampled too sparsely
+ * for the early path (detector.h, mdp_detector_course_samples). */
+static void note_interval(const mdp_detector_config *cfg, double every)
+{
+  double per = mdp_detector_course_samples(cfg, every);
+  if(per > 0 && per < MDP_DETECTOR_COURSE_SAMPLES)
+    fprintf(stderr,
+            "memdiagctl replay: note: the series is sampled every %g s, which gives the leak "
+            "detector's early path %.2g samples a bucket where it was tuned on %d: fast leaks "
+            "are caught later and more warm-ups fire than at 10 s (docs/detector.md, \"Limits "
+            "and tuning\")\n",
+            every, per, MDP_DETECTOR_COURSE_SAMPLES);
+}
 
 static void print_summary(const replay_summary *s, const mdp_detector *det)
 {
@@ -125,7 +161,9 @@ int mdctl_replay(int argc, char **argv)
               path, csv.line, s.time, det.last_t);
       goto out;
     }
-    sum.samples++;
+    if(sum.samples++ && sum.ngaps < GAPS)
+      sum.gaps[sum.ngaps++] = s.time - sum.last_time;
+    sum.last_time = s.time;
     if(!sum.limit_reached && cfg.memory_limit && s.value >= cfg.memory_limit) {
       sum.limit_reached = 1;
       sum.limit_time = s.time;
@@ -138,6 +176,7 @@ int mdctl_replay(int argc, char **argv)
       print_fire(&d);
     }
   }
+  note_interval(&cfg, usual_interval(&sum));
   if(summary)
     print_summary(&sum, &det);
   rc = fflush(stdout) ? -EIO : 0;

@@ -31,6 +31,25 @@ class ReplayErrorsTest < Minitest::Test
     trace("epoch,value\n1790000000,100\n1790000010,100\n")
   end
 
+  # A series sampled every 30 s is replayed as any other, with a note on
+  # stderr (the plugin's start-up notice): the early path gets two samples
+  # a one-minute bucket where it was tuned on six. A pause does not move
+  # the usual interval, and a series sampled every 10 s gets no note.
+  def test_sparse_series_gets_a_note
+    rows = ->(step, n) { (0...n).map { |k| "#{1_790_000_000 + k * step},#{(300 + k) << 20}\n" }.join }
+    out, err, code = replay("MemoryLimit=1G", "--summary", trace("epoch,value\n" + rows.call(30, 40)))
+    assert_equal 0, code, err
+    assert_match(/"summary":true,"samples":40,/, out)
+    assert_match(/\Amemdiagctl replay: note: the series is sampled every 30 s, which gives the leak detector's early path 2 samples a bucket where it was tuned on 6: /, err)
+    paused = "epoch,value\n" + rows.call(10, 30) + "1790000600,#{400 << 20}\n1790000610,#{401 << 20}\n"
+    out, err, code = replay("MemoryLimit=1G", "--summary", trace(paused))
+    assert_equal 0, code, err
+    assert_match(/"samples":32,/, out)
+    assert_empty err
+    _, err, = replay("MemoryLimit=1G", "ShortWindow=0", trace("epoch,value\n" + rows.call(30, 40)))
+    assert_empty err, "a note with the urgent rule off"
+  end
+
   def test_unknown_key
     out, err, code = replay("MemoryLimt=1G", good)
     assert_equal 2, code
