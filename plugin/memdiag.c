@@ -148,12 +148,17 @@ static double thread_cpu_s(void)
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* How often workers are sampled: Interval, else collectd's. */
+static cdtime_t sample_interval(void)
+{
+  return cfg.sampler.interval_ms ? MS_TO_CDTIME_T(cfg.sampler.interval_ms) : plugin_get_interval();
+}
+
 static int memdiag_read(user_data_t *ud)
 {
   mdp_worker **workers;
   cdtime_t now = cdtime();
-  cdtime_t interval =
-      cfg.sampler.interval_ms ? MS_TO_CDTIME_T(cfg.sampler.interval_ms) : plugin_get_interval();
+  cdtime_t interval = sample_interval();
   double cpu0 = thread_cpu_s();
   size_t n;
 
@@ -246,14 +251,10 @@ static int memdiag_init(void)
   running = 1;
   mdp_sampler_memory_text(cfg.sampler.memory, memory, sizeof(memory));
   INFO("memdiag plugin: started (Memory %s)", memory);
-  double every = CDTIME_T_TO_DOUBLE(
-      cfg.sampler.interval_ms ? MS_TO_CDTIME_T(cfg.sampler.interval_ms) : plugin_get_interval());
-  double per = mdp_detector_course_samples(&cfg.detector, every);
-  if(per > 0 && per < MDP_DETECTOR_COURSE_SAMPLES)
-    NOTICE("memdiag plugin: Interval %g s gives the leak detector's early path %.2g samples a "
-           "bucket where it was tuned on %d: fast leaks are caught later and more warm-ups fire "
-           "than at 10 s (docs/detector.md, \"Limits and tuning\")",
-           every, per, MDP_DETECTOR_COURSE_SAMPLES);
+  double every = CDTIME_T_TO_DOUBLE(sample_interval());
+  char note[256];
+  if(mdp_detector_interval_note(&cfg.detector, every, note, sizeof(note)))
+    NOTICE("memdiag plugin: Interval %g s %s", every, note);
   return 0;
 refuse:
   ERROR("memdiag plugin: not started");

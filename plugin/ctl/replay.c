@@ -64,17 +64,13 @@ static double usual_interval(replay_summary *s)
 }
 
 /* The plugin's start-up notice, for a recorded series sampled too sparsely
- * for the early path (detector.h, mdp_detector_course_samples). */
+ * for the early path (detector.h, mdp_detector_interval_note). */
 static void note_interval(const mdp_detector_config *cfg, double every)
 {
-  double per = mdp_detector_course_samples(cfg, every);
-  if(per > 0 && per < MDP_DETECTOR_COURSE_SAMPLES)
-    fprintf(stderr,
-            "memdiagctl replay: note: the series is sampled every %g s, which gives the leak "
-            "detector's early path %.2g samples a bucket where it was tuned on %d: fast leaks "
-            "are caught later and more warm-ups fire than at 10 s (docs/detector.md, \"Limits "
-            "and tuning\")\n",
-            every, per, MDP_DETECTOR_COURSE_SAMPLES);
+  char note[256];
+  if(mdp_detector_interval_note(cfg, every, note, sizeof(note)))
+    fprintf(stderr, "memdiagctl replay: note: the series is sampled every %g s, which %s\n", every,
+            note);
 }
 
 static void print_summary(const replay_summary *s, const mdp_detector *det)

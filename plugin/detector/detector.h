@@ -81,12 +81,15 @@ const struct mdp_key *mdp_detector_config_key(const char *key);
 int mdp_detector_config_check(const mdp_detector_config *cfg, char *err, size_t errlen);
 
 /* The early path's points are course buckets of ShortWindow / 20 (a minute
- * at the default), tuned on MDP_DETECTOR_COURSE_SAMPLES samples a bucket:
- * with fewer it catches fast leaks later and fires on more warm-ups
- * (docs/detector.md, "Limits and tuning"). How many samples a bucket holds
- * when they come every interval seconds; 0 when the urgent rule is off. */
-#define MDP_DETECTOR_COURSE_SAMPLES 6
-double mdp_detector_course_samples(const mdp_detector_config *cfg, double interval);
+ * at the default), tuned on six samples a bucket: with fewer it catches
+ * fast leaks later and fires on more warm-ups (docs/detector.md, "Limits
+ * and tuning"). When samples every interval seconds leave a bucket fewer
+ * (the urgent rule on), writes what that costs into buf ("gives the leak
+ * detector's early path 2 samples a bucket where it was tuned on 6: ...",
+ * cut to len) and returns 1; else 0. The plugin logs it at start,
+ * memdiagctl replay writes it on stderr. */
+int mdp_detector_interval_note(const mdp_detector_config *cfg, double interval, char *buf,
+                               size_t len);
 
 typedef struct {
   double start; /* first sample time in the bucket */

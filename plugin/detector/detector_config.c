@@ -2,9 +2,11 @@
  * <Plugin memdiag> block and `memdiagctl replay Key=Value` accept exactly
  * the same spellings. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "detector.h"
+#include "detector_internal.h"
 #include "keys/keys.h"
 #include "md/text.h"
 #include "keys/units.h"
@@ -115,4 +117,18 @@ int mdp_detector_config_check(const mdp_detector_config *cfg, char *err, size_t 
     return -EINVAL;
   }
   return 0;
+}
+
+int mdp_detector_interval_note(const mdp_detector_config *cfg, double interval, char *buf,
+                               size_t len)
+{
+  double per = mdp_detector_course_samples(cfg, interval);
+  if(!(per > 0 && per < MDP_DETECTOR_COURSE_SAMPLES))
+    return 0;
+  snprintf(buf, len,
+           "gives the leak detector's early path %.2g samples a bucket where it was tuned on %d: "
+           "fast leaks are caught later and more warm-ups fire than at 10 s (docs/detector.md, "
+           "\"Limits and tuning\")",
+           per, MDP_DETECTOR_COURSE_SAMPLES);
+  return 1;
 }

@@ -18,6 +18,11 @@ int mdp_detector_course_advance(mdp_detector *d, uint64_t idx);
  * Returns 1 if it closed. */
 int mdp_detector_course_close_last(mdp_detector *d, double t);
 void mdp_detector_course_add(mdp_detector *d, double t, uint64_t v);
+/* The samples a course bucket holds at one every interval seconds (0 when
+ * the urgent rule is off), and how many the early path was tuned on
+ * (mdp_detector_interval_note). */
+double mdp_detector_course_samples(const mdp_detector_config *cfg, double interval);
+#define MDP_DETECTOR_COURSE_SAMPLES 6
 
 /* What the early path's floors (the least drop, step, rise and noise it
  * counts: docs/detector.md, "Limits and tuning") are counted in: a MiB at

@@ -222,14 +222,15 @@ static void find_drops(const mdp_detector *d, unsigned m, unsigned char *have, s
       rises[nr++] = sp->y[k] - sp->y[k - 1];
   if(nr >= 3)
     lift = fmax(mdp_robust_median(rises, nr), 0) * 2 * sp->dt;
-  if(biggest + lift < DROP_MIN * mdp_detector_unit(d))
+  double drop_min = DROP_MIN * mdp_detector_unit(d);
+  if(biggest + lift < drop_min)
     return;
   for(unsigned k = 0; k < m; k++) {
     const mdp_detector_point *b = mdp_detector_course_bucket(d, m, k);
     /* A bucket whose samples only climbed holds no drop, whatever the
      * lift (a steep warm-up's every bucket would). */
     if(!have[k] || !(b->fall > 0) || b->fall + lift < DROP_SHARE * (biggest + lift) ||
-       b->fall + lift < DROP_MIN * mdp_detector_unit(d))
+       b->fall + lift < drop_min)
       continue;
     sp->drop[k] = 1;
     sp->y[k] = b->trough;

@@ -7,8 +7,9 @@
 #        [--noise uniform|normal] [--step S] OUTDIR
 #
 # which writes OUTDIR/<family>-NNN.csv (collectd csv, one sample every 10 s,
-# or every S seconds with --step, from epoch 1790000000, bytes) and OUTDIR/<family>.json: one object per
-# trace with its parameters and, for leaks, when the series reaches 1 GiB.
+# or every S seconds with --step, from epoch 1790000000, bytes) and
+# OUTDIR/<family>.json: one object per trace with its parameters and, for
+# leaks, when the series reaches 1 GiB.
 #
 # warmup: an exponential approach y = base + rise * (1 - exp(-t / tau)) to a
 #   plateau (base + rise) at 30-80 % of the limit, tau 5-60 min, with noise,

@@ -4,6 +4,7 @@
 require "minitest/autorun"
 require "json"
 require "open3"
+require "tmpdir"
 
 class ReplayTracesTest < Minitest::Test
   CTL = ENV.fetch("MEMDIAG_CTL")
@@ -94,14 +95,13 @@ class ReplayTracesTest < Minitest::Test
   # at 1 GiB (the early path's floors are counted in MemoryLimit / 1024:
   # docs/detector.md, "Limits and tuning"), and the benign ones not at all.
   def test_a_worker_of_another_size_is_judged_alike
-    require "tmpdir"
+    first = ->(fires) { fires.first && fires.first["time"] }
     Dir.mktmpdir do |tmp|
       (traces("leak-") + traces("benign-")).each do |path|
-        first = ->(fires) { fires.first && fires.first["time"] }
         want = first.call(replay("MemoryLimit=#{LIMIT}", path))
+        lines = File.readlines(path)
         [0.5, 2, 4].each do |k|
           scaled = File.join(tmp, "x#{k}-#{File.basename(path)}")
-          lines = File.readlines(path)
           File.write(scaled, lines.first + lines.drop(1).map { |l|
             t, v = l.split(",")
             "#{t},#{(v.to_f * k).round}\n"
