@@ -1,0 +1,34 @@
+/* The early path's step filters (docs/detector.md, the early path's cache
+ * bullets): a level shift -- a cache loaded at once -- is not growth, and
+ * is taken out of the course points before the course is fitted. Each
+ * works in place on the points y[0..m) of the course ring (have[k] 0: no
+ * point), lowering every point from a step on by the step's excess; u is
+ * the unit the floors are counted in (mdp_detector_unit). Not part of the
+ * detector's interface (detector.h); pure code, no allocation. */
+#ifndef MDP_DETECTOR_STEPS_H
+#define MDP_DETECTOR_STEPS_H
+
+#include "detector.h"
+
+/* Rises between neighbouring points that stand out of the whole ring's
+ * rises (more than 8 units and 6 times their usual spread from the median
+ * rise), down to the median rise; at most three, the largest first. */
+void mdp_detector_steps_remove(double *y, const unsigned char *have, unsigned m, double u);
+
+/* The k largest rises, any above the median rise, down to it. */
+void mdp_detector_steps_lower(double *y, const unsigned char *have, unsigned m, unsigned k,
+                              double u);
+
+/* Steps that stand out of the local pace (a cache on a warm-up that is
+ * still climbing; a split cache taken as one), down to the local pace; at
+ * most three. A warm-up's slowing rises, a leak's even ones and a
+ * sawtooth's minima are left alone. */
+void mdp_detector_steps_remove_local(double *y, const unsigned char *have, unsigned m, double u);
+
+/* 1 when one of the last rises, too near the end for
+ * mdp_detector_steps_remove_local to weigh, stands far above its local
+ * pace: the early path holds its look until the points after it say
+ * whether it was a step. */
+int mdp_detector_steps_pending(const double *y, const unsigned char *have, unsigned m, double u);
+
+#endif
