@@ -1,6 +1,6 @@
-/* What detector.c, detector_course.c and detector_points.c share; not
- * part of the detector's interface (detector.h). Pure code, as the rest of
- * the detector. */
+/* What the detector's files (detector.c, detector_course.c, detector_points.c,
+ * detector_means.c, detector_steps.c) share; not part of the detector's
+ * interface (detector.h). Pure code, as the rest of the detector. */
 #ifndef MDP_DETECTOR_INTERNAL_H
 #define MDP_DETECTOR_INTERNAL_H
 
@@ -36,7 +36,12 @@ static inline double mdp_detector_unit(const mdp_detector *d)
 }
 
 /* Bucket k (0 = oldest) of the last m closed buckets of the course ring. */
-const mdp_detector_point *mdp_detector_course_bucket(const mdp_detector *d, unsigned m, unsigned k);
+static inline const mdp_detector_point *mdp_detector_course_bucket(const mdp_detector *d,
+                                                                   unsigned m, unsigned k)
+{
+  return &d->cring[(d->chead + MDP_DETECTOR_COURSE_BUCKETS + 1 - m + k) %
+                   (MDP_DETECTOR_COURSE_BUCKETS + 1)];
+}
 
 /* What the points say of a GC sawtooth (docs/detector.md, the early
  * path's GC sawtooth bullet). */

@@ -5,11 +5,12 @@
  * minimum less the ramp its tooth climbed, or (teeth of real drops and up
  * to MEAN_PERIOD buckets) the mean of its samples less the ramp each
  * climbed; without a sawtooth's ramp, the mean of its samples less its
- * largest (plain_means). Pure code, as the rest of the detector. */
+ * largest (detector_means.c). Pure code, as the rest of the detector. */
 #include <math.h>
 #include <string.h>
 
 #include "detector_internal.h"
+#include "detector_means.h"
 #include "robust.h"
 
 #define CB         MDP_DETECTOR_COURSE_BUCKETS
@@ -181,11 +182,6 @@ typedef struct {
                             sampling interval */
   double slope;          /* the points' slope, less the ramp (course_points) */
 } saw_points;
-
-const mdp_detector_point *mdp_detector_course_bucket(const mdp_detector *d, unsigned m, unsigned k)
-{
-  return &d->cring[(d->chead + CRING - m + k) % CRING];
-}
 
 /* Finds the drops of the m closed buckets (fills sp, with each bucket's
  * minimum or a drop's trough, and si->drops, si->last_drop, si->stands);
@@ -381,7 +377,7 @@ static double drop_times(saw_points *sp, unsigned m, double gap)
  * its scatter): a cache loaded within a bucket lifts only part of the
  * bucket's mean, and a step spread over two points is no longer one the
  * step filters see. */
-#define MEAN_FALL    8.0
+#define MEAN_FALL   8.0
 /* Up to 5 buckets until the fifth stop of 2026-12-06: teeth of 6.2
  * minutes then gave each bucket's least sample less the ramp (a drop's
  * bucket its one trough), and a warm-up of 37 minutes' time constant
@@ -391,32 +387,14 @@ static double drop_times(saw_points *sp, unsigned m, double gap)
  * means its points fit a plateau. With the ramp's trend given back
  * (trend_lost) and 5 buckets, two more warm-ups under teeth of 5.5-5.8
  * minutes fired (held-out-9046 warmup-116, standard-9090 warmup-084). */
-#define MEAN_PERIOD  10.0
-#define MEAN_OFF     8.0
-#define MEAN_SCATTER 3.0
+#define MEAN_PERIOD 10.0
+#define MEAN_OFF    8.0
 /* The median of the nd drops' falls (without the trend's lift). */
 static double median_fall(const saw_points *sp, unsigned nd)
 {
   double falls[CB];
   memcpy(falls, sp->falls, nd * sizeof(falls[0]));
   return mdp_robust_median(falls, nd);
-}
-
-/* The usual offset of the buckets' means above their points (the median
- * of off[0..n)) and the bar past which a mean stands off it: floor, or
- * MEAN_SCATTER times the offsets' scatter (their median absolute
- * deviation, scaled to a normal's standard one). 0 with fewer than 3. */
-static int mean_offsets(const double *off, unsigned n, double floor, double *usual, double *bar)
-{
-  double dev[CB];
-  if(n < 3)
-    return 0;
-  memcpy(dev, off, n * sizeof(off[0]));
-  *usual = mdp_robust_median(dev, n);
-  for(unsigned i = 0; i < n; i++)
-    dev[i] = fabs(off[i] - *usual);
-  *bar = fmax(floor, MEAN_SCATTER * 1.4826 * mdp_robust_median(dev, n));
-  return 1;
 }
 
 static void tooth_means(const mdp_detector *d, unsigned m, const saw_points *sp,
@@ -451,101 +429,13 @@ static void tooth_means(const mdp_detector *d, unsigned m, const saw_points *sp,
     use[k] = 1;
   }
   double usual, bar;
-  if(!mean_offsets(off, n_off, MEAN_OFF * mdp_detector_unit(d), &usual, &bar))
+  if(!mdp_detector_means_offsets(off, n_off, MEAN_OFF * mdp_detector_unit(d), &usual, &bar))
     return;
   for(unsigned k = 0; k < m; k++) {
     if(!use[k])
       continue;
     y[k] = fabs(mean[k] - y[k] - usual) <= bar ? mean[k] : y[k] + usual;
   }
-}
-
-/* Without a sawtooth's ramp taken out, each bucket's point is the mean of
- * its samples less its largest (a one-sample spike), moved to its
- * bucket's start along the slope of the points about it, less the
- * buckets' usual offset of that mean above their least sample less the
- * pace: the same level, a steadier figure. The least of six samples is one sample's noise picked
- * low: under noise of a normal's shape it scattered 1.8 times as far as
- * this mean (test_detector_points), and under uniform noise about as far.
- * A bucket whose mean stands off its point by more than PLAIN_OFF and
- * MEAN_SCATTER times the offsets' scatter beyond the usual offset (a cache
- * loaded within it lifts its mean part-way) gives its least sample less
- * the usual gap (below); so does one where a sample rose over the one
- * before it by more than JUMP_MIN and JUMP_SPREAD times the buckets'
- * median such rise (the cache itself, seen at once). A cache loaded
- * within a bucket lifted its mean by less than PLAIN_OFF, and split its
- * step over two points: 22.3 MiB at second 681 of a 12.7-minute warm-up
- * under +-2.1 MiB of noise rose the points by 15 and 19 MiB (the pace
- * 6), which no step filter took for a cache, and the course sped up; it
- * fired at minute 15 (standard-9041 warmup-094 of the 9001-9060 draws;
- * since the fourth stop of 2026-12-06). Noise's rises between samples
- * are alike in every bucket, a trend's too. */
-#define PLAIN_OFF   8.0
-#define JUMP_MIN    8.0
-#define JUMP_SPREAD 3.0
-/* The slope (per bucket) of a least-squares line through the points of
- * y from k - PLAIN_NEAR to k + PLAIN_NEAR; 0 with fewer than 3. */
-#define PLAIN_NEAR  4
-static double local_slope(const double *y, const unsigned char *have, unsigned m, unsigned k)
-{
-  double sx = 0, sy = 0, sxx = 0, sxy = 0, n = 0;
-  unsigned from = k > PLAIN_NEAR ? k - PLAIN_NEAR : 0, to = k + PLAIN_NEAR + 1;
-  for(unsigned i = from; i < to && i < m; i++) {
-    if(!have[i])
-      continue;
-    sx += i;
-    sy += y[i];
-    sxx += (double)i * i;
-    sxy += i * y[i];
-    n++;
-  }
-  double den = n * sxx - sx * sx;
-  return n >= 3 && den > 0 ? (n * sxy - sx * sy) / den : 0;
-}
-
-static void plain_means(const mdp_detector *d, unsigned m, double *y, const unsigned char *have)
-{
-  double mean[CB], off[CB] = {0}, jumps[CB];
-  unsigned char use[CB];
-  unsigned n_off = 0;
-  for(unsigned k = 0; k < m; k++) {
-    const mdp_detector_point *b = mdp_detector_course_bucket(d, m, k);
-    use[k] = 0;
-    if(!have[k] || b->count < 3)
-      continue;
-    double c = b->count;
-    mean[k] = (double)b->min + ((double)b->sum - (double)b->spread) / (c - 1) -
-              local_slope(y, have, m, k) * b->sum_at / c;
-    jumps[n_off] = b->jump;
-    off[n_off++] = mean[k] - y[k];
-    use[k] = 1;
-  }
-  double usual, bar;
-  if(!mean_offsets(off, n_off, PLAIN_OFF * mdp_detector_unit(d), &usual, &bar))
-    return;
-  /* A bucket whose mean stands off keeps its least sample less the usual
-   * gap between the least sample and the point, not its least sample less
-   * the pace: on a warm-up still steep the pace (the least rise of the
-   * minima before) runs ahead of the bucket's own, and that point came out
-   * 14 MiB low (test_a_steep_warmups_points_keep_to_its_level); a cache
-   * loaded within the bucket comes after its least sample either way. */
-  double gap[CB];
-  unsigned ng = 0;
-  double jump_bar =
-      fmax(JUMP_MIN * mdp_detector_unit(d), JUMP_SPREAD * mdp_robust_median(jumps, n_off));
-  for(unsigned k = 0; k < m; k++) {
-    if(!use[k])
-      continue;
-    const mdp_detector_point *b = mdp_detector_course_bucket(d, m, k);
-    mean[k] -= usual;
-    use[k] = fabs(mean[k] - y[k]) <= bar && b->jump <= jump_bar ? 1 : 2; /* 2: stands off */
-    if(use[k] == 1)
-      gap[ng++] = (double)b->min - mean[k];
-  }
-  double g = ng ? mdp_robust_median(gap, ng) : 0;
-  for(unsigned k = 0; k < m; k++)
-    if(use[k])
-      y[k] = use[k] == 1 ? mean[k] : (double)mdp_detector_course_bucket(d, m, k)->min - g;
 }
 
 /* What the envelope's trend took off the drops' falls: each fall is
@@ -696,5 +586,5 @@ void mdp_detector_course_points(const mdp_detector *d, unsigned m, double *y, un
 {
   course_points(d, m, y, have, si);
   if(!(si->ramp > 0))
-    plain_means(d, m, y, have);
+    mdp_detector_means_plain(d, m, y, have);
 }
