@@ -397,6 +397,14 @@ int mdp_detector_course_early(mdp_detector *d, double t, mdp_decision *ev)
       (c->near_limit > 0 && c->near_limit < 1 ? c->near_limit : 1) * (double)c->memory_limit - exc;
   double raw[CB];
   memcpy(raw, y, m * sizeof(y[0]));
+  /* Caches seen in the samples first (a sample that jumped), then those
+   * that stand out of the points' local pace. */
+  double jump[CB];
+  for(unsigned k = 0; k < m; k++) {
+    const mdp_detector_point *b = mdp_detector_course_bucket(d, m, k);
+    jump[k] = b->count >= 2 ? b->jump : -1;
+  }
+  mdp_detector_steps_remove_jumps(y, have, jump, m, u);
   mdp_detector_steps_remove_local(y, have, m, u);
 #ifdef MDP_URGENT_DEBUG
   fprintf(stderr, "pts");

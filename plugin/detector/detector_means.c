@@ -39,7 +39,7 @@ int mdp_detector_means_offsets(const double *off, unsigned n, double floor, doub
  * MEAN_SCATTER times the offsets' scatter beyond the usual offset (a cache
  * loaded within it lifts its mean part-way) gives its least sample less
  * the usual gap (below); so does one where a sample rose over the one
- * before it by more than JUMP_MIN and JUMP_SPREAD times the buckets'
+ * before it by more than MDP_DETECTOR_JUMP_MIN and MDP_DETECTOR_JUMP_SPREAD times the buckets'
  * median such rise (the cache itself, seen at once). A cache loaded
  * within a bucket lifted its mean by less than PLAIN_OFF, and split its
  * step over two points: 22.3 MiB at second 681 of a 12.7-minute warm-up
@@ -48,12 +48,10 @@ int mdp_detector_means_offsets(const double *off, unsigned n, double floor, doub
  * fired at minute 15 (standard-9041 warmup-094 of the 9001-9060 draws;
  * since the fourth stop of 2026-12-06). Noise's rises between samples
  * are alike in every bucket, a trend's too. */
-#define PLAIN_OFF   8.0
-#define JUMP_MIN    8.0
-#define JUMP_SPREAD 3.0
+#define PLAIN_OFF  8.0
 /* The slope (per bucket) of a least-squares line through the points of
  * y from k - PLAIN_NEAR to k + PLAIN_NEAR; 0 with fewer than 3. */
-#define PLAIN_NEAR  4
+#define PLAIN_NEAR 4
 static double local_slope(const double *y, const unsigned char *have, unsigned m, unsigned k)
 {
   double sx = 0, sy = 0, sxx = 0, sxy = 0, n = 0;
@@ -100,8 +98,8 @@ void mdp_detector_means_plain(const mdp_detector *d, unsigned m, double *y,
    * loaded within the bucket comes after its least sample either way. */
   double gap[CB];
   unsigned ng = 0;
-  double jump_bar =
-      fmax(JUMP_MIN * mdp_detector_unit(d), JUMP_SPREAD * mdp_robust_median(jumps, n_off));
+  double jump_bar = fmax(MDP_DETECTOR_JUMP_MIN * mdp_detector_unit(d),
+                         MDP_DETECTOR_JUMP_SPREAD * mdp_robust_median(jumps, n_off));
   for(unsigned k = 0; k < m; k++) {
     if(!use[k])
       continue;

@@ -25,6 +25,17 @@ void mdp_detector_steps_lower(double *y, const unsigned char *have, unsigned m, 
  * sawtooth's minima are left alone. */
 void mdp_detector_steps_remove_local(double *y, const unsigned char *have, unsigned m, double u);
 
+/* Steps seen in the samples: where a bucket's largest rise of a sample over
+ * the one before it (jump[k]; below 0: not known) stands far out of the
+ * buckets' usual one, and the points' rise over that bucket stands above
+ * the local pace by at least half the jump's excess (the level held: no
+ * spike), that rise is taken down to the local pace, by no more than the
+ * jump; at most three, the largest first. A step in the first minutes,
+ * with no points before it to weigh it by, is taken out too; one in the
+ * last two rises is left to mdp_detector_steps_pending. */
+void mdp_detector_steps_remove_jumps(double *y, const unsigned char *have, const double *jump,
+                                     unsigned m, double u);
+
 /* 1 when one of the last rises, too near the end for
  * mdp_detector_steps_remove_local to weigh, stands far above its local
  * pace: the early path holds its look until the points after it say
