@@ -47,6 +47,15 @@ static void cache(double *y, unsigned from, double size)
     y[k] += size;
 }
 
+/* The jump filter changes none of the points. */
+static void assert_left_alone(double *y, const unsigned char *have, const double *jump)
+{
+  double before[M];
+  memcpy(before, y, sizeof(before));
+  mdp_detector_steps_remove_jumps(y, have, jump, M, 1);
+  assert_memory_equal(y, before, sizeof(before));
+}
+
 static void test_a_cache_in_the_first_minute_is_taken_out(void **st)
 {
   (void)st;
@@ -86,22 +95,20 @@ static void test_a_jump_after_the_least_sample_lifts_the_next_point(void **st)
 static void test_a_spike_is_no_step(void **st)
 {
   (void)st;
-  double y[M], jump[M], plain[M];
+  double y[M], jump[M];
   unsigned char have[M];
   warmup(y, jump, have);
   /* One sample 150 MiB up and back: the bucket's least sample, and so
    * every point, as before; the next point stands 2.5 MiB high by noise. */
   jump[5] = 150;
   y[6] += 2.5;
-  memcpy(plain, y, sizeof(y));
-  mdp_detector_steps_remove_jumps(y, have, jump, M, 1);
-  assert_memory_equal(y, plain, sizeof(y));
+  assert_left_alone(y, have, jump);
 }
 
 static void test_a_leaks_points_are_left_alone(void **st)
 {
   (void)st;
-  double y[M], jump[M], plain[M];
+  double y[M], jump[M];
   unsigned char have[M];
   uint32_t r = 5;
   for(unsigned k = 0; k < M; k++) {
@@ -109,31 +116,23 @@ static void test_a_leaks_points_are_left_alone(void **st)
     jump[k] = 6 + 2 * noise(&r);
     have[k] = 1;
   }
-  memcpy(plain, y, sizeof(y));
-  mdp_detector_steps_remove_jumps(y, have, jump, M, 1);
-  assert_memory_equal(y, plain, sizeof(y));
+  assert_left_alone(y, have, jump);
   /* Too few buckets with a jump known: nothing to compare with. */
-  double few[M];
-  memcpy(few, y, sizeof(y));
-  cache(few, 3, 40);
+  cache(y, 3, 40);
   for(unsigned k = 0; k < M; k++)
     jump[k] = k == 2 ? 43 : k < 4 ? 5 : -1;
-  memcpy(plain, few, sizeof(few));
-  mdp_detector_steps_remove_jumps(few, have, jump, M, 1);
-  assert_memory_equal(few, plain, sizeof(few));
+  assert_left_alone(y, have, jump);
 }
 
 static void test_a_jump_at_the_end_is_left_to_pending(void **st)
 {
   (void)st;
-  double y[M], jump[M], plain[M];
+  double y[M], jump[M];
   unsigned char have[M];
   warmup(y, jump, have);
   cache(y, M - 1, 36);
   jump[M - 2] = 39;
-  memcpy(plain, y, sizeof(y));
-  mdp_detector_steps_remove_jumps(y, have, jump, M, 1);
-  assert_memory_equal(y, plain, sizeof(y));
+  assert_left_alone(y, have, jump);
   assert_int_equal(mdp_detector_steps_pending(y, have, M, 1), 1);
 }
 
