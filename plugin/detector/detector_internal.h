@@ -35,13 +35,15 @@ static inline double mdp_detector_unit(const mdp_detector *d)
   return u < 128.0 * 1024 ? 128.0 * 1024 : u > 16.0 * 1024 * 1024 ? 16.0 * 1024 * 1024 : u;
 }
 
-/* A sample that rose over the one before it by more than JUMP_MIN units
- * and JUMP_SPREAD times the buckets' median such largest rise jumped: a
- * cache loaded at once, seen within its bucket (detector_means.c: the
- * bucket gives its least sample; detector_steps.c: the step is taken out
- * of the points). */
-#define MDP_DETECTOR_JUMP_MIN    8.0
-#define MDP_DETECTOR_JUMP_SPREAD 3.0
+/* How far a sample must rise over the one before it to have jumped (a
+ * cache loaded at once, seen within its bucket): more than 8 units (u,
+ * mdp_detector_unit) and three times usual, the buckets' median largest
+ * such rise (detector_means.c: the bucket gives its least sample;
+ * detector_steps.c: the step is taken out of the points). */
+static inline double mdp_detector_jump_bar(double usual, double u)
+{
+  return usual * 3.0 > 8.0 * u ? usual * 3.0 : 8.0 * u;
+}
 
 /* Bucket k (0 = oldest) of the last m closed buckets of the course ring. */
 static inline const mdp_detector_point *mdp_detector_course_bucket(const mdp_detector *d,

@@ -39,8 +39,8 @@ int mdp_detector_means_offsets(const double *off, unsigned n, double floor, doub
  * MEAN_SCATTER times the offsets' scatter beyond the usual offset (a cache
  * loaded within it lifts its mean part-way) gives its least sample less
  * the usual gap (below); so does one where a sample rose over the one
- * before it by more than MDP_DETECTOR_JUMP_MIN and MDP_DETECTOR_JUMP_SPREAD times the buckets'
- * median such rise (the cache itself, seen at once). A cache loaded
+ * before it by more than mdp_detector_jump_bar (8 MiB and 3 times the
+ * buckets' median such rise: the cache itself, seen at once). A cache loaded
  * within a bucket lifted its mean by less than PLAIN_OFF, and split its
  * step over two points: 22.3 MiB at second 681 of a 12.7-minute warm-up
  * under +-2.1 MiB of noise rose the points by 15 and 19 MiB (the pace
@@ -98,8 +98,7 @@ void mdp_detector_means_plain(const mdp_detector *d, unsigned m, double *y,
    * loaded within the bucket comes after its least sample either way. */
   double gap[CB];
   unsigned ng = 0;
-  double jump_bar = fmax(MDP_DETECTOR_JUMP_MIN * mdp_detector_unit(d),
-                         MDP_DETECTOR_JUMP_SPREAD * mdp_robust_median(jumps, n_off));
+  double jump_bar = mdp_detector_jump_bar(mdp_robust_median(jumps, n_off), mdp_detector_unit(d));
   for(unsigned k = 0; k < m; k++) {
     if(!use[k])
       continue;

@@ -246,7 +246,7 @@ int mdp_detector_steps_pending(const double *y, const unsigned char *have, unsig
 
 /* A step seen in its samples (mdp_detector_steps_remove_jumps): the bucket's
  * largest rise of a sample over the one before it stands out of the
- * buckets' usual one (MDP_DETECTOR_JUMP_MIN, MDP_DETECTOR_JUMP_SPREAD), and
+ * buckets' usual one (mdp_detector_jump_bar), and
  * the rise of the points over it -- into the bucket's point when the jump
  * came before its least sample, into the next one's when after -- stands
  * above the local pace by at least JUMP_SHARE of the jump's excess over the
@@ -287,7 +287,7 @@ void mdp_detector_steps_remove_jumps(double *y, const unsigned char *have, const
   if(nj < 5 || nr < 4)
     return;
   double usual = mdp_robust_median(jumps, nj), pace = mdp_robust_median(rise, nr);
-  double bar = fmax(MDP_DETECTOR_JUMP_MIN * u, MDP_DETECTOR_JUMP_SPREAD * usual);
+  double bar = mdp_detector_jump_bar(usual, u);
   for(unsigned k = 0; k < m; k++) {
     if(!have[k] || !(jump[k] > bar))
       continue;
