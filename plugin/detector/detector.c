@@ -459,7 +459,7 @@ static double ring_excursion(const mdp_detector *d)
 
 /* The early path's verdict (its last look passed) stands to its next look
  * whatever the short window says between: its buckets close on the minute,
- * the course's with their last sample (detector_points.c). */
+ * the course's with their last sample (detector_ring.c). */
 static int early_growing(const mdp_detector *d) { return (d->clooks & 1u) != 0; }
 
 /* Growing by the urgent rule: the short window's or the early path's. */

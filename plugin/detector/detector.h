@@ -211,10 +211,10 @@ typedef struct {
                           early path found; 0 = none */
   uint64_t cknee_seen; /* the open course bucket when it found it */
   double ctrend;       /* the pace the open course bucket is taken less of
-                          (detector_points.c), bytes/s; 0 if none */
+                          (detector_ring.c), bytes/s; 0 if none */
   double cgap;         /* the usual sampling interval, s (smoothed; 0 until
                           known): when the open course bucket's last sample
-                          is in (detector_points.c) */
+                          is in (detector_ring.c) */
 } mdp_detector;
 
 /* Starts a detector with a copy of cfg. One detector per series: per

@@ -1,6 +1,7 @@
-/* What the detector's files (detector.c, detector_course.c, detector_points.c,
- * detector_means.c, detector_steps.c) share; not part of the detector's
- * interface (detector.h). Pure code, as the rest of the detector. */
+/* What the detector's files (detector.c, detector_course.c, detector_ring.c,
+ * detector_points.c, detector_means.c, detector_steps.c) share; not part of
+ * the detector's interface (detector.h). Pure code, as the rest of the
+ * detector. */
 #ifndef MDP_DETECTOR_INTERNAL_H
 #define MDP_DETECTOR_INTERNAL_H
 
@@ -10,7 +11,7 @@
  * short ring's; 0 = off; detector_course.c), moves its open bucket to
  * index idx (returns 1 if a bucket closed; the new bucket takes its
  * samples less the pace of the buckets before it), adds a sample to the
- * open bucket (detector_points.c). */
+ * open bucket (detector_ring.c). */
 void mdp_detector_course_init(mdp_detector *d);
 int mdp_detector_course_advance(mdp_detector *d, uint64_t idx);
 /* Closes the open bucket when the sample at t (just added, the last one
