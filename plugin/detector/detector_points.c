@@ -67,7 +67,8 @@ typedef struct {
   unsigned char drop[CB];
   double first_drop, dt; /* the first drop's fitted time (drop_times); the
                             sampling interval */
-  double slope;          /* the points' slope, less the ramp (course_points) */
+  double slope[CB];      /* the points' slope about each, less the ramp
+                            (course_points) */
 } saw_points;
 
 /* Finds the drops of the m closed buckets (fills sp, with each bucket's
@@ -311,7 +312,7 @@ static void tooth_means(const mdp_detector *d, unsigned m, const saw_points *sp,
       phases = n * k + b->sum_at - n * before;
     }
     double at = k + b->sum_at / n;
-    mean[k] = (double)b->min + (b->sum - si->ramp * phases) / n - sp->slope * (at - k);
+    mean[k] = (double)b->min + (b->sum - si->ramp * phases) / n - sp->slope[k] * (at - k);
     off[n_off++] = mean[k] - y[k];
     use[k] = 1;
   }
@@ -359,6 +360,85 @@ static double trend_lost(const saw_points *sp, unsigned m, double unit)
       lost += 2 * sp->dt * (sp->y[b] - sp->y[a]) / (sp->x[b] - sp->x[a]);
   }
   return lost;
+}
+
+/* The slope (per bucket) of a least-squares line through the points of
+ * buckets from..to-1 that have a phase (sp->y less the ramp); NAN with
+ * fewer than least of them, or all at one x. A point is moved to its
+ * bucket's start along the slope of the points within SLOPE_NEAR buckets
+ * of it (three or more; else the whole ring's), not the whole ring's: a
+ * warm-up's slope falls several times over the ring, and moved by the
+ * whole ring's slope its first points stood high and its last low, a
+ * straighter course. Under 41.5 MiB teeth of 113 s a warm-up of 5.8
+ * minutes' time constant (650 MiB from 87), its sawtooth kept once its
+ * ramp was measured tooth by tooth (tooth_ramp), was fitted as one of 2
+ * buckets under a line of 29 MiB a bucket where it climbed 21, and fired
+ * at minute 10.8 (standard-9166 warmup-118 of the 9121-9180 draws); about
+ * each point's own bucket's, it is quiet (both since the third stop of
+ * 2026-12-07). */
+#define SLOPE_NEAR 4
+static double points_slope(const saw_points *sp, const unsigned char *have, unsigned from,
+                           unsigned to, unsigned least)
+{
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  unsigned n = 0;
+  for(unsigned k = from; k < to; k++) {
+    if(!have[k] || sp->phase[k] < 0)
+      continue;
+    sx += sp->x[k];
+    sy += sp->y[k];
+    sxx += sp->x[k] * sp->x[k];
+    sxy += sp->x[k] * sp->y[k];
+    n++;
+  }
+  double den = n * sxx - sx * sx;
+  return n >= least && den > 0 ? (n * sxy - sx * sy) / den : NAN;
+}
+
+/* The ramp measured tooth by tooth: each point between two drops seen
+ * (no more than 1.5 periods apart: none missed between them) stands
+ * above the line through their troughs by the ramp times its phase; the
+ * least-squares ramp through those. NAN when fewer than TOOTH_RAMP_TEETH
+ * teeth hold such a point (teeth shorter than TOOTH_RAMP_PERIOD buckets
+ * seldom do), for tooth_phases' fit over the whole ring. That fit takes
+ * the envelope for a line: where it bends (a warm-up, then a leak) its
+ * misfit leaks into the ramp. Under 21 MiB teeth of 182 s (6.9 MiB a
+ * bucket) on a leak after a warm-up it found -2.4 to 2.7 MiB a bucket
+ * where the falls asked 2.8-3.1 at every look, the teeth were taken for
+ * noise, and the leak was captured at minute 30.8, 4 s after the time
+ * asked (standard-9046 fast-leak-055 of the 9001-9060 draws); tooth by
+ * tooth 3.8-7.6, captured at 23.8 (since the third stop of 2026-12-07).
+ * The troughs carry the bend, each tooth its own stretch of it. */
+#define TOOTH_RAMP_TEETH  3
+#define TOOTH_RAMP_PERIOD 1.5
+static double tooth_ramp(const saw_points *sp, const unsigned char *have, unsigned m, double period)
+{
+  int next[CB], drop = -1;
+  for(unsigned k = m; k-- > 0;) {
+    next[k] = drop;
+    if(sp->drop[k])
+      drop = (int)k;
+  }
+  double sxy = 0, sxx = 0;
+  unsigned teeth = 0;
+  int a = -1, counted = -1;
+  for(unsigned k = 0; k < m; k++) {
+    if(sp->drop[k]) {
+      a = (int)k;
+      continue;
+    }
+    int b = next[k];
+    if(a < 0 || b < 0 || !have[k] || sp->phase[k] < 0 || sp->x[b] - sp->x[a] > 1.5 * period)
+      continue;
+    if(a != counted) {
+      teeth++;
+      counted = a;
+    }
+    double line = sp->y[a] + (sp->y[b] - sp->y[a]) * (sp->x[k] - sp->x[a]) / (sp->x[b] - sp->x[a]);
+    sxy += (sp->y[k] - line) * sp->phase[k];
+    sxx += sp->phase[k] * sp->phase[k];
+  }
+  return teeth >= TOOTH_RAMP_TEETH && sxx > 0 ? sxy / sxx : NAN;
 }
 
 /* 1 when the drops are a steady sawtooth's, not the noise's: many of them
@@ -457,6 +537,9 @@ static void course_points(const mdp_detector *d, unsigned m, double *y, unsigned
     return;
   }
   double fitted = tooth_phases(&sp, have, m, si->period);
+  double by_tooth = si->period >= TOOTH_RAMP_PERIOD ? tooth_ramp(&sp, have, m, si->period) : NAN;
+  if(!isnan(by_tooth))
+    fitted = by_tooth;
   /* Each fall is what the ramp climbed over its tooth less the two
    * intervals it is measured over, and less the envelope's trend over
    * them (trend_lost gives that back). */
@@ -476,23 +559,20 @@ static void course_points(const mdp_detector *d, unsigned m, double *y, unsigned
   if(!(fitted > 0 && fitted >= SAW_CONSISTENT * fell / teeth))
     return;
   si->ramp = ramp;
-  double sx = 0, sy = 0, sxx = 0, sxy = 0, n = 0;
+  for(unsigned k = 0; k < m; k++)
+    if(have[k] && sp.phase[k] >= 0)
+      sp.y[k] -= ramp * sp.phase[k];
+  double whole = points_slope(&sp, have, 0, m, 1);
   for(unsigned k = 0; k < m; k++) {
-    if(!have[k] || sp.phase[k] < 0)
-      continue;
-    sp.y[k] -= ramp * sp.phase[k];
-    sx += sp.x[k];
-    sy += sp.y[k];
-    sxx += sp.x[k] * sp.x[k];
-    sxy += sp.x[k] * sp.y[k];
-    n++;
+    double near = points_slope(&sp, have, k > SLOPE_NEAR ? k - SLOPE_NEAR : 0,
+                               k + SLOPE_NEAR + 1 < m ? k + SLOPE_NEAR + 1 : m, 3);
+    sp.slope[k] = !isnan(near) ? near : !isnan(whole) ? whole : 0;
   }
-  sp.slope = n * sxx - sx * sx > 0 ? (n * sxy - sx * sy) / (n * sxx - sx * sx) : 0;
   for(unsigned k = 0; k < m; k++) {
     if(have[k] && sp.phase[k] < 0)
       have[k] = 0;
     else if(have[k])
-      y[k] = sp.y[k] - sp.slope * (sp.x[k] - k);
+      y[k] = sp.y[k] - sp.slope[k] * (sp.x[k] - k);
   }
   tooth_means(d, m, &sp, si, y, have);
 }
