@@ -25,6 +25,9 @@
 #define LONE_DROP         2.0
 /* 3 until the eighth stop of 2026-12-06 (docs/detector.md) */
 #define SAW_FIRST         2.5
+/* Two drops seen more than SAW_MISSED periods apart have a drop missed
+ * between them (tooth_means, tooth_ramp). */
+#define SAW_MISSED        1.5
 /* ... and at least SAW_TEETH of the teeth its period puts between its first
  * drop and the ring's end show their drop (see course_points). */
 #define SAW_TEETH         0.6
@@ -303,7 +306,7 @@ static void tooth_means(const mdp_detector *d, unsigned m, const saw_points *sp,
     if(!have[k] || before > k)
       continue;
     if(sp->drop[k]) {
-      if(sp->at[k] - before > 1.5 * si->period || k + 1 - sp->at[k] > si->period)
+      if(sp->at[k] - before > SAW_MISSED * si->period || k + 1 - sp->at[k] > si->period)
         continue;
       phases = n * k + b->sum_at - b->from_fall * sp->at[k] - (n - b->from_fall) * before;
     } else {
@@ -373,9 +376,9 @@ static double trend_lost(const saw_points *sp, unsigned m, double unit)
  * minutes' time constant (650 MiB from 87), its sawtooth kept once its
  * ramp was measured tooth by tooth (tooth_ramp), was fitted as one of 2
  * buckets under a line of 29 MiB a bucket where it climbed 21, and fired
- * at minute 10.8 (standard-9166 warmup-118 of the 9121-9180 draws); about
- * each point's own bucket's, it is quiet (both since the third stop of
- * 2026-12-07). */
+ * at minute 10.8 (standard-9166 warmup-118 of the 9121-9180 draws); its
+ * points moved along the slope about each, it is quiet (both since the
+ * third stop of 2026-12-07). */
 #define SLOPE_NEAR 4
 static double points_slope(const saw_points *sp, const unsigned char *have, unsigned from,
                            unsigned to, unsigned least)
@@ -396,7 +399,7 @@ static double points_slope(const saw_points *sp, const unsigned char *have, unsi
 }
 
 /* The ramp measured tooth by tooth: each point between two drops seen
- * (no more than 1.5 periods apart: none missed between them) stands
+ * (no more than SAW_MISSED periods apart: none missed between them) stands
  * above the line through their troughs by the ramp times its phase; the
  * least-squares ramp through those. NAN when fewer than TOOTH_RAMP_TEETH
  * teeth hold such a point (teeth shorter than TOOTH_RAMP_PERIOD buckets
@@ -428,7 +431,7 @@ static double tooth_ramp(const saw_points *sp, const unsigned char *have, unsign
       continue;
     }
     int b = next[k];
-    if(a < 0 || b < 0 || !have[k] || sp->phase[k] < 0 || sp->x[b] - sp->x[a] > 1.5 * period)
+    if(a < 0 || b < 0 || !have[k] || sp->phase[k] < 0 || sp->x[b] - sp->x[a] > SAW_MISSED * period)
       continue;
     if(a != counted) {
       teeth++;

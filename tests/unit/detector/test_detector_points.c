@@ -127,6 +127,25 @@ static double spread(const double *v, unsigned n)
   return sqrt(s / n);
 }
 
+/* Prints the points' errors against the level (ep[0..m), NAN: left out)
+ * and returns how many there are, with the least and the largest. */
+static unsigned points_off_level(const double *ep, unsigned m, double *lo, double *hi)
+{
+  unsigned used = 0;
+  *lo = INFINITY;
+  *hi = -INFINITY;
+  for(unsigned k = 0; k < m; k++) {
+    if(isnan(ep[k]))
+      continue;
+    used++;
+    *lo = fmin(*lo, ep[k]);
+    *hi = fmax(*hi, ep[k]);
+    print_message("%+.1f ", ep[k]);
+  }
+  print_message("\npoints off the level by %.1f to %.1f MiB\n", *lo, *hi);
+  return used;
+}
+
 /* A leak of 15 MiB/min under +-8 MiB of noise, sampled every 10 s: a
  * bucket's minimum is its first sample or two (each later one stands
  * 2.5 MiB higher), the level less the pace the least of six. The points
@@ -405,18 +424,8 @@ static void test_a_missed_drop_does_not_lower_the_next_tooth(void **state)
   assert_true(m >= 18);
   assert_true(fabs(si.period - 3.15) < 0.1);
   assert_true(si.ramp > 0);
-  double lo = INFINITY, hi = -INFINITY;
-  unsigned used = 0;
-  for(unsigned k = 0; k < m; k++) {
-    if(isnan(ep[k]))
-      continue;
-    used++;
-    lo = fmin(lo, ep[k]);
-    hi = fmax(hi, ep[k]);
-    print_message("%+.1f ", ep[k]);
-  }
-  print_message("\npoints off the level by %.1f to %.1f MiB\n", lo, hi);
-  assert_true(used >= m - 3);
+  double lo, hi;
+  assert_true(points_off_level(ep, m, &lo, &hi) >= m - 3);
   assert_true(lo > -8 && hi < 8);
 }
 
@@ -558,16 +567,9 @@ static void test_a_steep_warmups_sawtooth_points_keep_to_its_level(void **state)
   print_message("%u drops, period %.2f buckets (113 s is 1.88), ramp %.1f MiB a bucket\n", si.drops,
                 si.period, si.ramp / MIB);
   assert_true(si.ramp > 0);
-  unsigned used = 0;
-  for(unsigned k = 0; k < m; k++) {
-    if(isnan(ep[k]))
-      continue;
-    print_message("%+.1f ", ep[k]);
-    assert_true(fabs(ep[k]) < 8);
-    used++;
-  }
-  print_message("MiB off the level\n");
-  assert_true(used >= m - 3);
+  double lo, hi;
+  assert_true(points_off_level(ep, m, &lo, &hi) >= m - 3);
+  assert_true(lo > -8 && hi < 8);
 }
 
 int main(void)
