@@ -431,7 +431,7 @@ static double tooth_ramp(const saw_points *sp, const unsigned char *have, unsign
       continue;
     }
     int b = next[k];
-    if(a < 0 || b < 0 || !have[k] || sp->phase[k] < 0 || sp->x[b] - sp->x[a] > SAW_MISSED * period)
+    if(a < 0 || b < 0 || !have[k] || sp->x[b] - sp->x[a] > SAW_MISSED * period)
       continue;
     if(a != counted) {
       teeth++;

@@ -99,13 +99,14 @@ static unsigned feed_and_read(level_fn level, double amp, double minutes, double
   return feed_and_read_saw(level, NULL, amp, minutes, err_point, err_min, &si);
 }
 
-/* feed_and_read_saw without the points: prints the sawtooth found (the
- * period the teeth have in the caller's words) and returns m. */
+/* feed_and_read_saw that prints the sawtooth found (the period the teeth
+ * have in the caller's words) and returns m; the points' errors go to ep
+ * when it is not NULL. */
 static unsigned feed_and_read_teeth(level_fn level, level_fn saw, double amp, double minutes,
-                                    const char *period, mdp_detector_saw *si)
+                                    const char *period, mdp_detector_saw *si, double *ep)
 {
-  double ep[MDP_DETECTOR_COURSE_BUCKETS], em[MDP_DETECTOR_COURSE_BUCKETS];
-  unsigned m = feed_and_read_saw(level, saw, amp, minutes, ep, em, si);
+  double own[MDP_DETECTOR_COURSE_BUCKETS], em[MDP_DETECTOR_COURSE_BUCKETS];
+  unsigned m = feed_and_read_saw(level, saw, amp, minutes, ep ? ep : own, em, si);
   print_message("%u drops, period %.2f buckets (%s), ramp %.1f MiB a bucket\n", si->drops,
                 si->period, period, si->ramp / MIB);
   return m;
@@ -305,7 +306,7 @@ static void test_a_steep_warmups_teeth_keep_their_ramp(void **state)
 {
   (void)state;
   mdp_detector_saw si;
-  unsigned m = feed_and_read_teeth(teeth_warmup, warmup_tooth, 0, 14, "241 s is 4.02", &si);
+  unsigned m = feed_and_read_teeth(teeth_warmup, warmup_tooth, 0, 14, "241 s is 4.02", &si, NULL);
   assert_true(m >= 13);
   assert_true(si.drops >= 3);
   assert_true(fabs(si.period - 241.0 / 60) < 0.1);
@@ -322,7 +323,7 @@ static void test_small_teeth_on_a_fast_leak_are_found(void **state)
 {
   (void)state;
   mdp_detector_saw si;
-  unsigned m = feed_and_read_teeth(small_leak, small_tooth, 2.5, 15, "234 s is 3.90", &si);
+  unsigned m = feed_and_read_teeth(small_leak, small_tooth, 2.5, 15, "234 s is 3.90", &si, NULL);
   /* Teeth fall at 3 s (before a fall can be measured: it needs two
    * samples before it), then every 234 s: three more in the 15 closed
    * buckets. */
@@ -416,11 +417,9 @@ static double missed_tooth(double t)
 static void test_a_missed_drop_does_not_lower_the_next_tooth(void **state)
 {
   (void)state;
-  double ep[MDP_DETECTOR_COURSE_BUCKETS], em[MDP_DETECTOR_COURSE_BUCKETS];
+  double ep[MDP_DETECTOR_COURSE_BUCKETS];
   mdp_detector_saw si;
-  unsigned m = feed_and_read_saw(slow_leak, missed_tooth, 0, 20, ep, em, &si);
-  print_message("%u drops, period %.2f buckets (189 s is 3.15), ramp %.1f MiB a bucket\n", si.drops,
-                si.period, si.ramp / MIB);
+  unsigned m = feed_and_read_teeth(slow_leak, missed_tooth, 0, 20, "189 s is 3.15", &si, ep);
   assert_true(m >= 18);
   assert_true(fabs(si.period - 3.15) < 0.1);
   assert_true(si.ramp > 0);
@@ -515,7 +514,7 @@ static void test_teeth_hidden_by_a_steep_warmup_are_a_sawtooth(void **state)
   (void)state;
   for(double minutes = 13; minutes <= 24; minutes += 1) {
     mdp_detector_saw si;
-    feed_and_read_teeth(hidden_teeth_level, hidden_tooth, 0, minutes, "103 s is 1.72", &si);
+    feed_and_read_teeth(hidden_teeth_level, hidden_tooth, 0, minutes, "103 s is 1.72", &si, NULL);
     assert_true(fabs(si.period - 103.0 / 60) < 0.1);
     assert_true(si.ramp > 0);
   }
@@ -541,7 +540,7 @@ static void test_teeth_on_a_bending_envelope_keep_their_ramp(void **state)
   (void)state;
   for(double minutes = 14; minutes <= 30; minutes += 1) {
     mdp_detector_saw si;
-    feed_and_read_teeth(bent_level, bent_tooth, 0, minutes, "182 s is 3.03", &si);
+    feed_and_read_teeth(bent_level, bent_tooth, 0, minutes, "182 s is 3.03", &si, NULL);
     assert_true(fabs(si.period - 182.0 / 60) < 0.15);
     assert_true(si.ramp / MIB > 3.5 && si.ramp / MIB < 14);
   }
@@ -561,11 +560,10 @@ static double steep_tooth(double t) { return 41.5 * fmod(t + 2, 113) / 113; }
 static void test_a_steep_warmups_sawtooth_points_keep_to_its_level(void **state)
 {
   (void)state;
-  double ep[MDP_DETECTOR_COURSE_BUCKETS], em[MDP_DETECTOR_COURSE_BUCKETS];
+  double ep[MDP_DETECTOR_COURSE_BUCKETS];
   mdp_detector_saw si;
-  unsigned m = feed_and_read_saw(steep_teeth_level, steep_tooth, 0, 10.5, ep, em, &si);
-  print_message("%u drops, period %.2f buckets (113 s is 1.88), ramp %.1f MiB a bucket\n", si.drops,
-                si.period, si.ramp / MIB);
+  unsigned m =
+      feed_and_read_teeth(steep_teeth_level, steep_tooth, 0, 10.5, "113 s is 1.88", &si, ep);
   assert_true(si.ramp > 0);
   double lo, hi;
   assert_true(points_off_level(ep, m, &lo, &hi) >= m - 3);
