@@ -201,6 +201,37 @@ static uint32_t signature(const mdp_analysis_obj *o)
   return (uint32_t)(h ^ h >> 32);
 }
 
+/* The name of the class at class_addr as dump d has it, else as an earlier
+ * dump had it: a dump may list a class after its instances, and a named
+ * class keeps its address. NULL: none known. */
+static const char *class_name_of(mdp_ctx *c, unsigned d, uint64_t class_addr, size_t *len)
+{
+  for(unsigned k = d + 1; k-- > 0;) {
+    mdp_analysis_rec *r = mdp_analysis_map_get(&c->cname[k], class_addr, 0, 0);
+    if(r)
+      return mdp_analysis_strtab_str(&c->names, (uint32_t)r->a, len);
+  }
+  return NULL;
+}
+
+/* o, of dump d, matched the object dump d - 1 had at its address, yet the
+ * last profile's sample there, of o's class, was allocated after dump d - 1
+ * and by dump d (mdp_sampled_join_newer): o is that newer object. Ruby
+ * gives a freed slot to the next object of its size, often of the same
+ * class (a worker that leaks a class it also churns), and dumps without
+ * allocation data cannot tell it from the old one; only sampled objects
+ * are told, the others stay taken for the old (the reused_slots caveat). */
+static int sampled_newer(mdp_ctx *c, unsigned d, const mdp_analysis_obj *o)
+{
+  const mdp_analysis_sample *s = mdp_sampled_join_newer(&c->sj, o->address, d);
+  const char *name;
+  size_t n;
+  if(!s || !s->class_name || !counted_by_class(o->type))
+    return 0;
+  name = class_name_of(c, d, o->class_addr, &n);
+  return name && strlen(s->class_name) == n && memcmp(name, s->class_name, n) == 0;
+}
+
 static uint32_t class_id(mdp_ctx *c, uint64_t class_addr)
 {
   if(!class_addr || c->g.off)
@@ -249,8 +280,11 @@ static int object(mdp_ctx *c, unsigned d, const mdp_analysis_obj *o)
     found = mdp_analysis_objset_get(&c->s1, e, NULL);
     if(found && mdp_obj_same(found, e) &&
        !(MDP_OBJ_GEN(found) == 0 && newer(&c->res->dumps[0], o))) {
-      c->old_common += MDP_OBJ_OLD(found);
-      goto done;
+      if(!sampled_newer(c, d, o)) {
+        c->old_common += MDP_OBJ_OLD(found);
+        goto done;
+      }
+      c->res->sampling.reused_new++;
     }
     if(found)
       c->res->reused++;
@@ -284,6 +318,11 @@ static int object(mdp_ctx *c, unsigned d, const mdp_analysis_obj *o)
       return rc;
     if(here && site && here != site) {
       c->contradicted++;
+      c->res->reused++;
+      goto done;
+    }
+    if(sampled_newer(c, d, o)) {
+      c->res->sampling.reused_later++;
       c->res->reused++;
       goto done;
     }

@@ -7,6 +7,9 @@
  * An object's identity is its address and type, and its allocation
  * generation when both dumps carry one (allocation tracing), so an address
  * that was freed and reused by another object is not taken for the old one.
+ * Without it, a sample of the heap profile at the address tells a newer
+ * object of the same type and class (mdp_analysis_samples); unsampled ones
+ * stay taken for the old.
  * With two dumps the result is every object of dump 2 that dump 1 did not
  * hold ("new"), and the per-class growth.
  *
@@ -54,9 +57,20 @@ typedef struct {
   const mdp_analysis_sample *objs;
   size_t n;
   /* The GC count at the middle dump (mdp_sampled_for_analysis): a sample
-   * allocated later was no object of that dump (has_before_gc 0: not known). */
-  int has_before_gc;
+   * allocated later was no object of that dump (has_before_gc 0: not known).
+   * before_gc_exact: it is the count at the dump's fork (dump_gc_count),
+   * not the later one when its profile was written (an older hook). */
+  int has_before_gc, before_gc_exact;
   uint64_t before_gc;
+  /* The GC counts at the first and the last dump, which with before_gc
+   * tell an object that matches the earlier dump's at its address (type,
+   * class, a String's content) from a newer one in the reused slot: a
+   * sample there of its class allocated between the two dumps' counts
+   * (above the earlier, at most the later) is that newer object. first_gc
+   * may be the first profile's later gc_count (a higher bound only tells
+   * fewer objects new); last_gc is only ever the last dump's own. */
+  int has_first_gc, has_last_gc;
+  uint64_t first_gc, last_gc;
 } mdp_analysis_samples;
 
 typedef struct {
@@ -179,11 +193,16 @@ typedef struct {
 typedef struct {
   int used;
   char *profile;
-  uint64_t samples;           /* live samples in the profile */
-  uint64_t retained;          /* of them, objects of the retained set */
-  uint64_t too_new;           /* at a retained object's address, allocated after the middle dump */
-  uint64_t other_class;       /* at a retained object's address, of another class */
-  uint64_t groups;            /* groups that got their site from the samples */
+  uint64_t samples;     /* live samples in the profile */
+  uint64_t retained;    /* of them, objects of the retained set */
+  uint64_t too_new;     /* at a retained object's address, allocated after the middle dump */
+  uint64_t other_class; /* at a retained object's address, of another class */
+  uint64_t groups;      /* groups that got their site from the samples */
+  /* Objects told by their sample (mdp_analysis_samples' first_gc, last_gc)
+   * to be newer than the earlier dump's alike object at their address:
+   * reused_new, of dump 2 though dump 1 matched, so retained; reused_later,
+   * of dump 3 though dump 2 matched, so left out. */
+  uint64_t reused_new, reused_later;
   mdp_analysis_sampled *objs; /* the retained ones, in the order found */
   size_t n_objs;
 } mdp_analysis_sampling;

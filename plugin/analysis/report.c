@@ -231,8 +231,10 @@ static void sampling_json(FILE *f, const mdp_analysis_sampling *sp, size_t top)
   jfield(f, "{\"join\": \"address\", \"profile\": ", sp->profile);
   fprintf(f,
           ", \"samples\": %" PRIu64 ", \"retained\": %" PRIu64 ", \"too_new\": %" PRIu64
-          ", \"other_class\": %" PRIu64 ", \"groups\": %" PRIu64 ", \"objects\": [",
-          sp->samples, sp->retained, sp->too_new, sp->other_class, sp->groups);
+          ", \"other_class\": %" PRIu64 ", \"groups\": %" PRIu64 ", \"reused_new\": %" PRIu64
+          ", \"reused_later\": %" PRIu64 ", \"objects\": [",
+          sp->samples, sp->retained, sp->too_new, sp->other_class, sp->groups, sp->reused_new,
+          sp->reused_later);
   for(size_t i = 0; i < limit(sp->n_objs, top); i++) {
     const mdp_analysis_sampled *o = &sp->objs[i];
     fprintf(f, "%s{\"address\": \"0x%" PRIx64 "\"", i ? ",\n      " : "\n      ", o->address);

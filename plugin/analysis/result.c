@@ -556,6 +556,15 @@ void mdp_analysis_caveats(mdp_ctx *c)
            "type and class only: dump %u carries no allocation generation for them (tracing "
            "stopped) and they are no strings, whose content tells",
            c->unsure, n);
+  /* A sample told these apart; as many unsampled objects may sit in reused
+   * slots as each sample stands for, and are not. */
+  if(res->sampling.reused_new || res->sampling.reused_later)
+    caveat(res, "reused_slots", 0,
+           "%" PRIu64 " retained objects were told new, and %" PRIu64 " objects of dump %u "
+           "newer than dump 2, only by their samples: the earlier dump held an object of their "
+           "type and class at their address. Unsampled objects in such reused slots are not "
+           "told apart: groups may miss leaked objects and count others",
+           res->sampling.reused_new, res->sampling.reused_later, n);
   if(c->g.cut)
     caveat(res, "references_cut", 0,
            "%" PRIu64 " objects' reference lists were read only in part (lines over 1 MiB): "

@@ -372,7 +372,8 @@ void mdp_sampled_free(mdp_sampled_set *s)
 }
 
 mdp_analysis_samples mdp_sampled_for_analysis(const mdp_sampled_set *last,
-                                              const mdp_sampled_set *middle, const char *profile)
+                                              const mdp_sampled_set *middle,
+                                              const mdp_sampled_set *first, const char *profile)
 {
   mdp_analysis_samples a = {.profile = profile, .objs = last->objs, .n = last->n};
   /* The count at the middle dump itself, not when its profile was written
@@ -384,6 +385,20 @@ mdp_analysis_samples mdp_sampled_for_analysis(const mdp_sampled_set *last,
   if(middle && (middle->has_dump_gc_count || middle->has_gc_count)) {
     a.has_before_gc = 1;
     a.before_gc = middle->has_dump_gc_count ? middle->dump_gc_count : middle->gc_count;
+    a.before_gc_exact = middle->has_dump_gc_count;
+  }
+  /* The first dump's count bounds "allocated after it" from below: the
+   * later gc_count of an older hook's profile only tells fewer objects new.
+   * The last dump's bounds "allocated by it" from above, so only its own
+   * count will do: a sample allocated while the dump wrote may sit in a
+   * slot freed after the fork, and says nothing of the dump's object. */
+  if(first && (first->has_dump_gc_count || first->has_gc_count)) {
+    a.has_first_gc = 1;
+    a.first_gc = first->has_dump_gc_count ? first->dump_gc_count : first->gc_count;
+  }
+  if(last->has_dump_gc_count) {
+    a.has_last_gc = 1;
+    a.last_gc = last->dump_gc_count;
   }
   return a;
 }
@@ -416,6 +431,31 @@ void mdp_sampled_join_note(mdp_sampled_join *j, uint64_t address, uint32_t raw_g
   uint64_t i;
   if(j->in && address < MDP_OBJ_ADDR_LIMIT && mdp_analysis_objset_get(&j->at, key_of(address), &i))
     j->group[i] = raw_group + 1;
+}
+
+const mdp_analysis_sample *mdp_sampled_join_newer(const mdp_sampled_join *j, uint64_t address,
+                                                  unsigned d)
+{
+  const mdp_analysis_samples *in = j->in;
+  const mdp_analysis_sample *s;
+  uint64_t i, after, by;
+  if(!in || address >= MDP_OBJ_ADDR_LIMIT || !mdp_analysis_objset_get(&j->at, key_of(address), &i))
+    return NULL;
+  /* Every object of a dump was live at its fork's GC count; another object
+   * at one of their addresses needs a collection to free the slot, so its
+   * generation is greater. The upper bound must be the later dump's own
+   * count: a later one lets through an object allocated after that dump. */
+  if(d == 1 && in->has_first_gc && in->has_before_gc && in->before_gc_exact) {
+    after = in->first_gc;
+    by = in->before_gc;
+  } else if(d == 2 && in->has_before_gc && in->has_last_gc) {
+    after = in->before_gc;
+    by = in->last_gc;
+  } else {
+    return NULL;
+  }
+  s = &in->objs[i];
+  return s->generation > after && s->generation <= by ? s : NULL;
 }
 
 void mdp_sampled_join_free(mdp_sampled_join *j)

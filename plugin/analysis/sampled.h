@@ -78,9 +78,11 @@ void mdp_sampled_free(mdp_sampled_set *s);
 
 /* The samples of `last` as the analysis takes them (borrowing last's
  * memory); middle (may be NULL) gives before_gc: its dump_gc_count, else
- * (an older hook) its gc_count, else none. */
+ * (an older hook) its gc_count, else none; first (may be NULL) first_gc
+ * the same way; last its own dump_gc_count as last_gc. */
 mdp_analysis_samples mdp_sampled_for_analysis(const mdp_sampled_set *last,
-                                              const mdp_sampled_set *middle, const char *profile);
+                                              const mdp_sampled_set *middle,
+                                              const mdp_sampled_set *first, const char *profile);
 
 /* The join inside one analysis. */
 typedef struct {
@@ -96,6 +98,12 @@ int mdp_sampled_join_init(mdp_sampled_join *j, mdp_analysis_mem *mem,
 /* A retained object of the last dump, at address, counted in raw group
  * raw_group. */
 void mdp_sampled_join_note(mdp_sampled_join *j, uint64_t address, uint32_t raw_group);
+/* The sample at address when it was allocated after dump d - 1 and by dump
+ * d (d 1 or 2, from 0: above first_gc and at most an exact before_gc, or
+ * above before_gc and at most last_gc); NULL when there is none or a count
+ * is not known. Its class is the caller's to compare. */
+const mdp_analysis_sample *mdp_sampled_join_newer(const mdp_sampled_join *j, uint64_t address,
+                                                  unsigned d);
 /* res->groups are built; of_raw[r] is raw group r's index in them + 1 (0:
  * none listed). Fills res->sampling and the site-less groups' sites.
  * Returns 0 or -ENOMEM. */

@@ -185,9 +185,9 @@ static void dump_rss(const job_t *j, char *const *paths, unsigned n, uint64_t *r
 }
 
 /* The heap profile beside the last dump, for the analysis to join its
- * samples to the retained objects by address, and the middle one's GC
- * count at the middle dump, which tells a sample allocated after that dump
- * (sampled.h).
+ * samples to the retained objects by address, and the first and middle
+ * ones' GC counts at their dumps, which tell when a sample was allocated
+ * against the dumps (sampled.h).
  * A capture without them (an older hook, sampling off) is analysed without.
  * Reading one may take a quarter of AnalyzeMaxMemory; what the samples keep
  * comes out of the analysis' budget. */
@@ -202,9 +202,9 @@ static void load_samples(samples_t *s, char **paths, unsigned n, mdp_analysis_op
   mdp_sampled_opts so = {.check_owner = opts->check_owner,
                          .owner = opts->owner,
                          .memory_limit = opts->memory_limit / 4};
-  mdp_sampled_set middle;
-  char p1[4200], p2[4200], err[512];
-  int rc, have_middle = 0;
+  mdp_sampled_set middle, first;
+  char p0[4200], p1[4200], p2[4200], err[512];
+  int rc, have_middle = 0, have_first = 0;
 
   memset(s, 0, sizeof(*s));
   if(n < 2 || mdp_sampled_profile_for(paths[n - 1], p2, sizeof(p2)))
@@ -217,11 +217,16 @@ static void load_samples(samples_t *s, char **paths, unsigned n, mdp_analysis_op
   }
   if(n == 3 && !mdp_sampled_profile_for(paths[1], p1, sizeof(p1)))
     have_middle = mdp_sampled_load(p1, &so, &middle, err, sizeof(err)) == 0;
+  if(n == 3 && !mdp_sampled_profile_for(paths[0], p0, sizeof(p0)))
+    have_first = mdp_sampled_load(p0, &so, &first, err, sizeof(err)) == 0;
   const char *base = strrchr(p2, '/');
   snprintf(s->name, sizeof(s->name), "%.60s", base ? base + 1 : p2);
-  s->in = mdp_sampled_for_analysis(&s->last, have_middle ? &middle : NULL, s->name);
+  s->in = mdp_sampled_for_analysis(&s->last, have_middle ? &middle : NULL,
+                                   have_first ? &first : NULL, s->name);
   if(have_middle)
     mdp_sampled_free(&middle);
+  if(have_first)
+    mdp_sampled_free(&first);
   if(opts->memory_limit)
     opts->memory_limit =
         opts->memory_limit > s->last.bytes ? opts->memory_limit - s->last.bytes : 1;

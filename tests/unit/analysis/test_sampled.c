@@ -292,7 +292,7 @@ static void test_load_profile(void **s)
   assert_ptr_equal(set.objs[0].file, set.objs[999].file);
   assert_int_equal(set.n_strs, 2);
   assert_true(set.bytes >= 1000 * sizeof(mdp_analysis_sample));
-  mdp_analysis_samples in = mdp_sampled_for_analysis(&set, &set, "p");
+  mdp_analysis_samples in = mdp_sampled_for_analysis(&set, &set, NULL, "p");
   assert_true(in.has_before_gc);
   assert_int_equal(in.before_gc, 42);
   mdp_sampled_free(&set);
@@ -365,7 +365,7 @@ static void test_before_gc_is_the_dump_gc_count(void **s)
   memcpy(objs, samples, sizeof(objs));
 
   middle = load_middle("memdiag heap profile: pid 1, gc_count 8, dump_gc_count 5, 3 live samples");
-  in = mdp_sampled_for_analysis(&last, &middle, "heap_profile-3.pb.gz");
+  in = mdp_sampled_for_analysis(&last, &middle, NULL, "heap_profile-3.pb.gz");
   assert_true(in.has_before_gc);
   assert_int_equal(in.before_gc, 5);
   assert_int_equal(run(&in, &res), 0);
@@ -381,7 +381,7 @@ static void test_before_gc_is_the_dump_gc_count(void **s)
 
   /* an older hook's profile: only gc_count, the bound as before */
   middle = load_middle("memdiag heap profile: pid 1, gc_count 8, 3 live samples");
-  in = mdp_sampled_for_analysis(&last, &middle, "heap_profile-3.pb.gz");
+  in = mdp_sampled_for_analysis(&last, &middle, NULL, "heap_profile-3.pb.gz");
   assert_true(in.has_before_gc);
   assert_int_equal(in.before_gc, 8);
   assert_int_equal(run(&in, &res), 0);
@@ -390,6 +390,170 @@ static void test_before_gc_is_the_dump_gc_count(void **s)
   assert_int_equal(named(&res, "Cart::Line")->site_sampled, 3);
   mdp_analysis_result_free(&res);
   mdp_sampled_free(&middle);
+}
+
+static int has_caveat(const mdp_analysis_result *res, const char *code)
+{
+  for(unsigned i = 0; i < res->n_caveats; i++)
+    if(strcmp(res->caveats[i].code, code) == 0)
+      return 1;
+  return 0;
+}
+
+/* 0x2018 is a Cart::Line in all three dumps, taken for one object without
+ * allocation data. A sample there of its class allocated after dump 1 (GC
+ * 5 > first_gc 3) and by dump 2 (at most before_gc 7) shows another one
+ * in the reused slot, new in dump 2: retained, with its sampled site. A
+ * worker that churns the class it leaks puts most of its leak in such
+ * slots (heap_profile_sampled_sites: 14 of 15). */
+static void test_sample_tells_reused_slot(void **s)
+{
+  mdp_analysis_sample objs[] = {{.address = 0x2018,
+                                 .generation = 5,
+                                 .class_name = "Cart::Line",
+                                 .file = "app/leak.rb",
+                                 .line = 11}};
+  mdp_analysis_samples in = {.objs = objs,
+                             .n = 1,
+                             .has_before_gc = 1,
+                             .before_gc_exact = 1,
+                             .before_gc = 7,
+                             .has_first_gc = 1,
+                             .first_gc = 3};
+  mdp_analysis_result res;
+  const mdp_analysis_group *line;
+  (void)s;
+  assert_int_equal(run(&in, &res), 0);
+  line = named(&res, "Cart::Line");
+  assert_int_equal(line->count, 5); /* the 4 of test_missing_allocation_info, and 0x2018 */
+  assert_int_equal(line->site_source, MDP_ANALYSIS_SITE_SAMPLED);
+  assert_string_equal(line->file, "app/leak.rb");
+  assert_int_equal(line->line, 11);
+  assert_int_equal(res.sampling.reused_new, 1);
+  assert_int_equal(res.sampling.reused_later, 0);
+  assert_int_equal(res.sampling.retained, 1);
+  assert_int_equal(res.sampling.objs[0].address, 0x2018);
+  assert_int_equal(res.reused, 3);
+  assert_true(has_caveat(&res, "reused_slots"));
+  assert_false(res.doubtful);
+  char *json = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&json, &len);
+  assert_int_equal(mdp_analysis_write_json(f, &res, 0), 0);
+  fclose(f);
+  assert_non_null(strstr(json, "\"groups\": 1, \"reused_new\": 1, \"reused_later\": 0"));
+  free(json);
+  mdp_analysis_result_free(&res);
+
+  /* The old behaviour wherever the sample does not show a newer object of
+   * its class: 0x2018 is dump 1's Cart::Line, not retained. */
+  struct {
+    uint32_t generation;
+    const char *class_name;
+    int has_first_gc, exact;
+  } same[] = {
+      {3, "Cart::Line", 1, 1}, /* allocated by dump 1 (GC 3): the old object */
+      {8, "Cart::Line", 1, 1}, /* after dump 2: another object since */
+      {5, "Session", 1, 1},    /* another class than the dump's object */
+      {5, "Cart::Line", 0, 1}, /* dump 1's GC count unknown (no first profile) */
+      {5, "Cart::Line", 1, 0}, /* before_gc the middle profile's later gc_count */
+  };
+  for(size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+    objs[0].generation = same[i].generation;
+    objs[0].class_name = same[i].class_name;
+    in.has_first_gc = same[i].has_first_gc;
+    in.before_gc_exact = same[i].exact;
+    assert_int_equal(run(&in, &res), 0);
+    line = named(&res, "Cart::Line");
+    assert_int_equal(line->count, 4);
+    assert_int_equal(line->site_source, MDP_ANALYSIS_SITE_NONE);
+    assert_int_equal(res.sampling.reused_new, 0);
+    assert_int_equal(res.reused, 2);
+    assert_false(has_caveat(&res, "reused_slots"));
+    mdp_analysis_result_free(&res);
+  }
+  /* no samples at all: the same */
+  assert_int_equal(run(NULL, &res), 0);
+  assert_int_equal(named(&res, "Cart::Line")->count, 4);
+  mdp_analysis_result_free(&res);
+}
+
+/* The same between dumps 2 and 3: 0x2010 is a String in dump 1 and a
+ * Cart::Line in dumps 2 and 3, taken for one retained object. A sample
+ * there allocated after dump 2 (GC 9 > 7) and by dump 3 (at most last_gc
+ * 10) is another Cart::Line in the reused slot: left out. After dump 3
+ * (GC 11), or without dump 3's own GC count, it tells nothing of dump 3's
+ * object, which stays retained (the sample too_new, as before). */
+static void test_sample_tells_slot_reused_after_dump_2(void **s)
+{
+  mdp_analysis_sample objs[] = {
+      {.address = 0x2010, .generation = 9, .class_name = "Cart::Line", .file = "app/late.rb"}};
+  mdp_analysis_samples in = {.objs = objs,
+                             .n = 1,
+                             .has_before_gc = 1,
+                             .before_gc_exact = 1,
+                             .before_gc = 7,
+                             .has_last_gc = 1,
+                             .last_gc = 10};
+  mdp_analysis_result res;
+  (void)s;
+  assert_int_equal(run(&in, &res), 0);
+  assert_int_equal(named(&res, "Cart::Line")->count, 3);
+  assert_int_equal(res.sampling.reused_later, 1);
+  assert_int_equal(res.sampling.too_new, 0);
+  assert_int_equal(res.reused, 3);
+  assert_true(has_caveat(&res, "reused_slots"));
+  mdp_analysis_result_free(&res);
+
+  objs[0].generation = 11;
+  assert_int_equal(run(&in, &res), 0);
+  assert_int_equal(named(&res, "Cart::Line")->count, 4);
+  assert_int_equal(res.sampling.reused_later, 0);
+  assert_int_equal(res.sampling.too_new, 1);
+  mdp_analysis_result_free(&res);
+
+  objs[0].generation = 9;
+  in.has_last_gc = 0;
+  assert_int_equal(run(&in, &res), 0);
+  assert_int_equal(named(&res, "Cart::Line")->count, 4);
+  assert_int_equal(res.sampling.too_new, 1);
+  assert_false(has_caveat(&res, "reused_slots"));
+  mdp_analysis_result_free(&res);
+}
+
+/* first_gc from the first profile (dump_gc_count, else an older hook's
+ * later gc_count: a higher bound tells fewer objects new); last_gc only
+ * from the last profile's own dump_gc_count. */
+static void test_first_and_last_gc(void **s)
+{
+  mdp_sampled_set last, middle, first;
+  mdp_analysis_samples in;
+  (void)s;
+  last = load_middle("memdiag heap profile: pid 1, gc_count 12, dump_gc_count 10, 1 live samples");
+  middle = load_middle("memdiag heap profile: pid 1, gc_count 8, dump_gc_count 7, 1 live samples");
+  first = load_middle("memdiag heap profile: pid 1, gc_count 4, dump_gc_count 3, 1 live samples");
+  in = mdp_sampled_for_analysis(&last, &middle, &first, "heap_profile-3.pb.gz");
+  assert_true(in.has_first_gc && in.has_before_gc && in.before_gc_exact && in.has_last_gc);
+  assert_int_equal(in.first_gc, 3);
+  assert_int_equal(in.before_gc, 7);
+  assert_int_equal(in.last_gc, 10);
+  mdp_sampled_free(&last);
+  mdp_sampled_free(&middle);
+  mdp_sampled_free(&first);
+
+  last = load_middle("memdiag heap profile: pid 1, gc_count 12, 1 live samples");
+  middle = load_middle("memdiag heap profile: pid 1, gc_count 8, 1 live samples");
+  first = load_middle("memdiag heap profile: pid 1, gc_count 4, 1 live samples");
+  in = mdp_sampled_for_analysis(&last, &middle, &first, "heap_profile-3.pb.gz");
+  assert_true(in.has_first_gc);
+  assert_int_equal(in.first_gc, 4);
+  assert_false(in.before_gc_exact);
+  assert_false(in.has_last_gc);
+  in = mdp_sampled_for_analysis(&last, &middle, NULL, "heap_profile-3.pb.gz");
+  assert_false(in.has_first_gc);
+  mdp_sampled_free(&last);
+  mdp_sampled_free(&middle);
+  mdp_sampled_free(&first);
 }
 
 int main(void)
@@ -402,6 +566,9 @@ int main(void)
       cmocka_unit_test_setup_teardown(test_dump_gc_count_read, mdt_dir_setup, mdt_dir_teardown),
       cmocka_unit_test_setup_teardown(test_before_gc_is_the_dump_gc_count, mdt_dir_setup,
                                       mdt_dir_teardown),
+      cmocka_unit_test(test_sample_tells_reused_slot),
+      cmocka_unit_test(test_sample_tells_slot_reused_after_dump_2),
+      cmocka_unit_test_setup_teardown(test_first_and_last_gc, mdt_dir_setup, mdt_dir_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
