@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "course.h"
+#include "course_internal.h"
 #include "robust.h"
 
 /* exp(-1/tau) for tau = 1.5, 2, 3, 4, 6, 8, 11, 16, 22, 32, 45, 64, 90,
@@ -26,8 +27,28 @@ static const double grid[] = {
 /* The settling course (4 parameters) is tried on this many points or more. */
 #define SETTLING_MIN 7
 
+/* A late start (mdp_course_opts.late_start): the settling course's slope
+ * starts at a point x0 with LATE_BEFORE kept points or more before it and
+ * LATE_AFTER or more from it (as many as the detector asks of a settling
+ * course's straight tail). It is kept only when it beats every plateau (3
+ * degrees of freedom: its slope, time constant and start) and the course
+ * chosen without it (the parameters it has more) by LATE_F times the F
+ * ratio chance exceeds 1 time in 100: the start is searched over every
+ * point, a freedom no F table counts. And a plateau with one step must fit
+ * it worse beyond chance (step_plateau_fits, on one degree): a start
+ * searched over every point bends to a cache loaded on the way as well as
+ * to a leak that starts. Measured on the 9001-9060 draws (docs/detector.md):
+ * at LATE_F 1, 31 of held-out's 7200 warm-ups fired where 22 had; at 1.5,
+ * 26; with the step alternative, 24. The start needs LATE_BEFORE points
+ * before it: from two, two more standard warm-ups with a cache in their
+ * first six minutes fired (a start just after the cache); a leak that
+ * starts sooner is about one from the first point. */
+#define LATE_BEFORE 4
+#define LATE_AFTER  6
+#define LATE_F      1.5
+
 typedef struct {
-  double a, b, c, q, sse;
+  double a, b, c, q, sse, x0;
   int k; /* parameters */
   mdp_course_kind kind;
 } curve;
@@ -52,14 +73,22 @@ static double f99_2(double dof)
   return k < sizeof(t) / sizeof(t[0]) ? t[k] : 5.6;
 }
 
+/* F(3, dof) exceeded by chance 1 time in 100; beyond 20 degrees of
+ * freedom, 4.9. */
+static double f99_3(double dof)
+{
+  static const double t[] = {5403, 5403, 99.2, 29.5, 16.7, 12.1, 9.78, 8.45, 7.59, 6.99, 6.55,
+                             6.22, 5.95, 5.74, 5.56, 5.42, 5.29, 5.19, 5.09, 5.01, 4.94};
+  unsigned k = dof > 0 ? (unsigned)dof : 0;
+  return k < sizeof(t) / sizeof(t[0]) ? t[k] : 4.9;
+}
+
 /* Sums over the kept points (y centred). */
-typedef struct {
-  double s0, sx, sxx, sy, sxy, syy;
-} sums;
+typedef mdp_course_sums sums;
 
 static double curve_at(const curve *c, double x)
 {
-  return c->a + c->c * x + (c->b != 0 ? c->b * pow(c->q, x) : 0);
+  return c->a + c->c * (x > c->x0 ? x - c->x0 : 0) + (c->b != 0 ? c->b * pow(c->q, x) : 0);
 }
 
 /* Akaike's criterion: lower is better. */
@@ -106,6 +135,7 @@ typedef struct {
   const unsigned char *w;
   unsigned n;
   double level_c, unit;
+  int late_start;
 } points;
 
 /* y = a + b z. */
@@ -279,7 +309,7 @@ static int step_plateau_fits(const double *y, const unsigned char *w, unsigned n
   if(noise < sse / STEP_ALT_GAIN)
     noise = sse / STEP_ALT_GAIN;
   double thr = sse < noise ? sse : noise;
-  points pt = {y, w, n, level_c, unit};
+  points pt = {y, w, n, level_c, unit, 0};
   for(unsigned g = 0; g < NGRID && grid[g] < 1; g++)
     if(step_alt_q(&s, &pt, grid[g], thr))
       return 1;
@@ -288,9 +318,48 @@ static int step_plateau_fits(const double *y, const unsigned char *w, unsigned n
 
 /* What the search over time constants keeps. */
 typedef struct {
-  curve best, plateau, settling;
+  curve best, plateau, settling, late;
   double never; /* least error of a course that stays at or below the level */
 } search;
+
+/* The settling course of this q whose slope starts at x0, for every x0
+ * (LATE_BEFORE, LATE_AFTER): its slope's regressor max(0, x - x0) has the
+ * sums of the kept points from x0 on, less x0 times theirs, so one pass
+ * from the last point gives them all. */
+static void try_late(const sums *s, const points *pt, const powers *p, search *r)
+{
+  const double *y = pt->y;
+  const unsigned char *w = pt->w;
+  double q = p->q, t0 = 0, t1 = 0, t2 = 0, ty = 0, txy = 0, tz = 0, txz = 0;
+  double zi = pow(q, (double)(pt->n - 1));
+  curve c;
+  for(unsigned i = pt->n; i-- > 1; zi /= q) {
+    if(w[i]) {
+      t0 += 1;
+      t1 += i;
+      t2 += (double)i * i;
+      ty += y[i];
+      txy += i * y[i];
+      tz += zi;
+      txz += i * zi;
+    }
+    if(t0 < LATE_AFTER || s->s0 - t0 < LATE_BEFORE)
+      continue;
+    double x0 = i;
+    sums h = *s;
+    h.sx = t1 - x0 * t0;
+    h.sxx = t2 - 2 * x0 * t1 + x0 * x0 * t0;
+    h.sxy = txy - x0 * ty;
+    powers ph = *p;
+    ph.sxz = txz - x0 * tz;
+    if(fit_settling(&h, &ph, &c) && c.b < 0 && c.c > 0 &&
+       (r->late.kind == MDP_COURSE_NONE || c.sse < r->late.sse)) {
+      c.x0 = x0;
+      c.k = 5;
+      r->late = c;
+    }
+  }
+}
 
 /* Tries one q (0 < q, q != 1) on the kept points. */
 static void try_q(const sums *s, const points *pt, double q, search *r)
@@ -333,6 +402,8 @@ static void try_q(const sums *s, const points *pt, double q, search *r)
   if(n >= SETTLING_MIN && fit_settling(s, &p, &c) && c.b < 0 && c.c > 0 &&
      (r->settling.kind == MDP_COURSE_NONE || c.sse < r->settling.sse))
     r->settling = c;
+  if(pt->late_start && n >= SETTLING_MIN)
+    try_late(s, pt, &p, r);
 }
 
 /* Narrows the time constant of the curve *found (r->plateau or
@@ -354,6 +425,7 @@ static void refine(const sums *s, const points *pt, const curve *found, search *
  * least noise variance per point its F test assumes. */
 typedef struct {
   double level_c, floor2;
+  int late_start;
 } fit_ask;
 
 /* The best course over the points with w[i] set (y already centred), and
@@ -376,7 +448,7 @@ static int fit_once(const double *y, const unsigned char *w, unsigned n, const f
       s.syy += y[i] * y[i];
     }
   memset(&r, 0, sizeof(r));
-  r.best.kind = r.plateau.kind = r.settling.kind = MDP_COURSE_NONE;
+  r.best.kind = r.plateau.kind = r.settling.kind = r.late.kind = MDP_COURSE_NONE;
   curve line;
   if(!fit_line(&s, &line))
     return 0;
@@ -386,7 +458,7 @@ static int fit_once(const double *y, const unsigned char *w, unsigned n, const f
   r.never = s.syy - s.sy * s.sy / s.s0;
   if(s.sy / s.s0 > level_c)
     r.never = s.syy - 2 * level_c * s.sy + level_c * level_c * s.s0;
-  points pt = {y, w, n, level_c, 0};
+  points pt = {y, w, n, level_c, 0, ask->late_start};
   for(unsigned g = 0; g < NGRID; g++)
     try_q(&s, &pt, grid[g], &r);
   refine(&s, &pt, &r.plateau, &r);
@@ -407,6 +479,19 @@ static int fit_once(const double *y, const unsigned char *w, unsigned n, const f
     if(noise <= 0 || gain > 2 * f99_2(s.s0 - 4) * noise)
       consider(&r.best, &r.settling, s.s0);
   }
+  /* The late start (grid only: narrowing its time constant would try more
+   * plateaus too, and move the evidence against them by the grid's luck). */
+  if(r.late.kind != MDP_COURSE_NONE && s.s0 > 6) {
+    double noise = r.late.sse / (s.s0 - 5);
+    if(noise < floor2)
+      noise = floor2;
+    double gain = r.plateau.kind == MDP_COURSE_NONE ? INFINITY : r.plateau.sse - r.late.sse;
+    int more = 5 - r.best.k; /* 1 to 3 */
+    double fm = more <= 1 ? f99(s.s0 - 5) : more == 2 ? f99_2(s.s0 - 5) : f99_3(s.s0 - 5);
+    if(noise <= 0 || (gain > LATE_F * 3 * f99_3(s.s0 - 5) * noise &&
+                      r.best.sse - r.late.sse > LATE_F * more * fm * noise))
+      consider(&r.best, &r.late, s.s0);
+  }
   *best = r.best;
   *never = r.never;
   return 1;
@@ -425,7 +510,7 @@ static double scatter_of(const double *y, const unsigned char *w, unsigned n, co
 void mdp_course_fit(const double *y, const unsigned char *have, unsigned n, double level,
                     mdp_course *out)
 {
-  mdp_course_opts o = {level, 0, 0};
+  mdp_course_opts o = {level, 0, 0, 0};
   mdp_course_fit_with(y, have, n, &o, out);
 }
 
@@ -456,7 +541,7 @@ void mdp_course_fit_with(const double *y, const unsigned char *have, unsigned n,
   for(unsigned i = 0; i < n; i++)
     yc[i] = y[i] - mean;
   double never;
-  fit_ask ask = {level - mean, floor2};
+  fit_ask ask = {level - mean, floor2, o->late_start};
   if(!fit_once(yc, w, n, &ask, &c, &never))
     return;
 
@@ -486,6 +571,7 @@ void mdp_course_fit_with(const double *y, const unsigned char *have, unsigned n,
   out->b = c.b;
   out->c = c.c;
   out->q = c.q;
+  out->x0 = c.x0;
   out->scatter = scatter;
   out->used = used;
   /* How much worse a course that never passes the level fits, against the
@@ -499,8 +585,13 @@ void mdp_course_fit_with(const double *y, const unsigned char *have, unsigned n,
    * the chosen course does not follow leaves points far from it, which
    * the trimming would take for spikes. */
   double unit = o->unit > 0 ? o->unit : 1024.0 * 1024.0;
+  /* A late start must fit better than a plateau with one step beyond
+   * chance (one degree at 99 %: see LATE_F). */
+  double step_sse = c.sse;
+  if(c.x0 > 0 && dof > 0)
+    step_sse = c.sse * (1 + f99(dof) / dof);
   if(out->against > 0 &&
-     (step_plateau_fits(yc, w, n, level - mean, c.sse, unit) ||
+     (step_plateau_fits(yc, w, n, level - mean, step_sse, unit) ||
       (memcmp(w1, w, n) && step_plateau_fits(yc, w1, n, level - mean, sse1, unit))))
     out->against = 0;
   out->dof = dof > 0 ? (unsigned)dof : 0;
@@ -516,25 +607,7 @@ void mdp_course_fit_with(const double *y, const unsigned char *have, unsigned n,
     }
 }
 
-/* mdp_course_knee: see course.h (KNEE_NEAR: the eighth stop of 2026-12-06, docs/detector.md) */
-#define KNEE_AFTER  6
-#define KNEE_BEFORE 6
-#define KNEE_NEAR   3
-#define KNEE_GAIN   1.5
-#define KNEE_RISE   1.0
-#define TAIL_CHI    3.0
-static void sums_add(sums *s, double x, double y)
-{
-  s->s0++;
-  s->sx += x;
-  s->sxx += x * x;
-  s->sy += y;
-  s->sxy += x * y;
-  s->syy += y * y;
-}
-
-/* The slope of the least-squares line (fit_line; 0 when it has none). */
-static double sums_slope(const sums *s, double *sse)
+double mdp_course_sums_slope(const mdp_course_sums *s, double *sse)
 {
   curve line = {0};
   if(!fit_line(s, &line))
@@ -542,100 +615,6 @@ static double sums_slope(const sums *s, double *sse)
   if(sse)
     *sse = line.sse;
   return line.c;
-}
-
-/* The noise variance y's second differences show (at least sd_floor
- * squared); -1 with fewer than 5 of them. */
-static double second_diff_var(const double *y, const unsigned char *have, unsigned m,
-                              double sd_floor)
-{
-  double d2[MDP_COURSE_MAX_POINTS];
-  unsigned n2 = 0;
-  for(unsigned k = 1; k + 1 < m; k++)
-    if(!have || (have[k - 1] && have[k] && have[k + 1])) {
-      double d = y[k + 1] - 2 * y[k] + y[k - 1];
-      d2[n2++] = d * d;
-    }
-  if(n2 < 5)
-    return -1;
-  /* White noise of variance v: second differences of variance 6 v, their
-   * squares' median 0.455 times that. */
-  double var = mdp_robust_median(d2, n2) / (6 * 0.455);
-  return var < sd_floor * sd_floor ? sd_floor * sd_floor : var;
-}
-
-/* The longest run of the last points that a straight line fits within
- * TAIL_CHI times the noise (var, from the second differences): how many,
- * the first, and their sums (taken less ref, the first point's value). */
-typedef struct {
-  unsigned n, start;
-  double var, ref;
-  sums line;
-} tail_run_t;
-
-/* Fills out from y[0..m) (its first MDP_COURSE_MAX_POINTS); 0 when there
- * are too few points to tell the noise. */
-static int tail_run(const double *y, const unsigned char *have, unsigned m, double sd_floor,
-                    tail_run_t *out)
-{
-  if(m > MDP_COURSE_MAX_POINTS)
-    m = MDP_COURSE_MAX_POINTS;
-  memset(out, 0, sizeof(*out));
-  if((out->var = second_diff_var(y, have, m, sd_floor)) < 0)
-    return 0;
-  out->ref = -1;
-  for(unsigned k = 0; k < m && out->ref < 0; k++)
-    if(!have || have[k])
-      out->ref = y[k];
-  for(unsigned k = m; k-- > 0;) {
-    if(have && !have[k])
-      continue;
-    sums t = out->line;
-    sums_add(&t, k, y[k] - out->ref);
-    double sse;
-    sums_slope(&t, &sse);
-    if(t.s0 >= 3 && sse > TAIL_CHI * out->var * (t.s0 - 2))
-      break;
-    out->line = t;
-    out->start = k;
-    out->n++;
-  }
-  return 1;
-}
-
-unsigned mdp_course_tail(const double *y, const unsigned char *have, unsigned m, double sd_floor,
-                         mdp_course_run *out)
-{
-  tail_run_t run;
-  if(!tail_run(y, have, m, sd_floor, &run))
-    return 0;
-  if(out) {
-    out->start = run.start;
-    out->slope = sums_slope(&run.line, NULL);
-  }
-  return run.n;
-}
-
-unsigned mdp_course_knee(const double *y, const unsigned char *have, unsigned m, double sd_floor)
-{
-  tail_run_t run;
-  if(!tail_run(y, have, m, sd_floor, &run) || run.n < KNEE_AFTER || run.start < 2)
-    return 0;
-  sums before = {0}, near = {0};
-  for(unsigned k = run.start, got = 0; k-- > 0 && got < KNEE_BEFORE;)
-    if(!have || have[k]) {
-      sums_add(&before, k, y[k] - run.ref);
-      if(got++ < KNEE_NEAR)
-        sums_add(&near, k, y[k] - run.ref);
-    }
-  if(before.s0 < 2)
-    return 0;
-  /* near holds 2 points or more when before does */
-  double b_tail = sums_slope(&run.line, NULL);
-  double b_before = fmin(sums_slope(&before, NULL), sums_slope(&near, NULL));
-  if(!(b_tail > KNEE_GAIN * (b_before > 0 ? b_before : 0) + KNEE_RISE * sqrt(run.var)))
-    return 0;
-  return run.start;
 }
 
 double mdp_course_ruled_out(const mdp_course *c)
@@ -649,14 +628,14 @@ double mdp_course_at(const mdp_course *c, double x)
 {
   if(c->kind == MDP_COURSE_NONE)
     return 0;
-  return c->a + c->c * x + (c->b != 0 ? c->b * pow(c->q, x) : 0);
+  return c->a + c->c * (x > c->x0 ? x - c->x0 : 0) + (c->b != 0 ? c->b * pow(c->q, x) : 0);
 }
 
 double mdp_course_slope(const mdp_course *c, double x)
 {
   if(c->kind == MDP_COURSE_NONE)
     return 0;
-  return c->c + (c->b != 0 ? c->b * log(c->q) * pow(c->q, x) : 0);
+  return (x >= c->x0 ? c->c : 0) + (c->b != 0 ? c->b * log(c->q) * pow(c->q, x) : 0);
 }
 
 double mdp_course_plateau(const mdp_course *c)

@@ -10,7 +10,10 @@
  *   plateau       c = 0, 0 < q < 1: an exponential approach to the plateau a,
  *                 time constant -1 / ln q points (a warm-up levelling off)
  *   settling      0 < q < 1 and c free: a steady slope c under a warm-up that
- *                 dies out (a leak from start-up beside a cache filling)
+ *                 dies out (a leak from start-up beside a cache filling);
+ *                 with mdp_course_opts.late_start, the slope may start at a
+ *                 later point x0 (y = a + c * max(0, x - x0) + b * q^x: a
+ *                 leak that starts while a warm-up still runs)
  *   accelerating  c = 0, q > 1, b > 0: growth that speeds up
  * over a fixed grid of time constants. The winner is the course with the
  * best balance of fit and parameters (the corrected Akaike criterion), so a
@@ -35,6 +38,8 @@ typedef enum {
 typedef struct {
   mdp_course_kind kind;
   double a, b, c, q;  /* y(x) = a + c * x + b * q^x (q = 1, b = 0: steady) */
+  double x0;          /* settling: the point its slope starts from (c * (x - x0)
+                         from there, nothing before); 0 but with late_start */
   double scatter;     /* median distance of the points kept from the curve */
   unsigned used;      /* points kept in the final fit */
   double first, last; /* x of the first and last point used */
@@ -66,6 +71,11 @@ typedef struct {
   double unit;        /* what the one-step plateau's least step is counted
                          in (STEP_ALT_MIN: 16 of them), in y's units; 0: a
                          MiB of bytes */
+  int late_start;     /* 1: also try settling courses whose slope starts at
+                         a later point (x0), kept only when they beat every
+                         plateau and the course chosen without them beyond
+                         chance (docs/detector.md, "a leak that starts under
+                         a warm-up"); 0: every slope from the first point */
 } mdp_course_opts;
 
 /* mdp_course_fit with options; mdp_course_fit is this with noise_floor 0. */
@@ -77,7 +87,8 @@ void mdp_course_fit_with(const double *y, const unsigned char *have, unsigned n,
  * confidence) every course that levels off at or below the level. */
 double mdp_course_ruled_out(const mdp_course *c);
 
-/* The fitted value and slope (per point) at x. */
+/* The fitted value and slope (per point) at x (a late start's slope
+ * counts from x0 on). */
 double mdp_course_at(const mdp_course *c, double x);
 double mdp_course_slope(const mdp_course *c, double x);
 

@@ -55,7 +55,7 @@ static void test_noise_floor_weighs_the_evidence(void **st)
   for(int i = 0; i < N; i++)
     y[i] = 300 + 12 * i + 1.5 * noise(&r);
   mdp_course_fit(y, NULL, N, 1000, &c);
-  mdp_course_opts o = {1000, 0, 0};
+  mdp_course_opts o = {1000, 0, 0, 0};
   mdp_course_fit_with(y, NULL, N, &o, &c0);
   assert_true(c0.kind == c.kind && c0.against == c.against && c0.a == c.a);
   o.noise_floor = 5;
@@ -229,6 +229,47 @@ static void test_tail_runs_straight_after_a_warmup_not_over_caches(void **st)
   assert_int_equal(mdp_course_tail(y, NULL, 5, 1.5, &run), 0);
 }
 
+/* A leak that starts while a warm-up still runs (13.2 a point from point
+ * 5, under 180 with a time constant of 3.9 points): from the first point,
+ * a settling course lacks the slope before the start and a plateau fits
+ * as well, so nothing is ruled out; with late_start its slope starts near
+ * point 5, keeps the leak's pace and rules every plateau out. A warm-up
+ * with a cache loaded in its first minute is no late start: no start is
+ * tried in its first four points, where one would bend to the cache. */
+static void test_leak_under_a_running_warmup_starts_late(void **st)
+{
+  (void)st;
+  enum { M = 12 };
+  /* The early path's points at minute 12 of standard-9004 fast-leak-003
+   * (docs/detector.md), in MiB. */
+  double y[M] = {212.368, 250.741, 281.282, 302.358, 320.865, 338.305,
+                 362.454, 384.446, 404.586, 421.604, 439.602, 455.317};
+  mdp_course c;
+  mdp_course_opts o = {900, 1, 1, 0};
+  mdp_course_fit_with(y, NULL, M, &o, &c);
+  print_message("from the first point: kind %d x0 %.0f ruled out %.2f\n", c.kind, c.x0,
+                mdp_course_ruled_out(&c));
+  assert_true(mdp_course_ruled_out(&c) < 1);
+  o.late_start = 1;
+  mdp_course_fit_with(y, NULL, M, &o, &c);
+  print_message("late start: kind %d x0 %.0f slope %.1f ruled out %.2f\n", c.kind, c.x0, c.c,
+                mdp_course_ruled_out(&c));
+  assert_int_equal(c.kind, MDP_COURSE_SETTLING);
+  assert_true(c.x0 >= 3 && c.x0 <= 7);
+  assert_true(fabs(c.c - 13.2) < 2); /* the leak's own pace, under the warm-up's end */
+  assert_true(mdp_course_ruled_out(&c) >= 1);
+  /* held-out-9031 warmup-034 at minute 11: a warm-up of 8.5 minutes'
+   * time constant with a 13.5 MiB cache loaded 41 s in. A start at point
+   * 3, after the steep first minutes, rules out every plateau at 5.3 times
+   * the 99 % point; none is tried before point 4. */
+  double cache[] = {254.929, 301.817, 334.093, 355.764, 379.865, 400.657,
+                    417.256, 435.631, 448.977, 464.392, 475.626};
+  mdp_course_fit_with(cache, NULL, 11, &o, &c);
+  print_message("cache at point 1: kind %d x0 %.0f ruled out %.2f\n", c.kind, c.x0,
+                mdp_course_ruled_out(&c));
+  assert_true(c.x0 == 0 && mdp_course_ruled_out(&c) < 1);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -242,6 +283,7 @@ int main(void)
       cmocka_unit_test(test_leak_after_warmup_has_a_knee),
       cmocka_unit_test(test_knee_after_a_warmup_still_dying_out),
       cmocka_unit_test(test_tail_runs_straight_after_a_warmup_not_over_caches),
+      cmocka_unit_test(test_leak_under_a_running_warmup_starts_late),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
