@@ -586,7 +586,7 @@ void mdp_course_fit_with(const double *y, const unsigned char *have, unsigned n,
    * the trimming would take for spikes. */
   double unit = o->unit > 0 ? o->unit : 1024.0 * 1024.0;
   /* A late start must fit better than a plateau with one step beyond
-   * chance (one degree at 99 %: see LATE_F). */
+   * chance (F on one degree at 99 %; why: the comment on LATE_BEFORE). */
   double step_sse = c.sse;
   if(c.x0 > 0 && dof > 0)
     step_sse = c.sse * (1 + f99(dof) / dof);

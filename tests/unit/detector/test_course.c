@@ -4,7 +4,9 @@
  * line under a dying warm-up is settling and keeps its slope; too few
  * points say nothing; a leak that starts after a warm-up has levelled off
  * is found where it starts, and neither a straight line nor a warm-up
- * alone has such a knee. */
+ * alone has such a knee; one that starts while a warm-up still runs is
+ * fitted from its start (late_start), a cache in a warm-up's first minute
+ * is not. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
