@@ -106,21 +106,6 @@ static void fit(const double *y, const unsigned char *have, unsigned m, double s
   mdp_course_fit_with(y, have, m, &o, out);
 }
 
-/* fit, also trying courses whose slope starts late (course.h): a leak
- * that starts while a warm-up still runs. The early path's own look only,
- * and its check on the points as seen when that look's course started
- * late: a settling course from the first point fitted such a leak worse
- * than a plateau (the slope it lacked before the start bent it), and a
- * 13.2 MiB/min leak that started 5 minutes into a 180 MiB warm-up of
- * 3.9 minutes' time constant, asked by minute 17, was caught at minute 24
- * (standard-9004 fast-leak-003 of the 9001-9060 draws; 12 with it). */
-static void fit_late(const double *y, const unsigned char *have, unsigned m, double settle,
-                     double u, mdp_course *out)
-{
-  mdp_course_opts o = {settle, NOISE_FLOOR * u, u, 1};
-  mdp_course_fit_with(y, have, m, &o, out);
-}
-
 /* The short window's veto asks its plateaus to be ruled out also with the
  * VIEW_CACHES largest rises taken down to the median rise (mdp_detector_steps_lower):
  * the course without two caches loaded at once. Two caches of 31-36 MiB loaded 8
@@ -264,9 +249,26 @@ typedef struct {
   unsigned m, from;          /* points; the first used (0, or the knee) */
   double lo, level, settle;  /* the lowest point; the limit and NearLimit's level */
   int grown, firm;           /* out: grown its share of the room; plateaus ruled out at FIRM */
-  int late_ok;               /* courses may start late (fit_late) */
+  int late_ok;               /* courses may start late (fit_look) */
   int late;                  /* out: the course's slope starts late (course.h) */
 } early_look;
+
+/* The course of a look's points (y: lk->y or lk->raw; have: lk->have or
+ * the knee's), as fit, also trying courses whose slope starts late
+ * (course.h) when late is not 0: a leak that starts while a warm-up still
+ * runs. The early path's own look only, and its check on the points as
+ * seen when that look's course started late: a settling course from the
+ * first point fitted such a leak worse than a plateau (the slope it lacked
+ * before the start bent it), and a 13.2 MiB/min leak that started 5
+ * minutes into a 180 MiB warm-up of 3.9 minutes' time constant, asked by
+ * minute 17, was caught at minute 24 (standard-9004 fast-leak-003 of the
+ * 9001-9060 draws; 12 with it). */
+static void fit_look(const early_look *lk, const double *y, const unsigned char *have, double u,
+                     int late, mdp_course *out)
+{
+  mdp_course_opts o = {lk->settle, NOISE_FLOOR * u, u, late};
+  mdp_course_fit_with(y, have, lk->m, &o, out);
+}
 
 static int early_judge(mdp_detector *d, double t, early_look *lk, mdp_decision *ev)
 {
@@ -286,10 +288,7 @@ static int early_judge(mdp_detector *d, double t, early_look *lk, mdp_decision *
   memset(ev, 0, sizeof(*ev));
   ev->time_to_limit = -1;
   double u = mdp_detector_unit(d);
-  if(lk->late_ok)
-    fit_late(y, have, m, lk->settle, u, &course);
-  else
-    fit(y, have, m, lk->settle, u, &course);
+  fit_look(lk, y, have, u, lk->late_ok, &course);
   if(course.kind == MDP_COURSE_NONE)
     return 0;
 
@@ -440,7 +439,7 @@ int mdp_detector_course_early(mdp_detector *d, double t, mdp_decision *ev)
 #endif
   if(mdp_detector_steps_pending(y, have, m, u))
     return 0;
-  /* Courses may start late (fit_late) but under a GC sawtooth of long
+  /* Courses may start late (fit_look) but under a GC sawtooth of long
    * teeth seen fewer than LATE_SAW_DROPS times: after a long tooth's first
    * drop its ramp passes for a leak that starts (held-out-9238 warmup-103,
    * 70 MiB teeth of 571 s, fitted from minute 15 as a warm-up under a line
@@ -498,12 +497,8 @@ int mdp_detector_course_early(mdp_detector *d, double t, mdp_decision *ev)
    * once the points as seen could start late too (standard-9059 warmup-118
    * of the 9001-9060 draws, at minute 21). */
   mdp_course as_seen;
-  if(course_ok && !knee) {
-    if(lk.late)
-      fit_late(raw, have, m, settle, u, &as_seen);
-    else
-      fit(raw, have, m, settle, u, &as_seen);
-  }
+  if(course_ok && !knee)
+    fit_look(&lk, raw, have, u, lk.late, &as_seen);
   if(!course_ok || (!knee && mdp_course_ruled_out(&as_seen) < RULED_OUT))
     return early_fail(d);
   /* The status line shows the growth from the first evaluation whose
