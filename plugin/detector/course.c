@@ -136,6 +136,7 @@ typedef struct {
   unsigned n;
   double level_c, unit;
   int late_start;
+  const unsigned char *jumped; /* mdp_course_opts; NULL: none */
 } points;
 
 /* y = a + b z. */
@@ -202,16 +203,28 @@ static int fit_settling(const sums *s, const powers *p, curve *out)
  * differences show (a warm-up with a 37 MiB cache loaded 17 s in, fitted 15
  * times better so, fired at minute 19: standard-9018 warmup-099). The
  * figures of each: docs/detector.md. */
-#define STEP_ALT_MIN       16.0 /* units (mdp_course_opts) */
+#define STEP_ALT_MIN        16.0 /* units (mdp_course_opts) */
 /* With fewer than STEP_ALT_EARLY points before it, from STEP_ALT_EARLY_MIN:
  * the detector's step filter cannot weigh such a step, and a 15 MiB cache at
  * 109 s read as settling fired standard-9011 warmup-015 (docs/detector.md). */
-#define STEP_ALT_EARLY     3
-#define STEP_ALT_EARLY_MIN 8.0
-#define STEP_ALT_GAIN      4.0
-#define STEP_ALT_BEFORE    1
-#define STEP_ALT_AFTER     2
-#define STEP_ALT_FIT       2.5
+#define STEP_ALT_EARLY      3
+#define STEP_ALT_EARLY_MIN  8.0
+/* At a point whose bucket saw a sample jump (mdp_course_opts.jumped), or
+ * the point after it, from STEP_ALT_JUMPED_MIN. Of the 32 standard
+ * warm-ups firing in their first hour on seven sets, 19 had a cache loaded
+ * 2-6 minutes before, 13 of those under 16 MiB, and the step filter's jump
+ * bar (three times the usual jump) seldom sees one that small under a few
+ * MiB of noise: standard-9148 warmup-106 (35 minutes' time constant, 36
+ * MiB teeth, +-4.6 MiB of noise), a 13.9 MiB cache at minute 12.1, fired
+ * at minute 14.8; quiet with this (since the sixth stop of 2026-12-07).
+ * Everywhere at 10 MiB, a leak's line under noise was a plateau and a
+ * step as well: 9 more leaks late on four standard sets, none where a jump
+ * was seen (docs/detector.md). */
+#define STEP_ALT_JUMPED_MIN 8.0
+#define STEP_ALT_GAIN       4.0
+#define STEP_ALT_BEFORE     1
+#define STEP_ALT_AFTER      2
+#define STEP_ALT_FIT        2.5
 
 /* The noise of the points from their second differences (the median's,
  * as a normal variance): what a smooth curve cannot explain. 0 when fewer
@@ -272,6 +285,8 @@ static int step_alt_q(const sums *s, const points *pt, double q, double thr)
       continue;
     double h = ur / norm, a = a0 - h * ga, b = b0 - h * gb;
     double least = (s->s0 - u0 < STEP_ALT_EARLY ? STEP_ALT_EARLY_MIN : STEP_ALT_MIN) * pt->unit;
+    if(pt->jumped && (pt->jumped[i] || pt->jumped[i - 1]) && least > STEP_ALT_JUMPED_MIN * pt->unit)
+      least = STEP_ALT_JUMPED_MIN * pt->unit;
     if(b < 0 && h >= least && a + h <= lv) {
       if(sse0 - ur * ur / norm <= thr)
         return 1;
@@ -294,8 +309,9 @@ static int step_alt_q(const sums *s, const points *pt, double q, double thr)
  * course whose squared error is sse, and as closely as their noise
  * allows (see STEP_ALT_MIN). */
 static int step_plateau_fits(const double *y, const unsigned char *w, unsigned n, double level_c,
-                             double sse, double unit)
+                             double sse, const mdp_course_opts *o)
 {
+  double unit = o->unit > 0 ? o->unit : 1024.0 * 1024.0;
   sums s = {0, 0, 0, 0, 0, 0};
   for(unsigned i = 0; i < n; i++)
     if(w[i]) {
@@ -309,7 +325,7 @@ static int step_plateau_fits(const double *y, const unsigned char *w, unsigned n
   if(noise < sse / STEP_ALT_GAIN)
     noise = sse / STEP_ALT_GAIN;
   double thr = sse < noise ? sse : noise;
-  points pt = {y, w, n, level_c, unit, 0};
+  points pt = {y, w, n, level_c, unit, 0, o->jumped};
   for(unsigned g = 0; g < NGRID && grid[g] < 1; g++)
     if(step_alt_q(&s, &pt, grid[g], thr))
       return 1;
@@ -458,7 +474,7 @@ static int fit_once(const double *y, const unsigned char *w, unsigned n, const f
   r.never = s.syy - s.sy * s.sy / s.s0;
   if(s.sy / s.s0 > level_c)
     r.never = s.syy - 2 * level_c * s.sy + level_c * level_c * s.s0;
-  points pt = {y, w, n, level_c, 0, ask->late_start};
+  points pt = {y, w, n, level_c, 0, ask->late_start, NULL};
   for(unsigned g = 0; g < NGRID; g++)
     try_q(&s, &pt, grid[g], &r);
   refine(&s, &pt, &r.plateau, &r);
@@ -510,7 +526,7 @@ static double scatter_of(const double *y, const unsigned char *w, unsigned n, co
 void mdp_course_fit(const double *y, const unsigned char *have, unsigned n, double level,
                     mdp_course *out)
 {
-  mdp_course_opts o = {level, 0, 0, 0};
+  mdp_course_opts o = {level, 0, 0, 0, NULL};
   mdp_course_fit_with(y, have, n, &o, out);
 }
 
@@ -584,15 +600,14 @@ void mdp_course_fit_with(const double *y, const unsigned char *have, unsigned n,
   /* The step alternative on the points before the trimming too: a step
    * the chosen course does not follow leaves points far from it, which
    * the trimming would take for spikes. */
-  double unit = o->unit > 0 ? o->unit : 1024.0 * 1024.0;
   /* A late start must fit better than a plateau with one step beyond
    * chance (F on one degree at 99 %; why: the comment on LATE_BEFORE). */
   double step_sse = c.sse;
   if(c.x0 > 0 && dof > 0)
     step_sse = c.sse * (1 + f99(dof) / dof);
   if(out->against > 0 &&
-     (step_plateau_fits(yc, w, n, level - mean, step_sse, unit) ||
-      (memcmp(w1, w, n) && step_plateau_fits(yc, w1, n, level - mean, sse1, unit))))
+     (step_plateau_fits(yc, w, n, level - mean, step_sse, o) ||
+      (memcmp(w1, w, n) && step_plateau_fits(yc, w1, n, level - mean, sse1, o))))
     out->against = 0;
   out->dof = dof > 0 ? (unsigned)dof : 0;
   for(unsigned i = 0; i < n; i++)

@@ -62,20 +62,27 @@ void mdp_course_fit(const double *y, const unsigned char *have, unsigned n, doub
 
 /* What mdp_course_fit_with asks besides the points. */
 typedef struct {
-  double level;       /* as for mdp_course_fit */
-  double noise_floor; /* the least noise per point (standard deviation, in
-                         y's units) the F tests assume (0: none). Where the
-                         points' noise is slight, what a fit leaves is the
-                         shape's own error, and a course one parameter more
-                         flexible beats a plateau "at 99 %" */
-  double unit;        /* what the one-step plateau's least step is counted
-                         in (STEP_ALT_MIN: 16 of them), in y's units; 0: a
-                         MiB of bytes */
-  int late_start;     /* 1: also try settling courses whose slope starts at
-                         a later point (x0), kept only when they beat every
-                         plateau and the course chosen without them beyond
-                         chance (docs/detector.md, "a leak that starts under
-                         a warm-up"); 0: every slope from the first point */
+  double level;                /* as for mdp_course_fit */
+  double noise_floor;          /* the least noise per point (standard deviation, in
+                                  y's units) the F tests assume (0: none). Where the
+                                  points' noise is slight, what a fit leaves is the
+                                  shape's own error, and a course one parameter more
+                                  flexible beats a plateau "at 99 %" */
+  double unit;                 /* what the one-step plateau's least step is counted
+                                  in (STEP_ALT_MIN: 16 of them), in y's units; 0: a
+                                  MiB of bytes */
+  int late_start;              /* 1: also try settling courses whose slope starts at
+                                  a later point (x0), kept only when they beat every
+                                  plateau and the course chosen without them beyond
+                                  chance (docs/detector.md, "a leak that starts under
+                                  a warm-up"); 0: every slope from the first point */
+  const unsigned char *jumped; /* n flags (NULL: none): the points whose
+                                  bucket saw a sample jump over the one
+                                  before it; a plateau's cache starting
+                                  there (or at the point after) counts from
+                                  STEP_ALT_JUMPED_MIN units, not STEP_ALT_MIN
+                                  (course.c). Borrowed: read during the
+                                  call only */
 } mdp_course_opts;
 
 /* mdp_course_fit with options; mdp_course_fit is this with noise_floor 0. */

@@ -57,7 +57,7 @@ static void test_noise_floor_weighs_the_evidence(void **st)
   for(int i = 0; i < N; i++)
     y[i] = 300 + 12 * i + 1.5 * noise(&r);
   mdp_course_fit(y, NULL, N, 1000, &c);
-  mdp_course_opts o = {1000, 0, 0, 0};
+  mdp_course_opts o = {1000, 0, 0, 0, NULL};
   mdp_course_fit_with(y, NULL, N, &o, &c0);
   assert_true(c0.kind == c.kind && c0.against == c.against && c0.a == c.a);
   o.noise_floor = 5;
@@ -247,7 +247,7 @@ static void test_leak_under_a_running_warmup_starts_late(void **st)
   double y[M] = {212.368, 250.741, 281.282, 302.358, 320.865, 338.305,
                  362.454, 384.446, 404.586, 421.604, 439.602, 455.317};
   mdp_course c;
-  mdp_course_opts o = {900, 1, 1, 0};
+  mdp_course_opts o = {900, 1, 1, 0, NULL};
   mdp_course_fit_with(y, NULL, M, &o, &c);
   print_message("from the first point: kind %d x0 %.0f ruled out %.2f\n", c.kind, c.x0,
                 mdp_course_ruled_out(&c));
@@ -272,6 +272,50 @@ static void test_leak_under_a_running_warmup_starts_late(void **st)
   assert_true(c.x0 == 0 && mdp_course_ruled_out(&c) < 1);
 }
 
+/* A warm-up of 25 points' time constant (from 150 towards 780 MiB) with a
+ * cache of 12 MiB loaded at point 9, noise +-1.5 MiB, ten seeds: under
+ * STEP_ALT_MIN (16 MiB), so the plateau with that cache does not count and
+ * the bend the cache hides rules the plateaus out (8 of the 10); where the
+ * caller saw a
+ * sample jump at point 9 (jumped), it counts from 8 MiB and nothing below
+ * 900 MiB is ruled out (standard-9148 warmup-106: a 13.9 MiB cache; sixth
+ * stop of 2026-12-07). A leak (13 MiB a point) whose bucket 8 saw a jump
+ * of noise still rules every plateau out: no plateau and 8 MiB step bends
+ * into a line. */
+static void test_cache_seen_jumping_counts_from_8(void **st)
+{
+  (void)st;
+  enum { M = 13 };
+  const double mib = 1024.0 * 1024.0;
+  unsigned ruled_without = 0;
+  for(uint32_t seed = 1; seed <= 10; seed++) {
+    double y[M], l[M];
+    unsigned char jumped[M] = {0};
+    uint32_t r = seed;
+    mdp_course c;
+    for(int i = 0; i < M; i++) {
+      double n = 1.5 * noise(&r);
+      y[i] = (150 + 630 * (1 - exp(-i / 25.0)) + (i >= 9 ? 12 : 0) + n) * mib;
+      l[i] = (220 + 13 * i + n) * mib;
+    }
+    mdp_course_opts o = {900 * mib, mib, mib, 0, NULL};
+    mdp_course_fit_with(y, NULL, M, &o, &c);
+    print_message("seed %u: without the jump ruled out %.2f", seed, mdp_course_ruled_out(&c));
+    ruled_without += mdp_course_ruled_out(&c) >= 1;
+    jumped[9] = 1;
+    o.jumped = jumped;
+    mdp_course_fit_with(y, NULL, M, &o, &c);
+    print_message(", with it %.2f", mdp_course_ruled_out(&c));
+    assert_true(mdp_course_ruled_out(&c) < 1);
+    jumped[9] = 0;
+    jumped[8] = 1;
+    mdp_course_fit_with(l, NULL, M, &o, &c);
+    print_message("; the leak %.2f\n", mdp_course_ruled_out(&c));
+    assert_true(mdp_course_ruled_out(&c) >= 1);
+  }
+  assert_true(ruled_without >= 6);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -286,6 +330,7 @@ int main(void)
       cmocka_unit_test(test_knee_after_a_warmup_still_dying_out),
       cmocka_unit_test(test_tail_runs_straight_after_a_warmup_not_over_caches),
       cmocka_unit_test(test_leak_under_a_running_warmup_starts_late),
+      cmocka_unit_test(test_cache_seen_jumping_counts_from_8),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
