@@ -597,14 +597,14 @@ void mdp_course_fit_with(const double *y, const unsigned char *have, unsigned n,
   if(dof > 0 && noise < floor2)
     noise = floor2;
   out->against = never <= c.sse ? 0 : noise > 0 ? (never - c.sse) / noise : INFINITY;
-  /* The step alternative on the points before the trimming too: a step
-   * the chosen course does not follow leaves points far from it, which
-   * the trimming would take for spikes. */
   /* A late start must fit better than a plateau with one step beyond
    * chance (F on one degree at 99 %; why: the comment on LATE_BEFORE). */
   double step_sse = c.sse;
   if(c.x0 > 0 && dof > 0)
     step_sse = c.sse * (1 + f99(dof) / dof);
+  /* The step alternative on the points before the trimming too: a step
+   * the chosen course does not follow leaves points far from it, which
+   * the trimming would take for spikes. */
   if(out->against > 0 &&
      (step_plateau_fits(yc, w, n, level - mean, step_sse, o) ||
       (memcmp(w1, w, n) && step_plateau_fits(yc, w1, n, level - mean, sse1, o))))

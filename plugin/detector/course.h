@@ -85,7 +85,8 @@ typedef struct {
                                   call only */
 } mdp_course_opts;
 
-/* mdp_course_fit with options; mdp_course_fit is this with noise_floor 0. */
+/* mdp_course_fit with options; mdp_course_fit is this with noise_floor 0
+ * (and no jumps). */
 void mdp_course_fit_with(const double *y, const unsigned char *have, unsigned n,
                          const mdp_course_opts *o, mdp_course *c);
 
