@@ -285,8 +285,8 @@ static int step_alt_q(const sums *s, const points *pt, double q, double thr)
       continue;
     double h = ur / norm, a = a0 - h * ga, b = b0 - h * gb;
     double least = (s->s0 - u0 < STEP_ALT_EARLY ? STEP_ALT_EARLY_MIN : STEP_ALT_MIN) * pt->unit;
-    if(pt->jumped && (pt->jumped[i] || pt->jumped[i - 1]) && least > STEP_ALT_JUMPED_MIN * pt->unit)
-      least = STEP_ALT_JUMPED_MIN * pt->unit;
+    if(pt->jumped && (pt->jumped[i] || pt->jumped[i - 1]))
+      least = fmin(least, STEP_ALT_JUMPED_MIN * pt->unit);
     if(b < 0 && h >= least && a + h <= lv) {
       if(sse0 - ur * ur / norm <= thr)
         return 1;

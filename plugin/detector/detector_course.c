@@ -240,30 +240,6 @@ static int early_fail(mdp_detector *d)
   return 0;
 }
 
-/* Which of the m buckets saw a sample jump over the one before it that a
- * cache may have made (mdp_course_opts.jumped): JUMPED_SHARE times the
- * buckets' usual largest such rise (five or more buckets of two samples
- * or more) and JUMPED_MIN units. Looser than the step filter's bar
- * (mdp_detector_jump_bar, three times): here it only lets a plateau with
- * a smaller cache count as levelling off. */
-#define JUMPED_SHARE 1.8
-#define JUMPED_MIN   10.0 /* mdp_detector_unit */
-static void jumped(const double *jump, const unsigned char *have, unsigned m, double u,
-                   unsigned char *out)
-{
-  double seen[CB];
-  unsigned n = 0;
-  memset(out, 0, m);
-  for(unsigned k = 0; k < m; k++)
-    if(have[k] && jump[k] >= 0)
-      seen[n++] = jump[k];
-  if(n < 5)
-    return;
-  double bar = fmax(JUMPED_SHARE * mdp_robust_median(seen, n), JUMPED_MIN * u);
-  for(unsigned k = 0; k < m; k++)
-    out[k] = have[k] && jump[k] > bar;
-}
-
 /* One look of the early path at the points (raw: before the steps came
  * out): fits their course and fills ev; 1 when the course passes (every
  * check but the growth); lk->grown and lk->firm say the rest. */
@@ -275,7 +251,7 @@ typedef struct {
   int grown, firm;             /* out: grown its share of the room; plateaus ruled out at FIRM */
   int late_ok;                 /* courses may start late (fit_look) */
   int late;                    /* out: the course's slope starts late (course.h) */
-  const unsigned char *jumped; /* m flags: a sample jumped in the bucket (jumped) */
+  const unsigned char *jumped; /* m flags (mdp_detector_steps_jumped) */
 } early_look;
 
 /* The course of a look's points (y: lk->y or lk->raw; have: lk->have or
@@ -474,7 +450,7 @@ int mdp_detector_course_early(mdp_detector *d, double t, mdp_decision *ev)
    * 9121-9180 and 9301-9360 standard. */
   int late_ok = !(si.period >= LATE_SAW_PERIOD && si.drops < LATE_SAW_DROPS);
   unsigned char jumps[CB];
-  jumped(jump, have, m, u, jumps);
+  mdp_detector_steps_jumped(jump, have, m, u, jumps);
   early_look lk = {raw, y, have, m, 0, lo, level, settle, 0, 0, late_ok, 0, jumps};
   int course_ok = early_judge(d, t, &lk, ev);
   /* A leak that started after a warm-up: the course since the last change

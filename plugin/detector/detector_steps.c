@@ -273,20 +273,30 @@ static double jump_pace(const double *y, const unsigned char *have, unsigned m, 
   return n >= 2 ? mdp_robust_median(loc, n) : pace;
 }
 
+/* The buckets' usual largest jump (the median of those known); -1 with
+ * fewer than five known. */
+static double usual_jump(const double *jump, const unsigned char *have, unsigned m)
+{
+  double jumps[CB];
+  unsigned nj = 0;
+  for(unsigned k = 0; k < m; k++)
+    if(have[k] && jump[k] >= 0)
+      jumps[nj++] = jump[k];
+  return nj < 5 ? -1 : mdp_robust_median(jumps, nj);
+}
+
 void mdp_detector_steps_remove_jumps(double *y, const unsigned char *have, const double *jump,
                                      unsigned m, double u)
 {
-  double jumps[CB], rise[CB], ex[CB] = {0};
-  unsigned nj = 0, nr = 0;
-  for(unsigned k = 0; k < m; k++) {
-    if(have[k] && jump[k] >= 0)
-      jumps[nj++] = jump[k];
-    if(k && have[k] && have[k - 1])
+  double rise[CB], ex[CB] = {0};
+  unsigned nr = 0;
+  for(unsigned k = 1; k < m; k++)
+    if(have[k] && have[k - 1])
       rise[nr++] = y[k] - y[k - 1];
-  }
-  if(nj < 5 || nr < 4)
+  double usual = usual_jump(jump, have, m);
+  if(usual < 0 || nr < 4)
     return;
-  double usual = mdp_robust_median(jumps, nj), pace = mdp_robust_median(rise, nr);
+  double pace = mdp_robust_median(rise, nr);
   double bar = mdp_detector_jump_bar(usual, u);
   for(unsigned k = 0; k < m; k++) {
     if(!have[k] || !(jump[k] > bar))
@@ -310,4 +320,16 @@ void mdp_detector_steps_remove_jumps(double *y, const unsigned char *have, const
       y[k] -= ex[big];
     ex[big] = 0;
   }
+}
+
+/* Whether a sample jumped (detector_steps.h); the floor in units. */
+#define JUMPED_SHARE 1.8
+#define JUMPED_MIN   10.0
+void mdp_detector_steps_jumped(const double *jump, const unsigned char *have, unsigned m, double u,
+                               unsigned char *out)
+{
+  double usual = usual_jump(jump, have, m);
+  double bar = fmax(JUMPED_SHARE * usual, JUMPED_MIN * u);
+  for(unsigned k = 0; k < m; k++)
+    out[k] = usual >= 0 && have[k] && jump[k] > bar;
 }

@@ -36,6 +36,15 @@ void mdp_detector_steps_remove_local(double *y, const unsigned char *have, unsig
 void mdp_detector_steps_remove_jumps(double *y, const unsigned char *have, const double *jump,
                                      unsigned m, double u);
 
+/* Which of the m buckets saw a sample jump that a cache may have made
+ * (into out, m flags): jump[k] above JUMPED_SHARE (1.8) times the buckets'
+ * usual one and 10 units; none with fewer than five buckets' jumps known.
+ * Looser than mdp_detector_steps_remove_jumps' bar (three times): the
+ * early path only lets a plateau with a smaller cache there count as
+ * levelling off (mdp_course_opts.jumped). */
+void mdp_detector_steps_jumped(const double *jump, const unsigned char *have, unsigned m, double u,
+                               unsigned char *out);
+
 /* 1 when one of the last rises, too near the end for
  * mdp_detector_steps_remove_local to weigh, stands far above its local
  * pace: the early path holds its look until the points after it say
