@@ -86,9 +86,15 @@ static double f99_3(double dof)
 /* Sums over the kept points (y centred). */
 typedef mdp_course_sums sums;
 
+/* y(x) = a + c * max(0, x - x0) + b * q^x, for curve and mdp_course alike. */
+static double course_value(double a, double b, double c, double q, double x0, double x)
+{
+  return a + c * (x > x0 ? x - x0 : 0) + (b != 0 ? b * pow(q, x) : 0);
+}
+
 static double curve_at(const curve *c, double x)
 {
-  return c->a + c->c * (x > c->x0 ? x - c->x0 : 0) + (c->b != 0 ? c->b * pow(c->q, x) : 0);
+  return course_value(c->a, c->b, c->c, c->q, c->x0, x);
 }
 
 /* Akaike's criterion: lower is better. */
@@ -643,7 +649,7 @@ double mdp_course_at(const mdp_course *c, double x)
 {
   if(c->kind == MDP_COURSE_NONE)
     return 0;
-  return c->a + c->c * (x > c->x0 ? x - c->x0 : 0) + (c->b != 0 ? c->b * pow(c->q, x) : 0);
+  return course_value(c->a, c->b, c->c, c->q, c->x0, x);
 }
 
 double mdp_course_slope(const mdp_course *c, double x)
