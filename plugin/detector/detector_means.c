@@ -69,8 +69,11 @@ static double local_slope(const double *y, const unsigned char *have, unsigned m
   return n >= 3 && den > 0 ? (n * sxy - sx * sy) / den : 0;
 }
 
-void mdp_detector_means_plain(const mdp_detector *d, unsigned m, double *y,
-                              const unsigned char *have)
+/* As mdp_detector_means_plain, or with lift (teeth shorter than a bucket)
+ * each bucket's mean of all its samples less lift[k]: under such teeth the
+ * largest sample is a tooth's top, not a spike. */
+static void means(const mdp_detector *d, unsigned m, double *y, const unsigned char *have,
+                  const double *lift)
 {
   double mean[CB], off[CB] = {0}, jumps[CB];
   unsigned char use[CB];
@@ -81,8 +84,9 @@ void mdp_detector_means_plain(const mdp_detector *d, unsigned m, double *y,
     if(!have[k] || b->count < 3)
       continue;
     double c = b->count;
-    mean[k] = (double)b->min + ((double)b->sum - (double)b->spread) / (c - 1) -
-              local_slope(y, have, m, k) * b->sum_at / c;
+    mean[k] = lift ? (double)b->min + (double)b->sum / c - lift[k]
+                   : (double)b->min + ((double)b->sum - (double)b->spread) / (c - 1);
+    mean[k] -= local_slope(y, have, m, k) * b->sum_at / c;
     jumps[n_off] = b->jump;
     off[n_off++] = mean[k] - y[k];
     use[k] = 1;
@@ -104,7 +108,11 @@ void mdp_detector_means_plain(const mdp_detector *d, unsigned m, double *y,
       continue;
     const mdp_detector_point *b = mdp_detector_course_bucket(d, m, k);
     mean[k] -= usual;
-    use[k] = fabs(mean[k] - y[k]) <= bar && b->jump <= jump_bar ? 1 : 2; /* 2: stands off */
+    /* Under teeth shorter than a bucket (lift) its least sample is where
+     * a tooth's first sample fell, up to the ramp of an interval above its
+     * drop, no level to stand off from: only a jump says a cache. */
+    use[k] =
+        (lift || fabs(mean[k] - y[k]) <= bar) && b->jump <= jump_bar ? 1 : 2; /* 2: stands off */
     if(use[k] == 1)
       gap[ng++] = (double)b->min - mean[k];
   }
@@ -112,4 +120,16 @@ void mdp_detector_means_plain(const mdp_detector *d, unsigned m, double *y,
   for(unsigned k = 0; k < m; k++)
     if(use[k])
       y[k] = use[k] == 1 ? mean[k] : (double)mdp_detector_course_bucket(d, m, k)->min - g;
+}
+
+void mdp_detector_means_plain(const mdp_detector *d, unsigned m, double *y,
+                              const unsigned char *have)
+{
+  means(d, m, y, have, NULL);
+}
+
+void mdp_detector_means_less(const mdp_detector *d, unsigned m, double *y,
+                             const unsigned char *have, const double *lift)
+{
+  means(d, m, y, have, lift);
 }

@@ -16,6 +16,12 @@
 void mdp_detector_means_plain(const mdp_detector *d, unsigned m, double *y,
                               const unsigned char *have);
 
+/* As mdp_detector_means_plain, but each bucket's mean of all its samples
+ * less lift[k] (what a GC sawtooth of teeth shorter than a bucket added to
+ * that mean; detector_points.c), not less its largest sample. */
+void mdp_detector_means_less(const mdp_detector *d, unsigned m, double *y,
+                             const unsigned char *have, const double *lift);
+
 /* The usual offset of the buckets' means above their points (the median of
  * off[0..n)) into *usual, and into *bar how far a mean may stand off it:
  * floor, or 3 times the offsets' scatter (their median absolute deviation,

@@ -11,6 +11,7 @@
 
 #include "detector_internal.h"
 #include "detector_means.h"
+#include "detector_short.h"
 #include "robust.h"
 
 #define CB MDP_DETECTOR_COURSE_BUCKETS
@@ -463,6 +464,24 @@ static int saw_steady(const saw_points *sp, const mdp_detector_saw *si, double t
          median_fall(sp, si->drops) >= MEAN_FALL * unit;
 }
 
+/* Under teeth shorter than a bucket (detector_short.h), the points from
+ * the buckets' means less the teeth's part; 0 when the drops are not such
+ * teeth. */
+static int short_teeth(const mdp_detector *d, unsigned m, double *y, const unsigned char *have,
+                       const saw_points *sp, mdp_detector_saw *si)
+{
+  double x[CB];
+  unsigned filled = 0, n = 0;
+  for(unsigned k = 0; k < m; k++) {
+    filled += have[k];
+    if(sp->drop[k])
+      x[n++] = sp->x[k];
+  }
+  mdp_detector_short_drops dr = {x,      sp->falls, n,
+                                 filled, sp->dt,    trend_lost(sp, m, mdp_detector_unit(d))};
+  return mdp_detector_short_points(d, m, &dr, y, have, si);
+}
+
 /* The course points of the last m closed buckets, oldest first: each
  * bucket's level at its start, its least sample less the pace (have[k] 0
  * for an empty one; the buckets closed before any pace was known, their
@@ -505,7 +524,7 @@ static void course_points(const mdp_detector *d, unsigned m, double *y, unsigned
   double g = ng >= 3 ? mdp_robust_median(gap, ng) : 0;
   for(unsigned k = 0; k < first_paced && g > 0; k++)
     y[k] -= g;
-  if(si->drops < 2)
+  if(si->drops < 2 || short_teeth(d, m, y, have, &sp, si))
     return;
   unsigned nd = si->drops;
   double med = drops_periodic(&sp, m, nd);

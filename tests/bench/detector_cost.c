@@ -2,12 +2,15 @@
  * CPU per sample, for many workers sampled every 10 s. Prints figures; it
  * asserts nothing (machines are noisy).
  *
- *   detector_cost_bench [--workers N] [--hours H] [--shape mix|fast]
+ *   detector_cost_bench [--workers N] [--hours H] [--shape mix|fast|short]
  *
  * --shape fast is the worst case for the urgent rule's course fits: every
  * worker leaks 10-15 MiB/min from its start under a GC sawtooth, in step,
  * so every worker's early path fits its course at the same read (the mix
- * has few workers fitting at once).
+ * has few workers fitting at once). --shape short is the same under GC
+ * teeth shorter than a course bucket (35-55 s, 40-76 MiB), whose period
+ * every look searches for among the drops of every bucket
+ * (detector_short.c).
  */
 #include <math.h>
 #include <stdint.h>
@@ -44,8 +47,9 @@ static uint64_t sample(unsigned w, double t, uint32_t *rng)
 }
 
 /* Every worker leaking fast from its start (10-15 MiB/min by worker) under
- * 20 MiB teeth of 150-210 s, restarted when it reaches 1 GiB. */
-static uint64_t sample_fast(unsigned w, double t, uint32_t *rng)
+ * 20 MiB teeth of 150-210 s, or (short) teeth of 40-76 MiB every 35-55 s,
+ * restarted when it reaches 1 GiB. */
+static uint64_t sample_fast(unsigned w, double t, uint32_t *rng, int short_teeth)
 {
   *rng ^= *rng << 13;
   *rng ^= *rng >> 17;
@@ -53,15 +57,16 @@ static uint64_t sample_fast(unsigned w, double t, uint32_t *rng)
   double noise = (double)(*rng % 8192) / 8192.0 * 4 * MIB;
   double rate = (10 + (w % 11) * 0.5) * MIB / 60;
   double life = 800 * MIB / rate, age = fmod(t, life);
-  double period = 150 + w % 61;
-  return (uint64_t)(200 * MIB + rate * age + 20 * MIB * fmod(age, period) / period + noise);
+  double period = short_teeth ? 35 + w % 21 : 150 + w % 61;
+  double amp = short_teeth ? (40 + (w % 10) * 4) * MIB : 20 * MIB;
+  return (uint64_t)(200 * MIB + rate * age + amp * fmod(age, period) / period + noise);
 }
 
 int main(int argc, char **argv)
 {
   unsigned workers = 1000;
   double hours = 24;
-  int fast = 0, bad = 0;
+  int fast = 0, short_teeth = 0, bad = 0;
   for(int i = 1; i < argc; i += 2) {
     if(i + 1 >= argc)
       bad = 1;
@@ -71,11 +76,13 @@ int main(int argc, char **argv)
       hours = strtod(argv[i + 1], NULL);
     else if(strcmp(argv[i], "--shape") == 0 && strcmp(argv[i + 1], "fast") == 0)
       fast = 1;
+    else if(strcmp(argv[i], "--shape") == 0 && strcmp(argv[i + 1], "short") == 0)
+      fast = short_teeth = 1;
     else if(strcmp(argv[i], "--shape") != 0 || strcmp(argv[i + 1], "mix") != 0)
       bad = 1;
   }
   if(bad || !workers || hours <= 0) {
-    fprintf(stderr, "usage: %s [--workers N] [--hours H] [--shape mix|fast]\n", argv[0]);
+    fprintf(stderr, "usage: %s [--workers N] [--hours H] [--shape mix|fast|short]\n", argv[0]);
     return 2;
   }
 
@@ -94,7 +101,7 @@ int main(int argc, char **argv)
   for(double t = 0; t < hours * 3600; t += 10) {
     double tick = now();
     for(unsigned w = 0; w < workers; w++) {
-      uint64_t rss = fast ? sample_fast(w, t, &rng) : sample(w, t, &rng);
+      uint64_t rss = fast ? sample_fast(w, t, &rng, short_teeth) : sample(w, t, &rng);
       fires += mdp_detector_feed(&d[w], &(mdp_sample){1.79e9 + t, rss}, NULL) == 1;
       feeds++;
     }
@@ -105,7 +112,10 @@ int main(int argc, char **argv)
   double total = now() - start;
 
   printf("detector memory per worker: %zu bytes\n", sizeof(mdp_detector));
-  printf("shape: %s\n", fast ? "fast (every worker leaking 10-15 MiB/min, in step)" : "mix");
+  printf("shape: %s\n", short_teeth ? "short (every worker leaking 10-15 MiB/min under teeth of "
+                                      "35-55 s, in step)"
+                        : fast      ? "fast (every worker leaking 10-15 MiB/min, in step)"
+                                    : "mix");
   printf("workers %u, %.1f h at 10 s: %lu samples, %lu captures\n", workers, hours, feeds, fires);
   printf("mean cost per sample: %.0f ns\n", total / (double)feeds * 1e9);
   printf("slowest read interval (all workers): %.3f ms\n", worst * 1e3);
