@@ -71,7 +71,9 @@ typedef struct {
  * was known gives its minimum less the usual gap between the two), or
  * under a GC sawtooth its trough or its minimum less the ramp its tooth
  * climbed (under short teeth of real drops, the mean of its samples less
- * the ramp each climbed), each moved to its bucket's start; where no
+ * the ramp each climbed; under teeth shorter than a bucket, the mean of
+ * its samples less the ramp times their mean phase: detector_short.h),
+ * each moved to its bucket's start; where no
  * sawtooth's ramp is taken out, the mean of its samples less its largest,
  * moved so and less the buckets' usual offset above that level (a bucket
  * whose mean stands far off, or where a sample jumped far above the one

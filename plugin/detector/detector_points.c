@@ -3,9 +3,10 @@
  * the level at its start (the least sample less the pace of the buckets
  * before it), or under a GC sawtooth its trough, or its minimum less the
  * ramp its tooth climbed, or (teeth of real drops and up to MEAN_PERIOD
- * buckets) the mean of its samples less the ramp each climbed; without a
- * sawtooth's ramp, the mean of its samples less its largest
- * (detector_means.c). Pure code, as the rest of the detector. */
+ * buckets) the mean of its samples less the ramp each climbed (teeth
+ * shorter than a bucket: detector_short.c); without a sawtooth's ramp, the
+ * mean of its samples less its largest (detector_means.c). Pure code, as
+ * the rest of the detector. */
 #include <math.h>
 #include <string.h>
 

@@ -97,7 +97,7 @@ static double short_period(const mdp_detector_short_drops *dr, double *origin)
   double best = 0, least = SHORT_LEAST * dr->dt;
   unsigned need = dr->n - dr->n / SHORT_ODD;
   for(unsigned i = 1; i < dr->n; i++) {
-    for(double whole = 1; whole <= 3; whole++) {
+    for(unsigned whole = 1; whole <= 3; whole++) {
       double cand = (dr->x[i] - dr->x[i - 1]) / whole, o, p;
       if(cand < least || cand > SHORT_MOST || cand <= best)
         continue;

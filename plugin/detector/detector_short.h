@@ -15,7 +15,7 @@
 typedef struct {
   const double *x;     /* n drops' trough times, buckets from the ring's first */
   const double *falls; /* their falls, bytes */
-  unsigned n;
+  unsigned n;          /* drops */
   unsigned filled;     /* buckets holding a sample */
   double dt;           /* the sampling interval, buckets */
   double lost;         /* what the envelope's trend took off the falls, bytes */
