@@ -63,6 +63,9 @@ typedef struct {
   double ramp;      /* the sawtooth's own rise per bucket, taken out; 0 if none */
   double last_drop; /* x of the last drop; -1 if none */
   int stands;       /* the largest drop stands out of the usual falls */
+  double rise;      /* teeth shorter than a bucket: the ramp's own rise from
+                       one sample to the next, part of each bucket's largest
+                       jump; else 0 */
 } mdp_detector_saw;
 
 /* The course points of the last m closed buckets, oldest first, into y

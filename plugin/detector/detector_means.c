@@ -73,7 +73,7 @@ static double local_slope(const double *y, const unsigned char *have, unsigned m
  * each bucket's mean of all its samples less lift[k]: under such teeth the
  * largest sample is a tooth's top, not a spike. */
 static void means(const mdp_detector *d, unsigned m, double *y, const unsigned char *have,
-                  const double *lift)
+                  const double *lift, double rise)
 {
   double mean[CB], off[CB] = {0}, jumps[CB];
   unsigned char use[CB];
@@ -87,7 +87,7 @@ static void means(const mdp_detector *d, unsigned m, double *y, const unsigned c
     mean[k] = lift ? (double)b->min + (double)b->sum / c - lift[k]
                    : (double)b->min + ((double)b->sum - (double)b->spread) / (c - 1);
     mean[k] -= local_slope(y, have, m, k) * b->sum_at / c;
-    jumps[n_off] = b->jump;
+    jumps[n_off] = b->jump - rise;
     off[n_off++] = mean[k] - y[k];
     use[k] = 1;
   }
@@ -111,8 +111,9 @@ static void means(const mdp_detector *d, unsigned m, double *y, const unsigned c
     /* Under teeth shorter than a bucket (lift) its least sample is where
      * a tooth's first sample fell, up to the ramp of an interval above its
      * drop, no level to stand off from: only a jump says a cache. */
-    use[k] =
-        (lift || fabs(mean[k] - y[k]) <= bar) && b->jump <= jump_bar ? 1 : 2; /* 2: stands off */
+    use[k] = (lift || fabs(mean[k] - y[k]) <= bar) && b->jump - rise <= jump_bar
+                 ? 1
+                 : 2; /* 2: stands off */
     if(use[k] == 1)
       gap[ng++] = (double)b->min - mean[k];
   }
@@ -125,11 +126,11 @@ static void means(const mdp_detector *d, unsigned m, double *y, const unsigned c
 void mdp_detector_means_plain(const mdp_detector *d, unsigned m, double *y,
                               const unsigned char *have)
 {
-  means(d, m, y, have, NULL);
+  means(d, m, y, have, NULL, 0);
 }
 
 void mdp_detector_means_less(const mdp_detector *d, unsigned m, double *y,
-                             const unsigned char *have, const double *lift)
+                             const unsigned char *have, const double *lift, double rise)
 {
-  means(d, m, y, have, lift);
+  means(d, m, y, have, lift, rise);
 }

@@ -18,9 +18,11 @@ void mdp_detector_means_plain(const mdp_detector *d, unsigned m, double *y,
 
 /* As mdp_detector_means_plain, but each bucket's mean of all its samples
  * less lift[k] (what a GC sawtooth of teeth shorter than a bucket added to
- * that mean; detector_points.c), not less its largest sample. */
+ * that mean; detector_short.c), not less its largest sample, and each
+ * bucket's largest jump taken less rise (the teeth's own rise between two
+ * samples) before it is weighed as a cache. */
 void mdp_detector_means_less(const mdp_detector *d, unsigned m, double *y,
-                             const unsigned char *have, const double *lift);
+                             const unsigned char *have, const double *lift, double rise);
 
 /* The usual offset of the buckets' means above their points (the median of
  * off[0..n)) into *usual, and into *bar how far a mean may stand off it:

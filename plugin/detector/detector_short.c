@@ -170,6 +170,9 @@ int mdp_detector_short_points(const mdp_detector *d, unsigned m, const mdp_detec
   short_lift(d, m, dr->dt, &s, lift);
   si->period = s.period;
   si->ramp = s.ramp;
-  mdp_detector_means_less(d, m, y, have, lift);
+  /* The teeth climb s.ramp * dt between two samples: part of every
+   * bucket's largest jump, not a cache's. */
+  si->rise = s.ramp * dr->dt;
+  mdp_detector_means_less(d, m, y, have, lift, si->rise);
   return 1;
 }

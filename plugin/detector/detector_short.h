@@ -24,7 +24,8 @@ typedef struct {
 /* When the drops are teeth shorter than a bucket: replaces the points
  * y[0..m) of the last m closed buckets (have[k] 0: no point) by their
  * buckets' means less the teeth's part (mdp_detector_means_less), fills
- * si->period and si->ramp and returns 1. Else returns 0 and leaves y and
+ * si->period, si->ramp and si->rise (the teeth's climb between two
+ * samples) and returns 1. Else returns 0 and leaves y and
  * si as they are. */
 int mdp_detector_short_points(const mdp_detector *d, unsigned m, const mdp_detector_short_drops *dr,
                               double *y, const unsigned char *have, mdp_detector_saw *si);
