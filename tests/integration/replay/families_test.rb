@@ -189,13 +189,14 @@ class ReplayFamiliesTest < Minitest::Test
   # both (as a Hash literal, the last of a repeated key won, and the
   # warm-ups named first for seeds 9010 and 9038 held-out were not run).
   QUIET = [[%w[--seed 4007 --ranges held-out], %w[warmup-018 warmup-027 warmup-039]],
-           # By the early path at minutes 12.8-15.8 until the rise of GC
+           # By the early path at minutes 10.8-15.8 until the rise of GC
            # teeth shorter than a bucket between two samples was taken off
            # each bucket's largest jump (a cache read against jumps that
            # carry 11-14 MiB of the teeth's ramp; docs/detector.md, "What
            # the seventh stop of 2026-12-07 changed"): warm-ups under teeth
-           # of 51-58 s with two caches each.
+           # of 51-67 s with one or two caches each.
            [%w[--seed 9121 --ranges held-out], %w[warmup-022]],
+           [%w[--seed 9430], %w[warmup-094]],
            [%w[--seed 70005 --ranges held-out], %w[warmup-070]],
            # (warmup-070 of this draw was one too: since the early path
            # confirms on three of the last four looks rather than three in
