@@ -111,15 +111,14 @@ static void consider(curve *best, const curve *c, double n)
     *best = *c;
 }
 
-/* y = a + c x. */
+/* y = a + c x (mdp_robust_line_fit on the sums but syy; 0 and out zeroed
+ * when there is no line), and its squared error. */
 static int fit_line(const sums *s, curve *out)
 {
-  double det = s->s0 * s->sxx - s->sx * s->sx;
-  if(!(det > 0))
-    return 0;
+  mdp_robust_line l = {s->s0, s->sx, s->sxx, s->sy, s->sxy};
   memset(out, 0, sizeof(*out));
-  out->c = (s->s0 * s->sxy - s->sx * s->sy) / det;
-  out->a = (s->sy - out->c * s->sx) / s->s0;
+  if(!mdp_robust_line_fit(&l, 2, &out->c, &out->a))
+    return 0;
   out->q = 1;
   out->sse = s->syy - out->a * s->sy - out->c * s->sxy;
   out->k = 2;

@@ -424,17 +424,16 @@ int mdp_detector_course_early(mdp_detector *d, double t, mdp_decision *ev)
   double raw[CB];
   memcpy(raw, y, m * sizeof(y[0]));
   /* Caches seen in the samples first (a sample that jumped, less what
-   * teeth shorter than a bucket climb between two samples: si.rise), then
+   * teeth shorter than a bucket climb between two samples: si.rise, taken
+   * off by mdp_detector_course_jump), then
    * those that stand out of the points' local pace. Under 68.5 MiB teeth
    * of 51 s (14 MiB a sample) a 27 MiB cache rose 41, under three times
    * the usual 17, and a warm-up of 8.3 minutes' time constant with it and
    * a second cache fired at minute 15.8 (held-out-9121 warmup-022 of the
    * 9121-9180 draws; quiet since the seventh stop of 2026-12-07). */
   double jump[CB];
-  for(unsigned k = 0; k < m; k++) {
-    const mdp_detector_point *b = mdp_detector_course_bucket(d, m, k);
-    jump[k] = b->count >= 2 ? b->jump - si.rise : -1;
-  }
+  for(unsigned k = 0; k < m; k++)
+    jump[k] = mdp_detector_course_jump(d, m, k, &si);
   mdp_detector_steps_remove_jumps(y, have, jump, m, u);
   mdp_detector_steps_remove_local(y, have, m, u);
 #ifdef MDP_URGENT_DEBUG

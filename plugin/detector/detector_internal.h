@@ -1,7 +1,7 @@
 /* What the detector's files (detector.c, detector_course.c, detector_ring.c,
- * detector_points.c, detector_means.c, detector_steps.c) share; not part of
- * the detector's interface (detector.h). Pure code, as the rest of the
- * detector. */
+ * detector_points.c, detector_means.c, detector_short.c, detector_steps.c)
+ * share; not part of the detector's interface (detector.h). Pure code, as
+ * the rest of the detector. */
 #ifndef MDP_DETECTOR_INTERNAL_H
 #define MDP_DETECTOR_INTERNAL_H
 
@@ -67,6 +67,35 @@ typedef struct {
                        one sample to the next, part of each bucket's largest
                        jump; else 0 */
 } mdp_detector_saw;
+
+/* The ramp per bucket of a GC sawtooth of period buckets, sampled dt
+ * buckets apart, whose drops (how many: drops) gave back `back` bytes in
+ * all: each fall is what the ramp climbed over its tooth less the two
+ * intervals it is measured over (the sample after a drop is two intervals
+ * later than the lower of the two before it), and less the envelope's
+ * trend over them, so back is the falls' sum plus what the trend took off
+ * them (detector_points.c's trend_lost). 0 when the period is not longer
+ * than those two intervals. Each caller sums back in its own order
+ * (detector_points.c, detector_short.c). */
+static inline double mdp_detector_saw_ramp(double back, unsigned drops, double period, double dt)
+{
+  double teeth = drops * (period - 2 * dt);
+  return teeth > 0 ? back / teeth : 0;
+}
+
+/* The largest jump of bucket k (0 = oldest) of the last m closed buckets
+ * (its largest rise of a sample over the one before it: a cache loaded at
+ * once within it) less what teeth shorter than a bucket climb between two
+ * samples (si->rise, from mdp_detector_course_points: part of every
+ * bucket's jump, not a cache's); -1 when it holds fewer than 2 samples.
+ * The buckets' jumps are read through it only (detector_means.c,
+ * detector_course.c). */
+static inline double mdp_detector_course_jump(const mdp_detector *d, unsigned m, unsigned k,
+                                              const mdp_detector_saw *si)
+{
+  const mdp_detector_point *b = mdp_detector_course_bucket(d, m, k);
+  return b->count >= 2 ? b->jump - si->rise : -1;
+}
 
 /* The course points of the last m closed buckets, oldest first, into y
  * (have[k] 0 for an empty bucket, or one a sawtooth's ramp leaves out):

@@ -54,26 +54,20 @@ int mdp_detector_means_offsets(const double *off, unsigned n, double floor, doub
 #define PLAIN_NEAR 4
 static double local_slope(const double *y, const unsigned char *have, unsigned m, unsigned k)
 {
-  double sx = 0, sy = 0, sxx = 0, sxy = 0, n = 0;
+  mdp_robust_line l = {0};
+  double slope;
   unsigned from = k > PLAIN_NEAR ? k - PLAIN_NEAR : 0, to = k + PLAIN_NEAR + 1;
-  for(unsigned i = from; i < to && i < m; i++) {
-    if(!have[i])
-      continue;
-    sx += i;
-    sy += y[i];
-    sxx += (double)i * i;
-    sxy += i * y[i];
-    n++;
-  }
-  double den = n * sxx - sx * sx;
-  return n >= 3 && den > 0 ? (n * sxy - sx * sy) / den : 0;
+  for(unsigned i = from; i < to && i < m; i++)
+    if(have[i])
+      mdp_robust_line_add(&l, i, y[i]);
+  return mdp_robust_line_fit(&l, 3, &slope, NULL) ? slope : 0;
 }
 
 /* As mdp_detector_means_plain, or with lift (teeth shorter than a bucket)
  * each bucket's mean of all its samples less lift[k]: under such teeth the
  * largest sample is a tooth's top, not a spike. */
 static void means(const mdp_detector *d, unsigned m, double *y, const unsigned char *have,
-                  const double *lift, double rise)
+                  const double *lift, const mdp_detector_saw *si)
 {
   double mean[CB], off[CB] = {0}, jumps[CB];
   unsigned char use[CB];
@@ -87,7 +81,7 @@ static void means(const mdp_detector *d, unsigned m, double *y, const unsigned c
     mean[k] = lift ? (double)b->min + (double)b->sum / c - lift[k]
                    : (double)b->min + ((double)b->sum - (double)b->spread) / (c - 1);
     mean[k] -= local_slope(y, have, m, k) * b->sum_at / c;
-    jumps[n_off] = b->jump - rise;
+    jumps[n_off] = mdp_detector_course_jump(d, m, k, si);
     off[n_off++] = mean[k] - y[k];
     use[k] = 1;
   }
@@ -111,9 +105,10 @@ static void means(const mdp_detector *d, unsigned m, double *y, const unsigned c
     /* Under teeth shorter than a bucket (lift) its least sample is where
      * a tooth's first sample fell, up to the ramp of an interval above its
      * drop, no level to stand off from: only a jump says a cache. */
-    use[k] = (lift || fabs(mean[k] - y[k]) <= bar) && b->jump - rise <= jump_bar
-                 ? 1
-                 : 2; /* 2: stands off */
+    use[k] =
+        (lift || fabs(mean[k] - y[k]) <= bar) && mdp_detector_course_jump(d, m, k, si) <= jump_bar
+            ? 1
+            : 2; /* 2: stands off */
     if(use[k] == 1)
       gap[ng++] = (double)b->min - mean[k];
   }
@@ -124,13 +119,14 @@ static void means(const mdp_detector *d, unsigned m, double *y, const unsigned c
 }
 
 void mdp_detector_means_plain(const mdp_detector *d, unsigned m, double *y,
-                              const unsigned char *have)
+                              const unsigned char *have, const mdp_detector_saw *si)
 {
-  means(d, m, y, have, NULL, 0);
+  means(d, m, y, have, NULL, si);
 }
 
 void mdp_detector_means_less(const mdp_detector *d, unsigned m, double *y,
-                             const unsigned char *have, const double *lift, double rise)
+                             const unsigned char *have, const double *lift,
+                             const mdp_detector_saw *si)
 {
-  means(d, m, y, have, lift, rise);
+  means(d, m, y, have, lift, si);
 }

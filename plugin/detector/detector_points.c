@@ -222,7 +222,8 @@ static double drops_periodic(const saw_points *sp, unsigned m, unsigned nd)
  * half an interval before the troughs on average. */
 static double drop_times(saw_points *sp, unsigned m, double gap)
 {
-  double sn = 0, sx = 0, snn = 0, snx = 0, n = 0, num = 0, prev = -1;
+  mdp_robust_line l = {0};
+  double num = 0, prev = -1, period, origin;
   for(unsigned k = 0; k < m; k++) {
     if(!sp->drop[k])
       continue;
@@ -230,16 +231,11 @@ static double drop_times(saw_points *sp, unsigned m, double gap)
       num += fmax(floor((sp->x[k] - prev) / gap + 0.5), 1);
     prev = sp->x[k];
     sp->at[k] = num; /* the tooth's number, until the fit */
-    sn += num;
-    sx += sp->x[k];
-    snn += num * num;
-    snx += num * sp->x[k];
-    n++;
+    mdp_robust_line_add(&l, num, sp->x[k]);
   }
-  double den = n * snn - sn * sn;
-  if(!(den > 0))
+  if(!mdp_robust_line_fit(&l, 2, &period, &origin))
     return 0;
-  double period = (n * snx - sn * sx) / den, origin = (sx - period * sn) / n - sp->dt / 2;
+  origin -= sp->dt / 2;
   if(!(period > 0))
     return 0;
   sp->first_drop = -1;
@@ -385,19 +381,12 @@ static double trend_lost(const saw_points *sp, unsigned m, double unit)
 static double points_slope(const saw_points *sp, const unsigned char *have, unsigned from,
                            unsigned to, unsigned least)
 {
-  double sx = 0, sy = 0, sxx = 0, sxy = 0;
-  unsigned n = 0;
-  for(unsigned k = from; k < to; k++) {
-    if(!have[k] || sp->phase[k] < 0)
-      continue;
-    sx += sp->x[k];
-    sy += sp->y[k];
-    sxx += sp->x[k] * sp->x[k];
-    sxy += sp->x[k] * sp->y[k];
-    n++;
-  }
-  double den = n * sxx - sx * sx;
-  return n >= least && den > 0 ? (n * sxy - sx * sy) / den : NAN;
+  mdp_robust_line l = {0};
+  double slope;
+  for(unsigned k = from; k < to; k++)
+    if(have[k] && sp->phase[k] >= 0)
+      mdp_robust_line_add(&l, sp->x[k], sp->y[k]);
+  return mdp_robust_line_fit(&l, least, &slope, NULL) ? slope : NAN;
 }
 
 /* The ramp measured tooth by tooth: each point between two drops seen
@@ -478,8 +467,10 @@ static int short_teeth(const mdp_detector *d, unsigned m, double *y, const unsig
     if(sp->drop[k])
       x[n++] = sp->x[k];
   }
-  mdp_detector_short_drops dr = {x,      sp->falls, n,
-                                 filled, sp->dt,    trend_lost(sp, m, mdp_detector_unit(d))};
+  mdp_detector_short_drops dr = {x, sp->falls, n, filled, sp->dt, 0};
+  if(!mdp_detector_short_gate(d, &dr))
+    return 0;
+  dr.lost = trend_lost(sp, m, mdp_detector_unit(d));
   return mdp_detector_short_points(d, m, &dr, y, have, si);
 }
 
@@ -563,23 +554,22 @@ static void course_points(const mdp_detector *d, unsigned m, double *y, unsigned
   double by_tooth = si->period >= TOOTH_RAMP_PERIOD ? tooth_ramp(&sp, have, m, si->period) : NAN;
   if(!isnan(by_tooth))
     fitted = by_tooth;
-  /* Each fall is what the ramp climbed over its tooth less the two
-   * intervals it is measured over, and less the envelope's trend over
-   * them (trend_lost gives that back). */
-  double teeth = nd * (si->period - 2 * sp.dt);
-  if(!(teeth > 0))
-    return;
+  /* The ramp the falls gave back with what the envelope's trend took off
+   * them (trend_lost): mdp_detector_saw_ramp. */
   double fell = 0;
   for(unsigned i = 0; i < nd; i++)
     fell += sp.falls[i];
-  double ramp = (fell + trend_lost(&sp, m, mdp_detector_unit(d))) / teeth;
+  double ramp =
+      mdp_detector_saw_ramp(fell + trend_lost(&sp, m, mdp_detector_unit(d)), nd, si->period, sp.dt);
+  if(!(ramp > 0))
+    return;
   /* Noise falls as far as it rises: its minima climb no ramp. The bar is
    * what the falls gave back as measured, without the trend: against the
    * ramp with it, the teeth of a warm-up (26.7 MiB every 324 s, +-6.9 MiB
    * of noise) were no longer taken for a sawtooth, its points kept them,
    * and it fired at minute 35 (held-out-9038 warmup-087 of the 9001-9060
    * draws). */
-  if(!(fitted > 0 && fitted >= SAW_CONSISTENT * fell / teeth))
+  if(!(fitted > 0 && fitted >= mdp_detector_saw_ramp(SAW_CONSISTENT * fell, nd, si->period, sp.dt)))
     return;
   si->ramp = ramp;
   for(unsigned k = 0; k < m; k++)
@@ -605,5 +595,5 @@ void mdp_detector_course_points(const mdp_detector *d, unsigned m, double *y, un
 {
   course_points(d, m, y, have, si);
   if(!(si->ramp > 0))
-    mdp_detector_means_plain(d, m, y, have);
+    mdp_detector_means_plain(d, m, y, have, si);
 }

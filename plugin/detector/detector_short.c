@@ -50,21 +50,12 @@ typedef struct {
  * returns how many of all lie within the slack of it (0: no line). */
 static unsigned teeth_line(const teeth *t, double *o, double *p)
 {
-  double s0 = 0, sn = 0, sx = 0, snn = 0, snx = 0;
-  for(unsigned i = 0; i < t->n; i++) {
-    if(!t->on[i])
-      continue;
-    s0++;
-    sn += t->tooth[i];
-    sx += t->x[i];
-    snn += t->tooth[i] * t->tooth[i];
-    snx += t->tooth[i] * t->x[i];
-  }
-  double den = s0 * snn - sn * sn;
-  if(!(den > 0))
+  mdp_robust_line l = {0};
+  for(unsigned i = 0; i < t->n; i++)
+    if(t->on[i])
+      mdp_robust_line_add(&l, t->tooth[i], t->x[i]);
+  if(!mdp_robust_line_fit(&l, 2, p, o))
     return 0;
-  *p = (s0 * snx - sn * sx) / den;
-  *o = (sx - *p * sn) / s0;
   unsigned near = 0;
   for(unsigned i = 0; i < t->n; i++)
     near += fabs(t->x[i] - *o - *p * t->tooth[i]) <= t->slack;
@@ -145,26 +136,30 @@ static void short_lift(const mdp_detector *d, unsigned m, double dt, const short
   }
 }
 
-int mdp_detector_short_points(const mdp_detector *d, unsigned m, const mdp_detector_short_drops *dr,
-                              double *y, const unsigned char *have, mdp_detector_saw *si)
+int mdp_detector_short_gate(const mdp_detector *d, const mdp_detector_short_drops *dr)
 {
-  double falls[CB], lift[CB];
+  double falls[CB];
   if(dr->n < SHORT_DROPS || dr->n < SHORT_SHARE * dr->filled || dr->n > CB)
     return 0;
   memcpy(falls, dr->falls, dr->n * sizeof(falls[0]));
-  if(mdp_robust_median(falls, dr->n) < SHORT_FALL * mdp_detector_unit(d))
+  return !(mdp_robust_median(falls, dr->n) < SHORT_FALL * mdp_detector_unit(d));
+}
+
+int mdp_detector_short_points(const mdp_detector *d, unsigned m, const mdp_detector_short_drops *dr,
+                              double *y, const unsigned char *have, mdp_detector_saw *si)
+{
+  double lift[CB];
+  if(dr->n > CB) /* the gate's bound, for the arrays */
     return 0;
   short_saw s = {0, 0, 0};
   s.period = short_period(dr, &s.origin);
-  /* Each fall is what the ramp climbed over its tooth less the two
-   * intervals it is measured over (detector_points.c), and less the
-   * envelope's trend over them. */
-  if(!(s.period > 2 * dr->dt))
-    return 0;
+  /* The ramp the falls gave back with what the envelope's trend took off
+   * them (dr->lost): mdp_detector_saw_ramp; 0 when the period is not
+   * longer than the two intervals a fall is measured over. */
   double fell = dr->lost;
   for(unsigned i = 0; i < dr->n; i++)
     fell += dr->falls[i];
-  s.ramp = fell / (dr->n * (s.period - 2 * dr->dt));
+  s.ramp = mdp_detector_saw_ramp(fell, dr->n, s.period, dr->dt);
   if(!(s.ramp > 0))
     return 0;
   short_lift(d, m, dr->dt, &s, lift);
@@ -173,6 +168,6 @@ int mdp_detector_short_points(const mdp_detector *d, unsigned m, const mdp_detec
   /* The teeth climb s.ramp * dt between two samples: part of every
    * bucket's largest jump, not a cache's. */
   si->rise = s.ramp * dr->dt;
-  mdp_detector_means_less(d, m, y, have, lift, si->rise);
+  mdp_detector_means_less(d, m, y, have, lift, si);
   return 1;
 }

@@ -53,3 +53,16 @@ void mdp_robust_sort(double *v, unsigned n)
       v[j - 1] = x;
     }
 }
+
+int mdp_robust_line_fit(const mdp_robust_line *l, unsigned least, double *slope, double *intercept)
+{
+  double den = l->n * l->sxx - l->sx * l->sx;
+  if(l->n < least || !(den > 0))
+    return 0;
+  double b = (l->n * l->sxy - l->sx * l->sy) / den;
+  if(slope)
+    *slope = b;
+  if(intercept)
+    *intercept = (l->sy - b * l->sx) / l->n;
+  return 1;
+}
