@@ -27,7 +27,8 @@ void mdp_detector_steps_remove_local(double *y, const unsigned char *have, unsig
 
 /* Steps seen in the samples: where a bucket's largest rise of a sample over
  * the one before it (jump[k]; below 0: not known) stands far out of the
- * buckets' usual one, and the points' rise over that bucket stands above
+ * buckets' usual one (or, where lower, the usual one of the buckets about
+ * it), and the points' rise over that bucket stands above
  * the local pace by at least half the jump's excess (the level held: no
  * spike), that rise is taken down to the local pace, by no more than the
  * jump; at most three, the largest first. A step in the first minutes,

@@ -2,7 +2,8 @@
  * course points, in MiB (unit 1): a cache loaded in the first minute of a
  * warm-up, which no filter of the points can weigh, is taken out when its
  * bucket saw a sample jump, down to the local pace, from the point it
- * lifted on, whether that is the jump's bucket or the next; a one-sample
+ * lifted on, whether that is the jump's bucket or the next, also late in
+ * a warm-up whose first minutes jumped more; a one-sample
  * spike (a jump the points do not hold), a leak's even rises and a ring too
  * short to say are left as they are; a jump in the last two rises is left
  * to the pending rule, which holds the look. */
@@ -92,6 +93,33 @@ static void test_a_jump_after_the_least_sample_lifts_the_next_point(void **st)
     assert_true(fabs(y[k] - plain[k]) < 3);
 }
 
+/* A warm-up steep at first (400 MiB with a time constant of 5 buckets):
+ * its first buckets' largest rises between two samples were 14-23 MiB,
+ * the late ones' 4-7, so the ring's usual jump (the median, 8.5) stands
+ * above the late buckets'. A 16 MiB cache loaded in bucket 11, after its least
+ * sample, jumped 20: under three times the ring's usual jump, over three
+ * times that of the buckets about it. It is taken out of point 12 on. */
+static void test_a_late_cache_is_weighed_against_the_jumps_about_it(void **st)
+{
+  (void)st;
+  double y[M], jump[M], plain[M];
+  unsigned char have[M];
+  uint32_t r = 5;
+  for(unsigned k = 0; k < M; k++) {
+    y[k] = 150 + 400 * (1 - exp(-(double)k / 5)) + noise(&r);
+    jump[k] = 3 + 20 * exp(-(double)k / 5) + 0.3 * noise(&r);
+    have[k] = 1;
+  }
+  memcpy(plain, y, sizeof(y));
+  cache(y, 12, 16);
+  jump[11] = 20;
+  mdp_detector_steps_remove_jumps(y, have, jump, M, 1);
+  for(unsigned k = 0; k < 12; k++)
+    assert_true(y[k] == plain[k]);
+  for(unsigned k = 12; k < M; k++)
+    assert_true(fabs(y[k] - plain[k]) < 4);
+}
+
 static void test_a_spike_is_no_step(void **st)
 {
   (void)st;
@@ -141,6 +169,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_a_cache_in_the_first_minute_is_taken_out),
       cmocka_unit_test(test_a_jump_after_the_least_sample_lifts_the_next_point),
+      cmocka_unit_test(test_a_late_cache_is_weighed_against_the_jumps_about_it),
       cmocka_unit_test(test_a_spike_is_no_step),
       cmocka_unit_test(test_a_leaks_points_are_left_alone),
       cmocka_unit_test(test_a_jump_at_the_end_is_left_to_pending),
