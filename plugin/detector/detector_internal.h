@@ -110,7 +110,9 @@ static inline double mdp_detector_course_jump(const mdp_detector *d, unsigned m,
  * moved so and less the buckets' usual offset above that level (a bucket
  * whose mean stands far off, or where a sample jumped far above the one
  * before it, gives its minimum less the usual gap between minimum and
- * point). Fills si. */
+ * point); and those means, with si as if no ramp were found, under a
+ * sawtooth (not one shorter than a bucket) whose points are 1.1 times as
+ * rough as the means or more. Fills si. */
 void mdp_detector_course_points(const mdp_detector *d, unsigned m, double *y, unsigned char *have,
                                 mdp_detector_saw *si);
 

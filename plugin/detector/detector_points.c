@@ -4,9 +4,10 @@
  * before it), or under a GC sawtooth its trough, or its minimum less the
  * ramp its tooth climbed, or (teeth of real drops and up to MEAN_PERIOD
  * buckets) the mean of its samples less the ramp each climbed (teeth
- * shorter than a bucket: detector_short.c); without a sawtooth's ramp, the
- * mean of its samples less its largest (detector_means.c). Pure code, as
- * the rest of the detector. */
+ * shorter than a bucket: detector_short.c); without a sawtooth's ramp, or
+ * where a sawtooth's points are rougher than these, the mean of its
+ * samples less its largest (detector_means.c). Pure code, as the rest of
+ * the detector. */
 #include <math.h>
 #include <string.h>
 
@@ -505,19 +506,20 @@ static void level_points(const mdp_detector *d, unsigned m, double *y, unsigned 
     y[k] -= g;
 }
 
-/* The points under a sawtooth, in place of level_points' (sp, si from
- * it; two drops or more at a steady period, the first within SAW_FIRST periods of
- * the first point, SAW_TEETH of the teeth after it seen to drop;
- * docs/detector.md "The early path") a drop's trough, and
+/* The points under a sawtooth, in place of level_points' (sp and si
+ * from it; two drops or more at a steady period, the first within
+ * SAW_FIRST periods of the first point, SAW_TEETH of the teeth after it
+ * seen to drop; docs/detector.md "The early path"): a drop's trough, and
  * every other minimum less the ramp its tooth climbed since its drop; the
  * ramp is what the drops gave back over their teeth (each drop returns
  * what its ramp climbed over the tooth, less the ramp and the envelope's
- * trend over the two samples the fall is measured over: trend_lost
- * gives the trend's part back), and is used only
- * if the minima do climb it between drops; each tooth's phase counts from
- * its drop's time on the period's line (drop_times), not from its trough.
- * Each point is then moved from where it was seen to its bucket's start
- * along the points' slope. */
+ * trend over the two samples the fall is measured over: trend_lost gives
+ * the trend's part back), and is used only if the minima do climb it
+ * between drops; each tooth's phase counts from its drop's time on the
+ * period's line (drop_times), not from its trough. Each point is then
+ * moved from where it was seen to its bucket's start along the points'
+ * slope. Leaves y, have and si's ramp as they are when no sawtooth is
+ * read. */
 static void course_points(const mdp_detector *d, unsigned m, double *y, unsigned char *have,
                           saw_points *sp, mdp_detector_saw *si)
 {

@@ -260,24 +260,8 @@ int mdp_detector_steps_pending(const double *y, const unsigned char *have, unsig
  * weighed (taking part of it out made a held step no longer pending, and a
  * warm-up fired a look sooner: held-out-9028 warmup-099 of the 9001-9060
  * draws). */
-/* The usual jump a bucket's is weighed against is the buckets' usual one
- * or, where lower, the median of those within JUMP_NEAR buckets either
- * side of it (without its own; NEAR_JUMPS or more known): a warm-up's
- * samples rise less at each minute, and the first minutes' made the
- * ring's usual jump. A warm-up of 6.8 minutes' time constant (164 to 715
- * MiB, under 35 MiB teeth of 135 s) rose 13-15 MiB a sample at first, 6-7
- * by minute 10; caches of 16.4 and 12.1 MiB loaded at minute 11.1 and
- * 14.7 jumped 21 and 16, under the bar of three times the ring's usual
- * 8.3-9.9, and it fired at minute 16.8 (standard-9420 warmup-034 of the
- * 9361-9420 draws). The level's hold is still asked of the jump's excess
- * over the ring's usual one: asked of its excess over the lower, a cache
- * taken out before no longer was (a 34 MiB cache jumping 37.6: its
- * points' rise stood 15.5-16.2 MiB over the pace, half the jump's excess
- * over the ring's usual 6.6 and over the 5.2 about it), and a warm-up fired at minute 31.8
- * (held-out-9041 warmup-015 of the 9001-9060 draws). */
 #define JUMP_SHARE 0.5
 #define JUMP_NEAR  3
-#define NEAR_JUMPS 4
 static double jump_pace(const double *y, const unsigned char *have, unsigned m, unsigned k,
                         double pace)
 {
@@ -301,6 +285,23 @@ static double usual_jump(const double *jump, const unsigned char *have, unsigned
   return nj < 5 ? -1 : mdp_robust_median(jumps, nj);
 }
 
+/* The usual jump a bucket's is weighed against is the buckets' usual one
+ * or, where lower, the median of those within JUMP_NEAR buckets either
+ * side of it (without its own; NEAR_JUMPS or more known): a warm-up's
+ * samples rise less at each minute, and the first minutes' made the
+ * ring's usual jump. A warm-up of 6.8 minutes' time constant (164 to 715
+ * MiB, under 35 MiB teeth of 135 s) rose 13-15 MiB a sample at first, 6-7
+ * by minute 10; caches of 16.4 and 12.1 MiB loaded at minute 11.1 and
+ * 14.7 jumped 21 and 16, under the bar of three times the ring's usual
+ * 8.3-9.9, and it fired at minute 16.8 (standard-9420 warmup-034 of the
+ * 9361-9420 draws). The level's hold is still asked of the jump's excess
+ * over the ring's usual one: asked of its excess over the lower, a cache
+ * taken out before no longer was (a 34 MiB cache jumping 37.6: its
+ * points' rise stood 15.5-16.2 MiB over the pace, half the jump's excess
+ * over the ring's usual 6.6 and over the 5.2 about it), and a warm-up
+ * fired at minute 31.8 (held-out-9041 warmup-015 of the 9001-9060
+ * draws). */
+#define NEAR_JUMPS 4
 static double near_jump(const double *jump, const unsigned char *have, unsigned m, unsigned k,
                         double usual)
 {

@@ -147,6 +147,21 @@ static unsigned points_off_level(const double *ep, unsigned m, double *lo, doubl
   return used;
 }
 
+/* Prints the points' errors (ep[0..m), NAN: left out) and their scatter
+ * about the level (the standard deviation of those there), which it
+ * returns; how many there are into *n. */
+static double points_scatter(const double *ep, unsigned m, unsigned *n)
+{
+  double used[MDP_DETECTOR_COURSE_BUCKETS], lo, hi;
+  *n = points_off_level(ep, m, &lo, &hi);
+  for(unsigned k = 0, i = 0; k < m; k++)
+    if(!isnan(ep[k]))
+      used[i++] = ep[k];
+  double scatter = spread(used, *n);
+  print_message("%u points, scatter %.2f MiB about the level\n", *n, scatter);
+  return scatter;
+}
+
 /* A leak of 15 MiB/min under +-8 MiB of noise, sampled every 10 s: a
  * bucket's minimum is its first sample or two (each later one stands
  * 2.5 MiB higher), the level less the pace the least of six. The points
@@ -583,20 +598,15 @@ static double short_tooth(double t) { return 74 * fmod(t + 17, 41) / 41; }
 static void test_teeth_shorter_than_a_bucket_are_read(void **state)
 {
   (void)state;
-  double ep[MDP_DETECTOR_COURSE_BUCKETS], used[MDP_DETECTOR_COURSE_BUCKETS];
+  double ep[MDP_DETECTOR_COURSE_BUCKETS];
   mdp_detector_saw si;
-  unsigned m = feed_and_read_teeth(short_leak, short_tooth, 5, 16, "0.68", &si, ep);
-  double lo, hi;
-  unsigned n = points_off_level(ep, m, &lo, &hi);
-  for(unsigned k = 0, i = 0; k < m; k++)
-    if(!isnan(ep[k]))
-      used[i++] = ep[k];
-  print_message("%u points, scatter %.2f MiB about the level\n", n, spread(used, n));
+  unsigned m = feed_and_read_teeth(short_leak, short_tooth, 5, 16, "0.68", &si, ep), n;
+  double scatter = points_scatter(ep, m, &n);
   assert_true(m >= 14);
   assert_true(fabs(si.period - 41.0 / 60) < 0.02);
   assert_true(fabs(si.ramp / MIB - 74 / (41.0 / 60)) < 11);
   assert_int_equal(n, m);
-  assert_true(spread(used, n) < 2.5);
+  assert_true(scatter < 2.5);
 }
 
 /* A leak whose every bucket holds one sample 20 MiB low, at a random
@@ -636,18 +646,13 @@ static void test_teeth_barely_above_the_noise_give_the_means(void **state)
 {
   (void)state;
   mdp_detector_saw si;
-  double ep[MDP_DETECTOR_COURSE_BUCKETS], used[MDP_DETECTOR_COURSE_BUCKETS];
-  unsigned m = feed_and_read_teeth(weak_leak, weak_tooth, 6, 16, "166 s is 2.77", &si, ep);
-  double lo, hi;
-  unsigned n = points_off_level(ep, m, &lo, &hi);
-  for(unsigned k = 0, i = 0; k < m; k++)
-    if(!isnan(ep[k]))
-      used[i++] = ep[k];
-  print_message("%u points, scatter %.2f MiB about the leak\n", n, spread(used, n));
+  double ep[MDP_DETECTOR_COURSE_BUCKETS];
+  unsigned m = feed_and_read_teeth(weak_leak, weak_tooth, 6, 16, "166 s is 2.77", &si, ep), n;
+  double scatter = points_scatter(ep, m, &n);
   assert_true(m >= 16);
   assert_true(si.ramp == 0);
   assert_int_equal(n, m);
-  assert_true(spread(used, n) < 2.6);
+  assert_true(scatter < 2.6);
 }
 
 int main(void)
