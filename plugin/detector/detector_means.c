@@ -69,7 +69,7 @@ static double local_slope(const double *y, const unsigned char *have, unsigned m
 static void means(const mdp_detector *d, unsigned m, double *y, const unsigned char *have,
                   const double *lift, const mdp_detector_saw *si)
 {
-  double mean[CB], off[CB] = {0}, jumps[CB];
+  double mean[CB], off[CB] = {0}, jump[CB], jumps[CB]; /* jumps: packed, reordered */
   unsigned char use[CB];
   unsigned n_off = 0;
   for(unsigned k = 0; k < m; k++) {
@@ -81,7 +81,8 @@ static void means(const mdp_detector *d, unsigned m, double *y, const unsigned c
     mean[k] = lift ? (double)b->min + (double)b->sum / c - lift[k]
                    : (double)b->min + ((double)b->sum - (double)b->spread) / (c - 1);
     mean[k] -= local_slope(y, have, m, k) * b->sum_at / c;
-    jumps[n_off] = mdp_detector_course_jump(d, m, k, si);
+    jump[k] = mdp_detector_course_jump(d, m, k, si);
+    jumps[n_off] = jump[k];
     off[n_off++] = mean[k] - y[k];
     use[k] = 1;
   }
@@ -106,9 +107,7 @@ static void means(const mdp_detector *d, unsigned m, double *y, const unsigned c
      * a tooth's first sample fell, up to the ramp of an interval above its
      * drop, no level to stand off from: only a jump says a cache. */
     use[k] =
-        (lift || fabs(mean[k] - y[k]) <= bar) && mdp_detector_course_jump(d, m, k, si) <= jump_bar
-            ? 1
-            : 2; /* 2: stands off */
+        (lift || fabs(mean[k] - y[k]) <= bar) && jump[k] <= jump_bar ? 1 : 2; /* 2: stands off */
     if(use[k] == 1)
       gap[ng++] = (double)b->min - mean[k];
   }
